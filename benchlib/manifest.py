@@ -1,0 +1,434 @@
+"""Service manifests: ``services/<name>/service.toml``, loaded and validated.
+
+A manifest names the service, its language and framework with pinned versions, the studies
+it belongs to, its variants (``fair`` fixes an original study's quirks, ``faithful`` keeps
+them), the endpoints it implements with the contract each must satisfy, how to build and
+run it locally (argument lists, never shell strings), its Dockerfile, its health check, the
+services it needs running first and the toolchains it requires. The full format, with an
+example, is in ``docs/services.md``.
+
+Placeholders in ``build.command``, ``run.command``, ``post_start`` and env values:
+
+===================  =====================================================================
+``{service_dir}``    the folder holding ``service.toml``
+``{build_dir}``      a per-service, per-variant build cache outside the clone
+``{port}``           the TCP port the runtime chose (also exported as ``run.port_env``)
+``{host}``           the address to bind (``127.0.0.1``)
+``{python}``         the running Python interpreter
+``{dep.NAME.port}``  the port of required service NAME (likewise ``{dep.NAME.host}``)
+===================  =====================================================================
+
+A bad manifest raises :class:`~benchlib.errors.ManifestError` naming the file, the field and
+what was expected.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from benchlib.errors import ManifestError, ParameterError
+
+__all__ = [
+    "Contract",
+    "Endpoint",
+    "Manifest",
+    "ResolvedService",
+    "find_services_dir",
+    "get_manifest",
+    "list_services",
+    "load_manifest",
+]
+
+MANIFEST_SCHEMA = 1
+KNOWN_TOOLCHAINS = ("go", "cargo", "node", "npm", "python", "dotnet")
+HEALTH_KINDS = ("http", "tcp")
+_NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What a response must look like.
+
+    Attributes
+    ----------
+    status: required HTTP status.
+    body: the exact body (UTF-8), or ``None``.
+    body_regex: a regular expression the whole body must match, or ``None``.
+    json: the parsed JSON body must equal this value, or ``None``.
+    content_type: required ``Content-Type`` prefix (case-insensitive), ``""`` = must be
+        absent, ``None`` = not checked.
+    headers: header name -> exact value, or ``"*"`` for "present".
+    """
+
+    status: int = 200
+    body: str | None = None
+    body_regex: str | None = None
+    json: Any = None
+    content_type: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One endpoint a service implements, with the request to send and the contract."""
+
+    name: str
+    method: str
+    path: str
+    contract: Contract
+    body: bytes = b""
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ResolvedService:
+    """A manifest with one variant applied: everything a runtime needs to build and run it."""
+
+    manifest: Manifest
+    variant: str
+    description: str
+    build_command: tuple[str, ...] | None
+    build_env: Mapping[str, str]
+    build_inputs: tuple[str, ...]
+    run_command: tuple[str, ...]
+    run_env: Mapping[str, str]
+    port_env: str | None
+    ready_timeout_s: float
+    post_start: tuple[tuple[str, ...], ...]
+    endpoints: tuple[Endpoint, ...]
+    docker_build_args: Mapping[str, str]
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    def endpoint(self, name: str | None = None) -> Endpoint:
+        """The endpoint called ``name`` (the first one when ``None``)."""
+        if not self.endpoints:
+            raise ParameterError(f"service {self.name!r} declares no HTTP endpoints")
+        if name is None:
+            return self.endpoints[0]
+        for ep in self.endpoints:
+            if ep.name == name:
+                return ep
+        raise ParameterError(
+            f"service {self.name!r} has no endpoint {name!r}; valid: {', '.join(e.name for e in self.endpoints)}"
+        )
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A validated ``service.toml``."""
+
+    path: Path
+    name: str
+    description: str
+    language: str
+    framework: str
+    versions: Mapping[str, str]
+    toolchains: tuple[str, ...]
+    requires: tuple[str, ...]
+    studies: tuple[str, ...]
+    default_variant: str
+    health_kind: str
+    health_path: str
+    health_status: int
+    dockerfile: str | None
+    raw: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        declared = tuple(self.raw.get("variants", {}).keys())
+        return declared or (self.default_variant,)
+
+    def resolve(self, variant: str | None = None) -> ResolvedService:
+        """Apply ``variant`` (default: :attr:`default_variant`) and return the result."""
+        v = variant or self.default_variant
+        if v not in self.variants:
+            raise ParameterError(
+                f"service {self.name!r} has no variant {v!r}; valid: {', '.join(self.variants)}"
+            )
+        over = self.raw.get("variants", {}).get(v, {})
+        build = {**self.raw.get("build", {}), **over.get("build", {})}
+        run = {**self.raw.get("run", {}), **over.get("run", {})}
+        build_env = {**self.raw.get("build", {}).get("env", {}), **over.get("build", {}).get("env", {})}
+        run_env = {**self.raw.get("run", {}).get("env", {}), **over.get("run", {}).get("env", {})}
+        endpoints = tuple(
+            _endpoint(self.path, i, ep, v) for i, ep in enumerate(self.raw.get("endpoints", []))
+        )
+        docker = {**self.raw.get("docker", {}), **over.get("docker", {})}
+        return ResolvedService(
+            manifest=self,
+            variant=v,
+            description=str(over.get("description", self.description)),
+            build_command=tuple(build["command"]) if build.get("command") else None,
+            build_env=build_env,
+            build_inputs=tuple(build.get("inputs", ())),
+            run_command=tuple(run["command"]),
+            run_env=run_env,
+            port_env=run.get("port_env"),
+            ready_timeout_s=float(run.get("ready_timeout_s", 60.0)),
+            post_start=tuple(tuple(c) for c in run.get("post_start", ())),
+            endpoints=endpoints,
+            docker_build_args=dict(docker.get("build_args", {})),
+        )
+
+
+def _err(path: Path, field_name: str, expected: str, got: Any = None) -> ManifestError:
+    tail = "" if got is None else f", got {got!r}"
+    return ManifestError(f"{path}: field {field_name!r}: expected {expected}{tail}")
+
+
+def _str(path: Path, data: Mapping[str, Any], key: str, *, required: bool = True, default: str = "") -> str:
+    if key not in data:
+        if required:
+            raise _err(path, key, "a string (required)")
+        return default
+    value = data[key]
+    if not isinstance(value, str):
+        raise _err(path, key, "a string", value)
+    return value
+
+
+def _argv(path: Path, where: str, value: Any) -> tuple[str, ...]:
+    if not (isinstance(value, list) and value and all(isinstance(x, str) for x in value)):
+        raise _err(path, where, "a non-empty list of strings (an argument list, not a shell string)", value)
+    return tuple(value)
+
+
+def _str_map(path: Path, where: str, value: Any) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise _err(path, where, "a table of string values", value)
+    return dict(value)
+
+
+_CONTRACT_KEYS = {"status", "body", "body_regex", "json", "content_type", "headers"}
+
+
+def _contract(path: Path, where: str, data: Any) -> Contract:
+    if not isinstance(data, dict):
+        raise _err(path, where, "a table", data)
+    unknown = set(data) - _CONTRACT_KEYS
+    if unknown:
+        raise _err(path, f"{where}.{sorted(unknown)[0]}", f"one of {sorted(_CONTRACT_KEYS)}")
+    status = data.get("status", 200)
+    if not isinstance(status, int) or not 100 <= status <= 599:
+        raise _err(path, f"{where}.status", "an HTTP status code (100-599)", status)
+    for key in ("body", "body_regex", "content_type"):
+        if key in data and not isinstance(data[key], str):
+            raise _err(path, f"{where}.{key}", "a string", data[key])
+    if "body_regex" in data:
+        try:
+            re.compile(data["body_regex"])
+        except re.error as exc:
+            raise _err(path, f"{where}.body_regex", f"a valid regular expression ({exc})", data["body_regex"]) from None
+    headers = _str_map(path, f"{where}.headers", data.get("headers", {}))
+    return Contract(
+        status=status,
+        body=data.get("body"),
+        body_regex=data.get("body_regex"),
+        json=data.get("json"),
+        content_type=data.get("content_type"),
+        headers=tuple(sorted(headers.items())),
+    )
+
+
+def _endpoint(path: Path, index: int, data: Any, variant: str | None = None) -> Endpoint:
+    where = f"endpoints[{index}]"
+    if not isinstance(data, dict):
+        raise _err(path, where, "a table", data)
+    name = _str(path, data, "name")
+    method = _str(path, data, "method", required=False, default="GET").upper()
+    if method not in ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"):
+        raise _err(path, f"{where}.method", "an HTTP method (GET, POST, ...)", method)
+    ep_path = _str(path, data, "path")
+    if not ep_path.startswith("/"):
+        raise _err(path, f"{where}.path", "a path starting with '/'", ep_path)
+    contract_data = dict(data.get("contract", {}))
+    by_variant = data.get("contract_by_variant", {})
+    if not isinstance(by_variant, dict):
+        raise _err(path, f"{where}.contract_by_variant", "a table of variant -> contract overrides", by_variant)
+    if variant is not None and variant in by_variant:
+        contract_data.update(by_variant[variant])
+    contract = _contract(path, f"{where}.contract", contract_data)
+    body = _str(path, data, "body", required=False).encode()
+    headers = _str_map(path, f"{where}.headers", data.get("headers", {}))
+    return Endpoint(name=name, method=method, path=ep_path, contract=contract, body=body,
+                    headers=tuple(headers.items()))
+
+
+_TOP_KEYS = {
+    "schema", "name", "description", "language", "framework", "versions", "toolchains", "requires",
+    "studies", "default_variant", "build", "run", "health", "docker", "variants", "endpoints",
+}
+
+
+def load_manifest(path: str | Path) -> Manifest:
+    """Load and validate one ``service.toml``.
+
+    Raises
+    ------
+    ManifestError
+        naming the file, the field and what was expected.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "service.toml"
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ManifestError(f"{path}: no such manifest") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"{path}: not valid TOML: {exc}") from None
+
+    unknown = set(raw) - _TOP_KEYS
+    if unknown:
+        raise _err(path, sorted(unknown)[0], f"one of the known fields {sorted(_TOP_KEYS)}")
+    schema = raw.get("schema", MANIFEST_SCHEMA)
+    if schema != MANIFEST_SCHEMA:
+        raise _err(path, "schema", f"{MANIFEST_SCHEMA}", schema)
+    name = _str(path, raw, "name")
+    if not _NAME_RE.fullmatch(name):
+        raise _err(path, "name", "lower-case letters, digits, '.', '_' or '-'", name)
+    if name != path.parent.name:
+        raise _err(path, "name", f"the folder's name {path.parent.name!r}", name)
+    toolchains = raw.get("toolchains", [])
+    if not isinstance(toolchains, list) or any(t not in KNOWN_TOOLCHAINS for t in toolchains):
+        raise _err(path, "toolchains", f"a list of {', '.join(KNOWN_TOOLCHAINS)}", toolchains)
+    requires = raw.get("requires", [])
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        raise _err(path, "requires", "a list of service names", requires)
+    studies = raw.get("studies", [])
+    if not isinstance(studies, list) or not all(isinstance(s, str) for s in studies):
+        raise _err(path, "studies", "a list of study names", studies)
+    versions = _str_map(path, "versions", raw.get("versions", {}))
+
+    run = raw.get("run")
+    if not isinstance(run, dict):
+        raise _err(path, "run", "a [run] table with command = [...]")
+    _argv(path, "run.command", run.get("command"))
+    if "env" in run:
+        _str_map(path, "run.env", run["env"])
+    if "port_env" in run and not isinstance(run["port_env"], str):
+        raise _err(path, "run.port_env", "the name of an environment variable", run["port_env"])
+    for i, cmd in enumerate(run.get("post_start", [])):
+        _argv(path, f"run.post_start[{i}]", cmd)
+    build = raw.get("build", {})
+    if not isinstance(build, dict):
+        raise _err(path, "build", "a [build] table", build)
+    if "command" in build:
+        _argv(path, "build.command", build["command"])
+    if "env" in build:
+        _str_map(path, "build.env", build["env"])
+
+    variants = raw.get("variants", {})
+    if not isinstance(variants, dict):
+        raise _err(path, "variants", "a table of variant tables", variants)
+    for vname, vdata in variants.items():
+        if not isinstance(vdata, dict):
+            raise _err(path, f"variants.{vname}", "a table", vdata)
+        bad = set(vdata) - {"description", "build", "run", "docker"}
+        if bad:
+            raise _err(path, f"variants.{vname}.{sorted(bad)[0]}", "one of description, build, run, docker")
+        if "command" in vdata.get("build", {}):
+            _argv(path, f"variants.{vname}.build.command", vdata["build"]["command"])
+        if "command" in vdata.get("run", {}):
+            _argv(path, f"variants.{vname}.run.command", vdata["run"]["command"])
+        for section in ("build", "run"):
+            if "env" in vdata.get(section, {}):
+                _str_map(path, f"variants.{vname}.{section}.env", vdata[section]["env"])
+    default_variant = _str(path, raw, "default_variant", required=False,
+                           default=next(iter(variants), "default"))
+    if variants and default_variant not in variants:
+        raise _err(path, "default_variant", f"one of the declared variants {sorted(variants)}", default_variant)
+
+    health = raw.get("health", {})
+    if not isinstance(health, dict):
+        raise _err(path, "health", "a table", health)
+    health_kind = health.get("kind", "http")
+    if health_kind not in HEALTH_KINDS:
+        raise _err(path, "health.kind", f"one of {', '.join(HEALTH_KINDS)}", health_kind)
+    health_path = health.get("path", "/")
+    if not isinstance(health_path, str) or not health_path.startswith("/"):
+        raise _err(path, "health.path", "a path starting with '/'", health_path)
+    health_status = health.get("status", 200)
+    if not isinstance(health_status, int):
+        raise _err(path, "health.status", "an HTTP status code", health_status)
+
+    docker = raw.get("docker", {})
+    dockerfile = docker.get("dockerfile") if isinstance(docker, dict) else None
+    if dockerfile is not None and not (path.parent / dockerfile).is_file():
+        raise _err(path, "docker.dockerfile", f"an existing file next to service.toml", dockerfile)
+
+    endpoints = raw.get("endpoints", [])
+    if not isinstance(endpoints, list):
+        raise _err(path, "endpoints", "an array of [[endpoints]] tables", endpoints)
+    seen: set[str] = set()
+    for i, ep in enumerate(endpoints):
+        e = _endpoint(path, i, ep)
+        if e.name in seen:
+            raise _err(path, f"endpoints[{i}].name", "a name unique within the service", e.name)
+        seen.add(e.name)
+        for vname in ep.get("contract_by_variant", {}):
+            if vname not in variants:
+                raise _err(path, f"endpoints[{i}].contract_by_variant.{vname}",
+                           f"a declared variant ({', '.join(sorted(variants)) or 'none declared'})")
+            _endpoint(path, i, ep, vname)
+
+    return Manifest(
+        path=path,
+        name=name,
+        description=_str(path, raw, "description", required=False),
+        language=_str(path, raw, "language"),
+        framework=_str(path, raw, "framework"),
+        versions=versions,
+        toolchains=tuple(toolchains),
+        requires=tuple(requires),
+        studies=tuple(studies),
+        default_variant=default_variant,
+        health_kind=health_kind,
+        health_path=health_path,
+        health_status=health_status,
+        dockerfile=dockerfile,
+        raw=raw,
+    )
+
+
+def find_services_dir(start: str | Path | None = None) -> Path:
+    """The project's ``services/`` folder: ``$BENCHLIB_SERVICES`` if set, else the nearest
+    ``services/`` above ``start`` (default: the current directory), else the one beside the
+    installed package."""
+    import os
+
+    env = os.environ.get("BENCHLIB_SERVICES")
+    if env:
+        return Path(env)
+    here = Path(start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / "services").is_dir() and (d / "benchlib").is_dir():
+            return d / "services"
+    return Path(__file__).resolve().parent.parent / "services"
+
+
+def list_services(services_dir: str | Path | None = None) -> dict[str, Manifest]:
+    """Every manifest under ``services_dir``, by name (all validated)."""
+    root = Path(services_dir) if services_dir else find_services_dir()
+    return {m.name: m for m in (load_manifest(p) for p in sorted(root.glob("*/service.toml")))}
+
+
+def get_manifest(name: str, services_dir: str | Path | None = None) -> Manifest:
+    """The manifest of service ``name``; an unknown name lists the valid ones."""
+    root = Path(services_dir) if services_dir else find_services_dir()
+    path = root / name / "service.toml"
+    if not path.is_file():
+        known = sorted(p.parent.name for p in root.glob("*/service.toml"))
+        raise ParameterError(f"unknown service {name!r}; valid: {', '.join(known) or '(none found in ' + str(root) + ')'}")
+    return load_manifest(path)

@@ -1,0 +1,256 @@
+"""The data model: frozen dataclasses shared by every part of benchlib.
+
+Pure: imports nothing from ``runtime``, ``loadgen`` or ``store``.
+
+Units are in the names: ``_s`` seconds, ``_ns`` nanoseconds, ``_rps`` requests per
+second, ``_mb`` mebibytes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
+
+from benchlib.errors import LoadSpecError, ParameterError
+
+__all__ = [
+    "Arm",
+    "LOAD_MODELS",
+    "ARRIVALS",
+    "HTTP_VERSIONS",
+    "Limits",
+    "LoadSpec",
+    "Stage",
+    "Target",
+]
+
+LOAD_MODELS = ("closed", "open")
+ARRIVALS = ("constant", "poisson")
+HTTP_VERSIONS = ("1.1", "1.0")
+LoadModel = Literal["closed", "open"]
+Arrival = Literal["constant", "poisson"]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of an open-model schedule: ``rate_rps`` arrivals per second for ``duration_s``."""
+
+    rate_rps: float
+    duration_s: float
+
+    def __post_init__(self) -> None:
+        if not (self.rate_rps > 0 and math.isfinite(self.rate_rps)):
+            raise LoadSpecError(f"stage rate_rps must be a positive finite number, got {self.rate_rps!r}")
+        if not (self.duration_s > 0 and math.isfinite(self.duration_s)):
+            raise LoadSpecError(f"stage duration_s must be positive, got {self.duration_s!r}")
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """What load one trial applies.
+
+    Closed model: ``connections`` connections; each sends its next request when the previous
+    response is complete; stops after ``duration_s`` (measured phase) or ``requests`` requests.
+
+    Open model: requests are due on a schedule (``arrival`` at ``rate_rps``, or ``stages``);
+    at most ``connections`` are in flight; latency counts from the intended send time, so a
+    request that waits for a free connection has that wait in its latency.
+
+    The warm-up phase (``warmup_s`` seconds, or ``warmup_requests`` requests, whichever is
+    given) runs first on the same connections and is recorded with ``phase="warmup"``.
+
+    Attributes
+    ----------
+    model: ``"closed"`` or ``"open"``.
+    connections: closed: concurrent connections; open: the most requests in flight.
+    duration_s: length of the measured phase in seconds (``None`` when ``requests`` bounds it).
+    requests: closed only: total measured requests (``bombardier -n``, ``ab -n``).
+    rate_rps: open only: arrivals per second (ignored when ``stages`` is given).
+    arrival: open only: ``"constant"`` spacing or ``"poisson"`` arrivals.
+    stages: open only: a list of (rate, duration) steps for throughput-vs-latency sweeps.
+    warmup_s: warm-up seconds before the measured phase (0 for none).
+    warmup_requests: alternative warm-up bound as a request count.
+    workers: client worker processes, pinned to the client's CPUs.
+    keep_alive: reuse connections; ``False`` opens one connection per request (``ab`` without ``-k``).
+    http_version: ``"1.1"`` or ``"1.0"``.
+    method, path, headers, body: the request.
+    connect_timeout_s: per connection attempt.
+    timeout_s: per response (from send to last byte).
+    """
+
+    model: LoadModel = "closed"
+    connections: int = 16
+    duration_s: float | None = 10.0
+    requests: int | None = None
+    rate_rps: float | None = None
+    arrival: Arrival = "constant"
+    stages: tuple[Stage, ...] = ()
+    warmup_s: float = 2.0
+    warmup_requests: int | None = None
+    workers: int = 1
+    keep_alive: bool = True
+    http_version: str = "1.1"
+    method: str = "GET"
+    path: str = "/"
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    connect_timeout_s: float = 5.0
+    timeout_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.model not in LOAD_MODELS:
+            raise LoadSpecError(f"unknown load model {self.model!r}; valid: {', '.join(LOAD_MODELS)}")
+        if self.arrival not in ARRIVALS:
+            raise LoadSpecError(f"unknown arrival {self.arrival!r}; valid: {', '.join(ARRIVALS)}")
+        if self.http_version not in HTTP_VERSIONS:
+            raise LoadSpecError(f"unknown http_version {self.http_version!r}; valid: {', '.join(HTTP_VERSIONS)}")
+        if not isinstance(self.connections, int) or self.connections < 1:
+            raise LoadSpecError(f"connections must be an integer >= 1, got {self.connections!r}")
+        if not isinstance(self.workers, int) or self.workers < 1:
+            raise LoadSpecError(f"workers must be an integer >= 1, got {self.workers!r}")
+        if self.workers > self.connections:
+            raise LoadSpecError(f"workers ({self.workers}) cannot exceed connections ({self.connections})")
+        if self.duration_s is not None and not (self.duration_s > 0 and math.isfinite(self.duration_s)):
+            raise LoadSpecError(f"duration_s must be a positive number of seconds, got {self.duration_s!r}")
+        if self.requests is not None and (not isinstance(self.requests, int) or self.requests < 1):
+            raise LoadSpecError(f"requests must be an integer >= 1, got {self.requests!r}")
+        if self.warmup_s < 0 or not math.isfinite(self.warmup_s):
+            raise LoadSpecError(f"warmup_s must be >= 0, got {self.warmup_s!r}")
+        if self.warmup_requests is not None and self.warmup_requests < 0:
+            raise LoadSpecError(f"warmup_requests must be >= 0, got {self.warmup_requests!r}")
+        if self.timeout_s <= 0 or self.connect_timeout_s <= 0:
+            raise LoadSpecError("timeout_s and connect_timeout_s must be positive")
+        if not self.path.startswith("/"):
+            raise LoadSpecError(f"path must start with '/', got {self.path!r}")
+        if self.model == "open":
+            if self.requests is not None:
+                raise LoadSpecError("requests (a total count) applies to the closed model only; "
+                                    "the open model is bounded by duration_s or stages")
+            if not self.stages:
+                if self.rate_rps is None or not (self.rate_rps > 0 and math.isfinite(self.rate_rps)):
+                    raise LoadSpecError(f"the open model needs rate_rps > 0 (or stages), got {self.rate_rps!r}")
+                if self.duration_s is None:
+                    raise LoadSpecError("the open model needs duration_s (or stages)")
+        else:
+            if self.stages:
+                raise LoadSpecError("stages apply to the open model only")
+            if self.rate_rps is not None:
+                raise LoadSpecError("rate_rps applies to the open model only; "
+                                    "use model='open' for a fixed arrival rate")
+            if self.duration_s is None and self.requests is None:
+                raise LoadSpecError("the closed model needs duration_s or requests")
+
+    @property
+    def measured_duration_s(self) -> float | None:
+        """Planned length of the measured phase in seconds (``None`` if bounded by a count)."""
+        if self.stages:
+            return sum(s.duration_s for s in self.stages)
+        return self.duration_s if self.requests is None else None
+
+    @property
+    def offered_rps(self) -> float | None:
+        """Mean offered arrival rate of the measured phase (open model), else ``None``."""
+        if self.model != "open":
+            return None
+        if self.stages:
+            total = sum(s.duration_s for s in self.stages)
+            return sum(s.rate_rps * s.duration_s for s in self.stages) / total
+        return self.rate_rps
+
+    def with_(self, **changes: Any) -> LoadSpec:
+        """A copy with ``changes`` applied (validated again); unknown names are refused."""
+        valid = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - valid)
+        if unknown:
+            raise ParameterError(f"unknown LoadSpec field(s) {unknown}; valid: {', '.join(sorted(valid))}")
+        return replace(self, **changes)
+
+    def describe(self) -> str:
+        """One human line, e.g. ``closed, 100 connections, 30 s, 2 workers, keep-alive``."""
+        parts = [self.model]
+        if self.model == "open":
+            if self.stages:
+                parts.append("stages " + ", ".join(f"{s.rate_rps:g}/s x {s.duration_s:g} s" for s in self.stages))
+            else:
+                parts.append(f"{self.arrival} {self.rate_rps:g} req/s")
+            parts.append(f"at most {self.connections} in flight")
+        else:
+            parts.append(f"{self.connections} connection{'s' if self.connections != 1 else ''}")
+        if self.requests is not None:
+            parts.append(f"{self.requests:,} requests")
+        elif not self.stages and self.duration_s is not None:
+            parts.append(f"{self.duration_s:g} s")
+        if self.warmup_s:
+            parts.append(f"{self.warmup_s:g} s warm-up")
+        parts.append(f"{self.workers} worker{'s' if self.workers != 1 else ''}")
+        parts.append(f"HTTP/{self.http_version}" + (" keep-alive" if self.keep_alive else ", new connection per request"))
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the load goes: ``host`` must be a loopback address (127.0.0.0/8 or ::1) unless
+    the user explicitly targets a machine of their own."""
+
+    host: str
+    port: int
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits applied to a service under test.
+
+    Attributes
+    ----------
+    cpus: number of CPUs (``nano_cpus`` in Docker; a CFS quota locally); ``None`` = no quota.
+    memory_mb: memory cap in MiB; ``None`` = no cap.
+    """
+
+    cpus: float | None = None
+    memory_mb: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.cpus is not None and not self.cpus > 0:
+            raise ParameterError(f"Limits.cpus must be > 0 or None, got {self.cpus!r}")
+        if self.memory_mb is not None and not self.memory_mb > 0:
+            raise ParameterError(f"Limits.memory_mb must be > 0 or None, got {self.memory_mb!r}")
+
+
+LOG_SINKS = ("pipe", "file", "discard")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One thing being compared: a service in a variant, with runtime options.
+
+    Attributes
+    ----------
+    name: label used in tables, plots and file names (``[A-Za-z0-9._-]+``).
+    service: the service's folder name under ``services/``.
+    variant: the manifest variant (``fair``, ``faithful``, ...); ``None`` = the manifest's default.
+    endpoint: the manifest endpoint to load (``None`` = the first one).
+    log_sink: where the service's stdout/stderr go: ``pipe`` (read by the runtime and kept),
+        ``file`` (written by the service straight to a file), ``discard`` (``/dev/null``).
+    env: extra environment variables for the service.
+    """
+
+    name: str
+    service: str
+    variant: str | None = None
+    endpoint: str | None = None
+    log_sink: str = "pipe"
+    env: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        import re
+
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", self.name):
+            raise ParameterError(f"arm name {self.name!r} must match [A-Za-z0-9._-]+ (it names files)")
+        if self.log_sink not in LOG_SINKS:
+            raise ParameterError(f"unknown log_sink {self.log_sink!r}; valid: {', '.join(LOG_SINKS)}")

@@ -1,0 +1,173 @@
+"""The runtime interface: how a service under test is built, started, checked and stopped.
+
+Two implementations, picked by name (:func:`benchlib.runtime.get_runtime`): ``local``
+(processes, the default) and ``docker`` (containers through the Docker SDK).
+
+A runtime's :meth:`Runtime.start` returns a :class:`ServiceHandle` only once the service is
+healthy; on any failure it has already stopped what it started and raises
+:class:`~benchlib.errors.ServiceStartError` with the log tail attached. A handle is a
+context manager and is always stopped, also on errors and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+
+from benchlib.manifest import ResolvedService
+from benchlib.model import Limits
+
+__all__ = ["Prepared", "Runtime", "ServiceHandle", "StartOptions", "StopInfo"]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A service built and ready to start.
+
+    Attributes
+    ----------
+    service: the resolved manifest (one variant).
+    build_dir: where the local build's outputs live (``None`` for Docker).
+    image: the Docker image id (``None`` locally).
+    built: ``True`` if this call built it, ``False`` if a cached build was reused.
+    info: provenance of the build (toolchain versions, image id, build seconds, ...).
+    """
+
+    service: ResolvedService
+    build_dir: Path | None = None
+    image: str | None = None
+    built: bool = False
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    """How to start one service instance.
+
+    Attributes
+    ----------
+    port: TCP port to listen on (loopback).
+    cpus: CPU ids the service is pinned to.
+    limits: CPU quota and memory cap.
+    log_sink: ``pipe`` | ``file`` | ``discard`` (see :class:`benchlib.model.Arm`).
+    log_path: where the service's log is kept (pipe: the runtime writes it; file: the service does).
+    env: extra environment variables.
+    deps: handles of the services this one requires, by name (for ``{dep.NAME.port}``).
+    run_id: labels containers and processes of one run (for clean-up).
+    """
+
+    port: int
+    cpus: tuple[int, ...]
+    limits: Limits = Limits()
+    log_sink: str = "pipe"
+    log_path: Path | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    deps: Mapping[str, ServiceHandle] = field(default_factory=dict)
+    run_id: str = ""
+
+
+@dataclass(frozen=True)
+class StopInfo:
+    """How a service ended: exit code (``None`` if killed by a signal we sent),
+    ``oom_killed`` when the memory cap killed it, and whether it had died before we stopped it."""
+
+    exit_code: int | None
+    oom_killed: bool = False
+    died_early: bool = False
+    detail: str = ""
+
+
+@runtime_checkable
+class ServiceHandle(Protocol):
+    """A running, healthy service instance."""
+
+    name: str
+    host: str
+    port: int
+    #: What the runtime actually enforced, as read back (e.g. ``{"cpus": [1],
+    #: "memory_mb": 512, "memory": "enforced (cgroup v1)"}``, or ``"not enforced: why"``).
+    enforced: Mapping[str, Any]
+
+    def alive(self) -> bool: ...
+
+    def logs_tail(self, lines: int = 40) -> str: ...
+
+    def stop(self) -> StopInfo: ...
+
+    def resource_samples(self) -> list[dict[str, Any]]:
+        """CPU and memory samples taken while the service ran (may be empty)."""
+        ...
+
+    def __enter__(self) -> ServiceHandle: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class Runtime(Protocol):
+    """Builds and starts services. Implementations: ``local``, ``docker``."""
+
+    name: str
+
+    def check(self) -> None:
+        """Raise :class:`~benchlib.errors.RuntimeUnavailable` (saying how to fix it) if unusable."""
+        ...
+
+    def prepare(self, service: ResolvedService) -> Prepared:
+        """Build (or reuse a cached build of) ``service``.
+
+        Raises ToolchainMissing or BuildError (with the build log's tail).
+        """
+        ...
+
+    def start(self, prepared: Prepared, options: StartOptions) -> ServiceHandle:
+        """Start and health-check one instance; raise ServiceStartError with the log tail."""
+        ...
+
+    def provenance(self) -> dict[str, Any]:
+        """Facts about this runtime for run.json (engine version, cgroup version, ...)."""
+        ...
+
+
+def format_placeholders(template: str, values: Mapping[str, str]) -> str:
+    """Replace ``{name}`` placeholders (names may contain dots, e.g. ``{dep.db.port}``).
+
+    Unknown placeholders raise ``KeyError`` naming them; ``{{`` and ``}}`` are literal braces.
+    """
+    import re
+
+    def sub(m: re.Match[str]) -> str:
+        key = m.group(1)
+        if key not in values:
+            raise KeyError(f"unknown placeholder {{{key}}}; known: {', '.join('{' + k + '}' for k in sorted(values))}")
+        return values[key]
+
+    out = re.sub(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_.-]*)\}(?!\})", sub, template)
+    return out.replace("{{", "{").replace("}}", "}")
+
+
+def placeholder_values(
+    service: ResolvedService, *, build_dir: Path | None, port: int | None, host: str = "127.0.0.1",
+    deps: Mapping[str, ServiceHandle] | None = None,
+) -> dict[str, str]:
+    """The placeholder table for ``service`` (see :mod:`benchlib.manifest`)."""
+    import sys
+
+    values = {
+        "service_dir": str(service.manifest.directory),
+        "python": sys.executable,
+        "host": host,
+    }
+    if build_dir is not None:
+        values["build_dir"] = str(build_dir)
+    if port is not None:
+        values["port"] = str(port)
+    for name, handle in (deps or {}).items():
+        values[f"dep.{name}.port"] = str(handle.port)
+        values[f"dep.{name}.host"] = handle.host
+    return values
+
+
+def expand(argv: Sequence[str], values: Mapping[str, str]) -> list[str]:
+    """Expand placeholders in every argument."""
+    return [format_placeholders(a, values) for a in argv]

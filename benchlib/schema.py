@@ -1,0 +1,73 @@
+"""The per-request record: one row per request, the raw material of every number.
+
+Pure: numpy only. The load generator fills arrays of :data:`ROW_DTYPE`; the store writes
+them to Parquet (``error`` and ``phase`` as dictionary-encoded strings there); the
+statistics read them back.
+
+Times are integer nanoseconds on the monotonic clock (``CLOCK_MONOTONIC``, shared by all
+worker processes of one machine), relative to the trial's start:
+
+* ``t_intended_ns``: when the request was due (open model: its schedule slot; closed model:
+  when its connection became free, so equal to ``t_sent_ns`` up to the client's own delay);
+* ``t_sent_ns``: when its first byte was handed to the kernel;
+* ``t_done_ns``: when the last byte of the response arrived, or the error was detected.
+
+Latency = ``t_done_ns - t_intended_ns`` (coordinated-omission-correct);
+service time = ``t_done_ns - t_sent_ns``.
+
+Memory: :data:`ROW_DTYPE` is 40 bytes per request, so a 10-million-request trial holds in
+400 MB.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "ERROR_CODES",
+    "ERROR_NAMES",
+    "PHASE_CODES",
+    "PHASE_NAMES",
+    "ROW_DTYPE",
+    "ROW_BYTES",
+    "SCHEMA_VERSION",
+    "SCHEMA_HISTORY",
+]
+
+#: Version of the stored trial and run formats. Bump it, and add a line to
+#: :data:`SCHEMA_HISTORY`, whenever a stored column or run.json field changes meaning.
+SCHEMA_VERSION = 1
+
+SCHEMA_HISTORY = """\
+1 - (benchlib 0.1) first version: rows t_intended_ns, t_sent_ns, t_done_ns, status, error,
+    bytes, conn, worker, phase; run.json with parameters, plan and provenance.
+"""
+
+#: Error kinds, by code. ``none`` = a complete response was received (any status).
+ERROR_NAMES: tuple[str, ...] = ("none", "connect", "reset", "timeout", "protocol")
+ERROR_CODES: dict[str, int] = {name: i for i, name in enumerate(ERROR_NAMES)}
+
+#: Phases, by code.
+PHASE_NAMES: tuple[str, ...] = ("warmup", "measure")
+PHASE_CODES: dict[str, int] = {name: i for i, name in enumerate(PHASE_NAMES)}
+
+#: One request. ``status`` is the HTTP status (0 when no response); ``bytes`` counts the
+#: response bytes received (headers and body); ``conn`` numbers connections within the
+#: trial (unique across workers); ``worker`` the client worker process.
+ROW_DTYPE = np.dtype(
+    [
+        ("t_intended_ns", np.int64),
+        ("t_sent_ns", np.int64),
+        ("t_done_ns", np.int64),
+        ("bytes", np.int32),
+        ("conn", np.int32),
+        ("status", np.int16),
+        ("error", np.uint8),
+        ("phase", np.uint8),
+        ("worker", np.uint16),
+    ],
+    align=False,
+)
+
+ROW_BYTES = ROW_DTYPE.itemsize
+assert ROW_BYTES <= 64, ROW_BYTES

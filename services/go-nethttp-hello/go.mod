@@ -1,0 +1,3 @@
+module benchlib/services/go-nethttp-hello
+
+go 1.22
