@@ -1,0 +1,436 @@
+"""The local runtime: services as processes on this machine (the default runtime).
+
+* builds with the manifest's command into the build cache (:mod:`benchlib.buildcache`),
+  reusing a build whose source hash is unchanged;
+* starts the service in its own process group, pinned to the server's CPUs from its first
+  instruction (``taskset``), with a memory cap and CPU quota through cgroups where writable
+  (else recorded as "not enforced: why");
+* waits for health (HTTP status or TCP accept), then runs ``post_start`` steps;
+* captures logs (``pipe``: read by a thread into the log file, ``file``: the process writes
+  the file itself, ``discard``: ``/dev/null``);
+* always stops: the handle is a context manager, and an ``atexit`` hook kills any process
+  group still running when the interpreter exits (errors and Ctrl-C included).
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import errno
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from benchlib import buildcache, toolchains
+from benchlib.errors import BuildError, ServiceStartError
+from benchlib.manifest import ResolvedService
+from benchlib.runtime.base import Prepared, StartOptions, StopInfo, expand, placeholder_values
+
+__all__ = ["LocalHandle", "LocalRuntime", "free_port", "port_in_use"]
+
+_LIVE: set[LocalHandle] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _kill_all_at_exit() -> None:
+    with _LIVE_LOCK:
+        handles = list(_LIVE)
+    for h in handles:
+        try:
+            h.stop()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            pass
+
+
+atexit.register(_kill_all_at_exit)
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """``True`` if something already listens on (or holds) ``host:port``."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            return exc.errno in (errno.EADDRINUSE, errno.EACCES)
+    return False
+
+
+def _port_owner(port: int) -> str:
+    """Best-effort name of the process listening on ``port`` (via ``ss``)."""
+    if shutil.which("ss") is None:
+        return ""
+    try:
+        out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.strip().split("users:")[-1].strip() if "users:" in out else ""
+
+
+def _tail_of_file(path: Path | None, lines: int) -> str:
+    if path is None or not path.exists():
+        return ""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - 64 * 1024))
+        data = fh.read().decode("utf-8", "replace")
+    return "\n".join(data.splitlines()[-lines:])
+
+
+class LocalHandle:
+    """A running local service (see :class:`benchlib.runtime.base.ServiceHandle`)."""
+
+    def __init__(self, name: str, host: str, port: int, proc: subprocess.Popen[bytes], log_path: Path | None,
+                 log_sink: str, cgroup: Any, enforced: dict[str, Any]) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.proc = proc
+        self.log_path = log_path
+        self.log_sink = log_sink
+        self.enforced: dict[str, Any] = enforced
+        self._cgroup = cgroup
+        self._tail: collections.deque[str] = collections.deque(maxlen=200)
+        self._reader: threading.Thread | None = None
+        self._log_fh: IO[bytes] | None = None
+        self._stopped: StopInfo | None = None
+        self._samples: list[dict[str, Any]] = []
+        self._sampler_stop = threading.Event()
+        self._sampler: threading.Thread | None = None
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+
+    # -- logs -----------------------------------------------------------------------------
+    def _start_reader(self) -> None:
+        assert self.proc.stdout is not None
+        stream = self.proc.stdout
+        self._log_fh = open(self.log_path, "ab") if self.log_path else None
+
+        def pump() -> None:
+            fh = self._log_fh
+            for line in iter(stream.readline, b""):
+                if fh is not None:
+                    fh.write(line)
+                self._tail.append(line.decode("utf-8", "replace").rstrip("\n"))
+            if fh is not None:
+                fh.flush()
+
+        self._reader = threading.Thread(target=pump, name=f"log-{self.name}", daemon=True)
+        self._reader.start()
+
+    def logs_tail(self, lines: int = 40) -> str:
+        """The last ``lines`` lines the service wrote (pipe or file sinks)."""
+        if self.log_sink == "pipe":
+            return "\n".join(list(self._tail)[-lines:])
+        if self.log_sink == "file":
+            return _tail_of_file(self.log_path, lines)
+        return "(log discarded: log_sink='discard')"
+
+    # -- resource samples -----------------------------------------------------------------
+    def start_sampling(self, interval_s: float = 1.0) -> None:
+        """Sample the process's CPU time and RSS every ``interval_s`` seconds until stopped."""
+        if self._sampler is not None:
+            return
+        ticks = os.sysconf("SC_CLK_TCK")
+        page = os.sysconf("SC_PAGE_SIZE")
+
+        def sample() -> None:
+            while not self._sampler_stop.wait(interval_s):
+                try:
+                    stat = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    rss_pages = int(Path(f"/proc/{self.proc.pid}/statm").read_text().split()[1])
+                except (OSError, IndexError, ValueError):
+                    return
+                self._samples.append({
+                    "t_monotonic_ns": time.monotonic_ns(),
+                    "cpu_s": (int(stat[11]) + int(stat[12])) / ticks,
+                    "rss_mb": rss_pages * page / 2**20,
+                })
+
+        self._sampler = threading.Thread(target=sample, name=f"sample-{self.name}", daemon=True)
+        self._sampler.start()
+
+    def resource_samples(self) -> list[dict[str, Any]]:
+        return list(self._samples)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout_s: float = 5.0) -> StopInfo:
+        """Stop the whole process group: SIGTERM, then SIGKILL after ``timeout_s``."""
+        if self._stopped is not None:
+            return self._stopped
+        died_early = self.proc.poll() is not None
+        pgid = self.proc.pid
+        if not died_early:
+            try:
+                os.killpg(pgid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+        try:  # anything left in the group (children), and the leader if still alive
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        code = self.proc.wait()
+        self._sampler_stop.set()
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+        if self._log_fh is not None:
+            self._log_fh.close()
+        oom = False
+        if self._cgroup is not None:
+            try:
+                oom = bool(self._cgroup.oom_killed())
+                self.enforced.setdefault("memory_peak_mb", round(self._cgroup.memory_peak_bytes() / 2**20, 1))
+            except Exception:  # noqa: BLE001 - read-back is informative only
+                pass
+            try:
+                self._cgroup.remove()
+            except Exception:  # noqa: BLE001
+                pass
+        if oom:
+            detail = "killed by the memory cap (OOM)"
+        elif died_early:
+            detail = f"exited on its own with code {code}"
+        else:
+            detail = "stopped by benchlib"
+        self._stopped = StopInfo(exit_code=code if died_early or code >= 0 else None, oom_killed=oom,
+                                 died_early=died_early, detail=detail)
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        return self._stopped
+
+    def __enter__(self) -> LocalHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<LocalHandle {self.name} pid={self.proc.pid} {self.host}:{self.port}>"
+
+
+class LocalRuntime:
+    """Services as local processes. See the module docstring."""
+
+    name = "local"
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.host = host
+
+    def check(self) -> None:
+        """Always usable (the local machine)."""
+
+    def provenance(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"runtime": "local", "taskset": shutil.which("taskset") is not None}
+        try:
+            from benchlib.runtime import cgroups
+
+            info["cgroups"] = cgroups.describe()
+        except (ImportError, AttributeError):
+            info["cgroups"] = "cgroup support not available"
+        return info
+
+    # -- build ----------------------------------------------------------------------------
+    def prepare(self, service: ResolvedService) -> Prepared:
+        """Build ``service`` into its cache folder unless an identical build is there.
+
+        Raises ToolchainMissing (with the install hint) or BuildError (with the log tail).
+        """
+        versions = toolchains.require(service.manifest)
+        build_dir = buildcache.build_dir_for(service.name, service.variant)
+        if service.build_command is None:
+            return Prepared(service=service, build_dir=build_dir, built=False,
+                            info={"toolchains": versions, "build": "nothing to build"})
+        digest = buildcache.source_hash(
+            service.manifest.directory, service.build_inputs,
+            extra={"command": service.build_command, "env": dict(service.build_env), "toolchains": versions},
+        )
+        with buildcache.locked(build_dir):
+            stamp = buildcache.read_stamp(build_dir)
+            if stamp is not None and stamp.get("hash") == digest:
+                return Prepared(service=service, build_dir=build_dir, built=False,
+                                info={"toolchains": versions, "source_hash": digest,
+                                      "build_s": stamp.get("build_s"), "build": "cached"})
+            values = placeholder_values(service, build_dir=build_dir, port=None)
+            argv = expand(service.build_command, values)
+            env = {**os.environ, **{k: expand([v], values)[0] for k, v in service.build_env.items()}}
+            log_path = build_dir / "build.log"
+            t0 = time.monotonic()
+            with open(log_path, "wb") as log:
+                log.write(("$ " + " ".join(argv) + "\n").encode())
+                log.flush()
+                try:
+                    proc = subprocess.run(argv, cwd=service.manifest.directory, env=env, stdout=log,
+                                          stderr=subprocess.STDOUT, check=False)
+                except FileNotFoundError as exc:
+                    raise BuildError(f"{service.name} ({service.variant}): build command not found: {exc}") from None
+            build_s = time.monotonic() - t0
+            if proc.returncode != 0:
+                err = BuildError(f"{service.name} ({service.variant}): build failed with exit code "
+                                 f"{proc.returncode} after {build_s:.1f} s; full log: {log_path}")
+                err.add_note("build log tail:\n" + _tail_of_file(log_path, 30))
+                raise err
+            buildcache.write_stamp(build_dir, {"hash": digest, "build_s": round(build_s, 2), "argv": argv,
+                                               "toolchains": versions, "finished": time.time()})
+        return Prepared(service=service, build_dir=build_dir, built=True,
+                        info={"toolchains": versions, "source_hash": digest, "build_s": round(build_s, 2),
+                              "build": "built"})
+
+    # -- start ----------------------------------------------------------------------------
+    def start(self, prepared: Prepared, options: StartOptions) -> LocalHandle:
+        """Start one instance and wait until it is healthy.
+
+        Raises
+        ------
+        ServiceStartError
+            the port is taken, the process exits early, or it never becomes healthy (the log
+            tail is attached as a note). Nothing is left running.
+        """
+        service = prepared.service
+        host = self.host
+        if port_in_use(host, options.port):
+            owner = _port_owner(options.port)
+            raise ServiceStartError(f"{service.name}: port {options.port} on {host} is already in use"
+                                    + (f" (by {owner})" if owner else "") + "; stop that process or pick another port")
+        values = placeholder_values(service, build_dir=prepared.build_dir, port=options.port, host=host,
+                                    deps=options.deps)
+        try:
+            argv = expand(service.run_command, values)
+            env = {**os.environ, **{k: expand([v], values)[0] for k, v in service.run_env.items()},
+                   **dict(options.env)}
+        except KeyError as exc:
+            raise ServiceStartError(f"{service.name}: {exc.args[0]}") from None
+        if service.port_env:
+            env[service.port_env] = str(options.port)
+        if shutil.which("taskset"):
+            argv = ["taskset", "--cpu-list", ",".join(map(str, options.cpus)), *argv]
+            preexec = None
+        else:  # pragma: no cover - util-linux is everywhere we run
+            cpus = set(options.cpus)
+            preexec = lambda: os.sched_setaffinity(0, cpus)  # noqa: E731
+
+        log_path = options.log_path
+        if log_path is not None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+        if options.log_sink == "pipe":
+            stdout: Any = subprocess.PIPE
+        elif options.log_sink == "file":
+            if log_path is None:
+                raise ServiceStartError(f"{service.name}: log_sink='file' needs a log_path")
+            stdout = open(log_path, "ab")
+        else:
+            stdout = subprocess.DEVNULL
+
+        cgroup = None
+        enforced: dict[str, Any] = {"runtime": "local", "cpus": list(options.cpus), "log_sink": options.log_sink}
+        try:
+            from benchlib.runtime import cgroups
+
+            cgroup = cgroups.create(f"{options.run_id or 'adhoc'}-{service.name}-{options.port}", options.limits,
+                                    options.cpus)
+        except (ImportError, AttributeError):
+            if options.limits.cpus is not None or options.limits.memory_mb is not None:
+                enforced["limits"] = "not enforced: cgroup support not available in this build"
+        try:
+            proc = subprocess.Popen(argv, cwd=service.manifest.directory, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=stdout, stderr=subprocess.STDOUT, start_new_session=True,
+                                    preexec_fn=preexec)
+        except FileNotFoundError as exc:
+            if cgroup is not None:
+                cgroup.remove()
+            raise ServiceStartError(f"{service.name}: cannot run {argv[0]!r}: {exc}") from None
+        finally:
+            if options.log_sink == "file":
+                stdout.close()
+        if cgroup is not None:
+            try:
+                cgroup.add(proc.pid)
+                enforced.update(cgroup.enforced())
+            except Exception as exc:  # noqa: BLE001 - recorded, never silently
+                enforced["limits"] = f"not enforced: {exc}"
+        handle = LocalHandle(service.name, host, options.port, proc, log_path, options.log_sink, cgroup, enforced)
+        if options.log_sink == "pipe":
+            handle._start_reader()
+        try:
+            self._wait_healthy(handle, service)
+            for step in service.post_start:
+                cmd = expand(step, values)
+                out = subprocess.run(cmd, cwd=service.manifest.directory, env=env, capture_output=True, text=True,
+                                     timeout=120, check=False)
+                if out.returncode != 0:
+                    raise ServiceStartError(f"{service.name}: post_start step {cmd!r} failed with exit code "
+                                            f"{out.returncode}: {(out.stderr or out.stdout).strip()[-800:]}")
+            try:
+                enforced["cpus_read_back"] = sorted(os.sched_getaffinity(proc.pid))
+            except OSError:
+                pass
+        except BaseException as exc:
+            handle.stop()
+            if isinstance(exc, ServiceStartError):
+                exc.add_note(f"log tail of {service.name}:\n{handle.logs_tail(40) or '(empty)'}")
+            raise
+        handle.start_sampling()
+        return handle
+
+    def _wait_healthy(self, handle: LocalHandle, service: ResolvedService) -> None:
+        manifest = service.manifest
+        deadline = time.monotonic() + service.ready_timeout_s
+        last = "no answer yet"
+        delay = 0.02
+        while time.monotonic() < deadline:
+            if not handle.alive():
+                code = handle.proc.poll()
+                raise ServiceStartError(f"{service.name} ({service.variant}) exited with code {code} "
+                                        "before it became healthy")
+            ok, last = _probe(handle.host, handle.port, manifest.health_kind, manifest.health_path,
+                              manifest.health_status)
+            if ok:
+                return
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+        raise ServiceStartError(f"{service.name} ({service.variant}) did not become healthy within "
+                                f"{service.ready_timeout_s:g} s (last probe: {last})")
+
+
+def _probe(host: str, port: int, kind: str, path: str, status: int) -> tuple[bool, str]:
+    """One health probe: TCP accept, or an HTTP GET answering ``status``."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.settimeout(2.0)
+            s.connect((host, port))
+            if kind == "tcp":
+                return True, "accepting"
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
+            head = s.recv(64)
+    except OSError as exc:
+        return False, f"{type(exc).__name__}: {exc}"
+    parts = head.split(b" ", 2)
+    if len(parts) >= 2 and parts[1].isdigit():
+        got = int(parts[1])
+        return got == status, f"HTTP {got}"
+    return False, f"not an HTTP response: {head[:40]!r}"
+
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that nothing listens on right now (the kernel's pick)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        port: int = s.getsockname()[1]
+    return port

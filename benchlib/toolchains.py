@@ -1,0 +1,86 @@
+"""Toolchains the services need: are they installed, which version, and how to get them.
+
+A service whose toolchain is missing is reported as unavailable with the reason (see
+:func:`availability`), and stays in every table as "not run: <why>".
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+import sys
+
+from benchlib.errors import ToolchainMissing
+from benchlib.manifest import Manifest
+
+__all__ = ["INSTALL_HINTS", "availability", "require", "version"]
+
+#: How to install each toolchain (shown when it is missing).
+INSTALL_HINTS: dict[str, str] = {
+    "go": "install Go >= 1.22 from https://go.dev/dl/ (or Debian's golang package) and put `go` on PATH",
+    "cargo": "install Rust with rustup (https://rustup.rs) so that `cargo` is on PATH",
+    "node": "install Node.js >= 20 (https://nodejs.org or Debian's nodejs) so that `node` is on PATH",
+    "npm": "install npm with Node.js (Debian's npm package) so that `npm` is on PATH",
+    "python": "python is the interpreter running benchlib; nothing to install",
+    "dotnet": "install the .NET 8 SDK (https://dot.net) so that `dotnet` is on PATH, or use runtime='docker' "
+    "with access to mcr.microsoft.com",
+}
+
+_VERSION_ARGS: dict[str, list[str]] = {
+    "go": ["go", "version"],
+    "cargo": ["cargo", "--version"],
+    "node": ["node", "--version"],
+    "npm": ["npm", "--version"],
+    "dotnet": ["dotnet", "--version"],
+    "rustc": ["rustc", "--version"],
+}
+
+
+def _which(tool: str) -> str | None:
+    if tool == "python":
+        return sys.executable
+    return shutil.which(tool)
+
+
+@functools.lru_cache(maxsize=None)
+def version(tool: str) -> str | None:
+    """The tool's version line (e.g. ``go version go1.26.8 linux/amd64``), or ``None`` if missing."""
+    if tool == "python":
+        return f"Python {sys.version.split()[0]}"
+    args = _VERSION_ARGS.get(tool, [tool, "--version"])
+    if _which(args[0]) is None:
+        return None
+    try:
+        out = subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[0] if text else None
+
+
+def availability(manifest: Manifest) -> tuple[bool, str]:
+    """``(True, "")`` when every toolchain of ``manifest`` is installed, else
+    ``(False, "not run: no <tool> (<hint>)")``."""
+    for tool in manifest.toolchains:
+        if _which(tool) is None:
+            return False, f"no {tool} toolchain on PATH ({INSTALL_HINTS.get(tool, 'install it')})"
+    return True, ""
+
+
+def require(manifest: Manifest) -> dict[str, str]:
+    """Check every toolchain of ``manifest``; return their versions.
+
+    Raises
+    ------
+    ToolchainMissing
+        naming the first missing tool and how to install it.
+    """
+    versions: dict[str, str] = {}
+    for tool in manifest.toolchains:
+        if _which(tool) is None:
+            raise ToolchainMissing(tool, manifest.name, INSTALL_HINTS.get(tool, "install it"))
+        versions[tool] = version(tool) or "unknown"
+    if "cargo" in manifest.toolchains:
+        versions["rustc"] = version("rustc") or "unknown"
+    return versions
