@@ -16,6 +16,9 @@ from benchlib.errors import LoadSpecError, ParameterError
 
 __all__ = [
     "Arm",
+    "Condition",
+    "Experiment",
+    "RUNTIME_NAMES",
     "LOAD_MODELS",
     "ARRIVALS",
     "HTTP_VERSIONS",
@@ -254,3 +257,87 @@ class Arm:
             raise ParameterError(f"arm name {self.name!r} must match [A-Za-z0-9._-]+ (it names files)")
         if self.log_sink not in LOG_SINKS:
             raise ParameterError(f"unknown log_sink {self.log_sink!r}; valid: {', '.join(LOG_SINKS)}")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One load condition of an experiment: a LoadSpec and the endpoint it is applied to.
+
+    Attributes
+    ----------
+    name: label (``[A-Za-z0-9._-]+``; names folders), e.g. ``"main"``, ``"helloWorld"``, ``"rate-0.5"``.
+    load: the LoadSpec. Its request (method, path, body, headers) is replaced by the arm's
+        endpoint from the service manifest, so one condition fits services whose paths differ.
+    endpoint: the manifest endpoint to load (``None``: the arm's, else the service's first).
+    """
+
+    name: str
+    load: LoadSpec
+    endpoint: str | None = None
+
+    def __post_init__(self) -> None:
+        import re
+
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", self.name):
+            raise ParameterError(f"condition name {self.name!r} must match [A-Za-z0-9._-]+ (it names folders)")
+
+
+RUNTIME_NAMES = ("local", "docker")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Arms x conditions x a blocked design: everything one study run executes.
+
+    Attributes
+    ----------
+    study: the study's name (names the run folder).
+    arms: the arms compared; the first is the baseline unless ``baseline`` says otherwise.
+    conditions: load conditions; each gets ``trials`` blocks of every arm.
+    trials: blocks per condition (each block runs every arm once, in a counterbalanced order).
+    seed: seeds the block orders and the load generator's schedules.
+    runtime: ``"local"`` or ``"docker"``.
+    limits: resource limits for every service under test (dependencies are not limited).
+    baseline: the arm others are compared against (default: the first arm).
+    between_trials_s: idle seconds between trials (lets sockets in TIME_WAIT and caches settle).
+    retry_failed: on resume, re-run stored trials whose status is "failed" (old files are kept aside).
+    """
+
+    study: str
+    arms: tuple[Arm, ...]
+    conditions: tuple[Condition, ...]
+    trials: int = 10
+    seed: int = 0
+    runtime: str = "local"
+    limits: Limits = Limits()
+    baseline: str | None = None
+    between_trials_s: float = 0.5
+    retry_failed: bool = False
+
+    def __post_init__(self) -> None:
+        if self.runtime not in RUNTIME_NAMES:
+            raise ParameterError(f"unknown runtime {self.runtime!r}; valid: {', '.join(RUNTIME_NAMES)}")
+        if not self.arms:
+            raise ParameterError("an experiment needs at least one arm")
+        names = [a.name for a in self.arms]
+        if len(set(names)) != len(names):
+            raise ParameterError(f"arm names must be unique, got {names}")
+        if not self.conditions:
+            raise ParameterError("an experiment needs at least one condition")
+        cnames = [c.name for c in self.conditions]
+        if len(set(cnames)) != len(cnames):
+            raise ParameterError(f"condition names must be unique, got {cnames}")
+        if not isinstance(self.trials, int) or self.trials < 1:
+            raise ParameterError(f"trials must be an integer >= 1, got {self.trials!r}")
+        if self.baseline is not None and self.baseline not in names:
+            raise ParameterError(f"baseline {self.baseline!r} is not an arm; valid: {', '.join(names)}")
+
+    @property
+    def baseline_arm(self) -> str:
+        return self.baseline or self.arms[0].name
+
+    def arm(self, name: str) -> Arm:
+        for a in self.arms:
+            if a.name == name:
+                return a
+        raise ParameterError(f"no arm {name!r}; valid: {', '.join(a.name for a in self.arms)}")

@@ -1,0 +1,348 @@
+"""Executes an :class:`~benchlib.model.Experiment`: the plan of trials, one by one.
+
+For each planned trial, in the order of the randomized blocks (:mod:`benchlib.design`):
+
+1. start the arm's dependencies (``requires``) and the service itself, fresh, pinned to the
+   server's CPUs, with the experiment's limits (the runtime waits for health);
+2. check the endpoint's contract (httpx);
+3. run the load (warm-up, then the measured phase) from the client's CPUs;
+4. stop everything and store the trial (rows + metadata) atomically.
+
+Arms whose toolchain is missing, or whose build fails, are not run; they stay in the
+results as "not run: <why>". A trial that fails (the service dies, breaks its contract)
+is stored with its reason and whatever was measured; the run goes on. A re-run with the
+same ``run_id`` skips stored trials.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from benchlib import provenance as _provenance
+from benchlib.contract import verify
+from benchlib.cpus import CpuPlan, plan_cpus
+from benchlib.design import PlannedTrial, plan_trials
+from benchlib.errors import (
+    BenchlibError,
+    BuildError,
+    ContractError,
+    ParameterError,
+    ServiceStartError,
+    ToolchainMissing,
+)
+from benchlib.manifest import Endpoint, ResolvedService, get_manifest
+from benchlib.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.progress import ProgressCallback, make_progress
+from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
+from benchlib.schema import ROW_DTYPE
+from benchlib.store import RunStore, StoredTrial
+
+__all__ = ["ExperimentResult", "request_for", "run_experiment"]
+
+
+@dataclass
+class ExperimentResult:
+    """What a run produced: the store, arms not run (with why), and helpers for analysis."""
+
+    experiment: Experiment
+    store: RunStore
+    unavailable: dict[str, str] = field(default_factory=dict)
+    ran: int = 0
+    skipped: int = 0
+
+    @property
+    def run_id(self) -> str:
+        return self.store.run_id
+
+    def trials(self) -> list[StoredTrial]:
+        return self.store.trials()
+
+    def summaries(self) -> Any:
+        """Per-trial summaries (one row per stored trial); see :func:`trial_summary`."""
+        return self.store.summaries(trial_summary)
+
+    def latencies(self, *, max_per_arm: int = 200_000, seed: int = 0) -> Any:
+        """Measured-phase latencies of successful requests, pooled per condition and arm, for
+        plots (uniformly subsampled to ``max_per_arm`` rows). Columns: condition, arm,
+        block, latency_ms, service_time_ms."""
+        import pandas as pd
+
+        rng = np.random.default_rng(seed)
+        parts: dict[tuple[str, str], list[Any]] = {}
+        for t in self.trials():
+            if t.meta.get("status") != "ok":
+                continue
+            rows = t.rows()
+            keep = rows[(rows["phase"] == 1) & (rows["error"] == 0)]
+            parts.setdefault((t.condition, t.arm), []).append(pd.DataFrame({
+                "condition": t.condition, "arm": t.arm, "block": t.block,
+                "latency_ms": (keep["t_done_ns"] - keep["t_intended_ns"]) / 1e6,
+                "service_time_ms": (keep["t_done_ns"] - keep["t_sent_ns"]) / 1e6,
+            }))
+        frames = []
+        for dfs in parts.values():
+            df = pd.concat(dfs, ignore_index=True)
+            if len(df) > max_per_arm:
+                df = df.iloc[np.sort(rng.choice(len(df), max_per_arm, replace=False))]
+            frames.append(df)
+        if not frames:
+            return pd.DataFrame(columns=["condition", "arm", "block", "latency_ms", "service_time_ms"])
+        return pd.concat(frames, ignore_index=True)
+
+    def not_run_table(self) -> Any:
+        """Arms that did not run, with the reason, as a DataFrame (empty if all ran)."""
+        import pandas as pd
+
+        return pd.DataFrame([{"arm": a, "status": f"not run: {why}"} for a, why in self.unavailable.items()],
+                            columns=["arm", "status"])
+
+
+def trial_summary(trial: StoredTrial) -> dict[str, Any]:
+    """One row of the summaries table: design columns, status, and the stats module's
+    per-trial summary of the measured phase."""
+    from benchlib.stats import summarize_trial
+
+    meta = trial.meta
+    row: dict[str, Any] = {
+        "condition": meta["condition"], "arm": meta["arm"], "block": meta["block"],
+        "position": meta.get("position"), "seq": meta.get("seq"), "status": meta.get("status"),
+        "valid": meta.get("status") == "ok", "reason": meta.get("reason"),
+        "service": meta.get("service"), "variant": meta.get("variant"),
+        "load_model": (meta.get("load") or {}).get("loadspec", {}).get("model"),
+        "offered_rps": (meta.get("load") or {}).get("offered_rps"),
+    }
+    rows = trial.rows()
+    if len(rows):
+        duration = (meta.get("load") or {}).get("measured_duration_s")
+        row.update(summarize_trial(rows, duration_s=duration))
+    return row
+
+
+def request_for(load: LoadSpec, endpoint: Endpoint) -> LoadSpec:
+    """``load`` with its request (method, path, body, headers) taken from ``endpoint``."""
+    return load.with_(method=endpoint.method, path=endpoint.path, body=endpoint.body,
+                      headers=tuple(endpoint.headers))
+
+
+@contextlib.contextmanager
+def _pinned_to(cpus: Sequence[int]) -> Iterator[None]:
+    """Keep this (orchestrating) process off the server's CPUs while trials run."""
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, set(cpus))
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def _free_port(host: str = "127.0.0.1") -> int:
+    from benchlib.runtime.local import free_port
+
+    return free_port(host)
+
+
+class _Executor:
+    """Holds the state of one run while it executes."""
+
+    def __init__(self, experiment: Experiment, runtime: Runtime, cpus: CpuPlan, store: RunStore,
+                 progress: ProgressCallback) -> None:
+        self.exp = experiment
+        self.runtime = runtime
+        self.cpus = cpus
+        self.store = store
+        self.progress = progress
+        self.prepared: dict[tuple[str, str], Prepared] = {}  # (service, variant) -> build
+        self.unavailable: dict[str, str] = {}
+
+    def resolve(self, arm: Arm) -> ResolvedService:
+        return get_manifest(arm.service).resolve(arm.variant)
+
+    def prepare_all(self) -> None:
+        """Build every arm's service and its dependencies; record arms that cannot run."""
+        for arm in self.exp.arms:
+            try:
+                svc = self.resolve(arm)
+                for dep in svc.manifest.requires:
+                    self._prepare(get_manifest(dep).resolve())
+                self._prepare(svc)
+            except ToolchainMissing as exc:
+                self.unavailable[arm.name] = f"no {exc.toolchain} toolchain ({exc.hint})"
+            except BuildError as exc:
+                notes = "\n".join(getattr(exc, "__notes__", []))
+                self.unavailable[arm.name] = f"build failed: {exc}"
+                print(f"benchlib: {arm.name}: {exc}\n{notes}", flush=True)
+
+    def _prepare(self, svc: ResolvedService) -> Prepared:
+        key = (svc.name, svc.variant)
+        if key not in self.prepared:
+            self.prepared[key] = self.runtime.prepare(svc)
+        return self.prepared[key]
+
+    @contextlib.contextmanager
+    def services(self, arm: Arm, condition: str, block: int) -> Iterator[tuple[ServiceHandle, ResolvedService, list[ServiceHandle]]]:
+        """Start the arm's dependencies, then the arm's service; stop all on exit."""
+        svc = self.resolve(arm)
+        run_id = self.store.run_id
+        with contextlib.ExitStack() as stack:
+            deps: dict[str, ServiceHandle] = {}
+            for dep in svc.manifest.requires:
+                dsvc = get_manifest(dep).resolve()
+                h = self.runtime.start(self.prepared[(dsvc.name, dsvc.variant)], StartOptions(
+                    port=_free_port(), cpus=self.cpus.dependencies, log_sink="pipe",
+                    log_path=self.store.log_path(condition, arm.name, block).with_suffix(f".{dep}.log"),
+                    run_id=run_id))
+                stack.enter_context(h)
+                deps[dep] = h
+            handle = self.runtime.start(self.prepared[(svc.name, svc.variant)], StartOptions(
+                port=_free_port(), cpus=self.cpus.server, limits=self.exp.limits, log_sink=arm.log_sink,
+                log_path=self.store.log_path(condition, arm.name, block), env=dict(arm.env), deps=deps,
+                run_id=run_id))
+            stack.enter_context(handle)
+            yield handle, svc, list(deps.values())
+
+    def run_trial(self, planned: PlannedTrial, condition: Condition) -> dict[str, Any]:
+        """Run one planned trial and store it; returns its metadata."""
+        from benchlib.loadgen import run_load
+
+        arm = self.exp.arm(planned.arm)
+        meta: dict[str, Any] = {
+            **planned.to_dict(), "service": arm.service, "variant": arm.variant, "log_sink": arm.log_sink,
+            "runtime": self.exp.runtime, "limits": asdict(self.exp.limits), "cpus": self.cpus.to_dict(),
+            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        rows = np.zeros(0, dtype=ROW_DTYPE)
+        status, reason = "ok", None
+        try:
+            with self.services(arm, planned.condition, planned.block) as (handle, svc, deps):
+                meta["variant"] = svc.variant
+                meta["enforced"] = dict(handle.enforced)
+                endpoint = svc.endpoint(condition.endpoint or arm.endpoint)
+                meta["endpoint"] = {"name": endpoint.name, "method": endpoint.method, "path": endpoint.path}
+                target_url = f"http://{handle.host}:{handle.port}"
+                meta["contract"] = verify(target_url, endpoint).to_dict()
+                from benchlib.model import Target
+
+                spec = request_for(condition.load, endpoint)
+                result = run_load(spec, Target(handle.host, handle.port), client_cpus=self.cpus.client,
+                                  seed=self.exp.seed * 1_000_003 + planned.seq)
+                rows = result.rows
+                meta["load"] = result.meta
+                alive = handle.alive()
+                meta["resources"] = handle.resource_samples()
+                stop = handle.stop()
+                meta["stop"] = asdict(stop)
+                if not alive:
+                    status = "failed"
+                    reason = f"service died during the trial ({stop.detail})"
+                    meta["log_tail"] = handle.logs_tail(40)
+                elif not result.meta.get("valid", True):
+                    status = "invalid"
+                    reason = result.meta.get("invalid_reason") or "load generator marked the trial invalid"
+        except (ServiceStartError, ContractError) as exc:
+            status = "failed"
+            reason = f"{type(exc).__name__}: {exc}"
+            notes = getattr(exc, "__notes__", [])
+            if notes:
+                meta["log_tail"] = "\n".join(notes)[-4000:]
+        except BenchlibError as exc:
+            status = "failed"
+            reason = f"{type(exc).__name__}: {exc}"
+            meta["traceback"] = traceback.format_exc()[-4000:]
+        meta["status"] = status
+        meta["reason"] = reason
+        meta["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.store.write_trial(rows, meta)
+        return meta
+
+
+def _check_same_plan(store: RunStore, plan: list[PlannedTrial], params: Mapping[str, Any]) -> None:
+    old = store.read_run()
+    if not old:
+        return
+    if old.get("parameters") != params or old.get("plan") != [p.to_dict() for p in plan]:
+        raise ParameterError(
+            f"run {store.run_id!r} of study {store.study!r} exists with different parameters or plan; "
+            "use a new run_id (\"\" picks one) or the same parameters to resume it"
+        )
+
+
+def experiment_parameters(exp: Experiment) -> dict[str, Any]:
+    """The experiment as JSON-able parameters (stored in run.json, compared on resume)."""
+    import json
+
+    return json.loads(json.dumps(asdict(exp), default=lambda o: o.hex() if isinstance(o, bytes) else str(o)))
+
+
+def run_experiment(
+    experiment: Experiment,
+    *,
+    run_id: str | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    cpus: CpuPlan | None = None,
+    progress: bool | ProgressCallback = True,
+    notebook_parameters: Mapping[str, Any] | None = None,
+) -> ExperimentResult:
+    """Run (or resume) ``experiment`` and return its result.
+
+    Parameters
+    ----------
+    experiment: arms, conditions, trials, seed, runtime and limits.
+    run_id: ``None`` or ``""`` for a new run; an existing id resumes that run (same parameters).
+    out_dir: root of the run folders (default ``data/runs`` of the project, or ``$BENCHLIB_DATA``).
+    cpus: CPU assignment (default: :func:`benchlib.cpus.plan_cpus`).
+    progress: ``True`` (automatic renderer), ``False`` or a callback taking event dicts.
+    notebook_parameters: the calling notebook's parameters, stored in run.json.
+    """
+    cpus = cpus or plan_cpus()
+    runtime = get_runtime(experiment.runtime)
+    runtime.check()
+    store = RunStore.open(experiment.study, run_id, root=out_dir)
+    show = make_progress(progress)
+    ex = _Executor(experiment, runtime, cpus, store, show)
+    ex.prepare_all()
+    runnable = [a.name for a in experiment.arms if a.name not in ex.unavailable]
+    plan = plan_trials(runnable, experiment.trials, seed=experiment.seed,
+                       conditions=[c.name for c in experiment.conditions]) if runnable else []
+    params = experiment_parameters(experiment)
+    _check_same_plan(store, plan, params)
+    toolchain_names = {t for a in experiment.arms for t in get_manifest(a.service).toolchains}
+    if not store.read_run():
+        store.write_run({
+            "study": experiment.study, "run_id": store.run_id, "status": "running",
+            "parameters": params, "notebook_parameters": dict(notebook_parameters or {}),
+            "plan": [p.to_dict() for p in plan], "cpus": cpus.to_dict(),
+            "unavailable": ex.unavailable, "builds": {f"{k[0]}/{k[1]}": dict(v.info) for k, v in ex.prepared.items()},
+            "runtime": runtime.provenance(), "provenance": _provenance.collect(toolchain_names),
+        })
+    conditions = {c.name: c for c in experiment.conditions}
+    result = ExperimentResult(experiment, store, dict(ex.unavailable))
+    show({"event": "start", "study": experiment.study, "run_id": store.run_id, "total": len(plan)})
+    with _pinned_to(cpus.client):
+        for planned in plan:
+            ev = {"study": experiment.study, "total": len(plan), **planned.to_dict()}
+            if store.has_trial(planned.condition, planned.arm, planned.block):
+                old = [t for t in store.trials() if (t.condition, t.arm, t.block) ==
+                       (planned.condition, planned.arm, planned.block)]
+                if not (experiment.retry_failed and old and old[0].meta.get("status") == "failed"):
+                    result.skipped += 1
+                    show({**ev, "event": "skip"})
+                    continue
+                store.set_aside(planned.condition, planned.arm, planned.block)
+            meta = ex.run_trial(planned, conditions[planned.condition])
+            result.ran += 1
+            load = meta.get("load") or {}
+            show({**ev, "event": "trial", "status": meta["status"], "reason": meta.get("reason"),
+                  "achieved_rps": load.get("achieved_rps"), "p50_ms": load.get("p50_ms")})
+            if experiment.between_trials_s:
+                time.sleep(experiment.between_trials_s)
+    store.update_run(status="complete", finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    show({"event": "done", "study": experiment.study, "run_id": store.run_id, "ran": result.ran,
+          "skipped": result.skipped})
+    return result

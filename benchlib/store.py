@@ -1,0 +1,282 @@
+"""Storage of runs: ``run.json`` plus one Parquet file per trial, written atomically.
+
+Layout (see docs/architecture.md)::
+
+    <root>/<study>/<run_id>/
+      run.json                                         parameters, plan, provenance, schema version
+      trials/<condition>/<arm>/b<block:03d>.parquet    one trial: its rows + metadata
+      logs/<condition>/<arm>/b<block:03d>.log          the service's log during that trial
+      derived/summaries.parquet                        per-trial summaries (recomputable)
+
+A trial file is written to a temporary name, fsynced and renamed, and never rewritten: a
+re-run with the same ``run_id`` skips stored trials. A failed trial is stored too (with what
+was measured before the failure and ``status="failed"``); re-running it moves the old file
+aside (``.failed-N.parquet``), so nothing already measured is lost.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+import numpy as np
+
+from benchlib.errors import StorageError
+from benchlib.schema import ERROR_NAMES, PHASE_NAMES, ROW_DTYPE, SCHEMA_VERSION
+
+__all__ = ["RunStore", "StoredTrial", "default_runs_root", "new_run_id", "rows_to_table", "table_to_rows"]
+
+_META_TRIAL = b"benchlib.trial"
+_META_VERSION = b"benchlib.schema_version"
+
+
+def default_runs_root() -> Path:
+    """``$BENCHLIB_DATA`` or ``data/runs`` under the project (the current folder's project)."""
+    env = os.environ.get("BENCHLIB_DATA")
+    if env:
+        return Path(env)
+    from benchlib.manifest import find_services_dir
+
+    return find_services_dir().parent / "data" / "runs"
+
+
+def new_run_id() -> str:
+    """A fresh run id: UTC time plus 4 random hex digits, e.g. ``20261202-131500-a3f9``."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def rows_to_table(rows: np.ndarray, metadata: Mapping[bytes, bytes] | None = None) -> Any:
+    """A ``pyarrow.Table`` of ``rows`` (:data:`~benchlib.schema.ROW_DTYPE`); ``error`` and
+    ``phase`` become dictionary-encoded strings."""
+    import pyarrow as pa
+
+    if rows.dtype != ROW_DTYPE:
+        raise StorageError(f"rows must have benchlib.schema.ROW_DTYPE, got {rows.dtype}")
+    cols: dict[str, Any] = {}
+    for name in ROW_DTYPE.names or ():
+        col = np.ascontiguousarray(rows[name])
+        if name == "error":
+            cols[name] = pa.DictionaryArray.from_arrays(pa.array(col.astype(np.int8)), pa.array(ERROR_NAMES))
+        elif name == "phase":
+            cols[name] = pa.DictionaryArray.from_arrays(pa.array(col.astype(np.int8)), pa.array(PHASE_NAMES))
+        else:
+            cols[name] = pa.array(col)
+    table = pa.table(cols)
+    if metadata:
+        table = table.replace_schema_metadata(dict(metadata))
+    return table
+
+
+def table_to_rows(table: Any) -> np.ndarray:
+    """Back from a table (as written by :func:`rows_to_table`) to a ROW_DTYPE array."""
+    import pyarrow as pa
+
+    n = table.num_rows
+    rows = np.zeros(n, dtype=ROW_DTYPE)
+    for name in ROW_DTYPE.names or ():
+        col = table.column(name).combine_chunks()
+        if name in ("error", "phase"):
+            names = ERROR_NAMES if name == "error" else PHASE_NAMES
+            if pa.types.is_dictionary(col.type):
+                dictionary = [str(x) for x in col.dictionary.to_pylist()]
+                lookup = np.array([names.index(d) for d in dictionary], dtype=np.uint8)
+                rows[name] = lookup[col.indices.to_numpy(zero_copy_only=False)]
+            else:
+                rows[name] = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.uint8)
+        else:
+            rows[name] = col.to_numpy(zero_copy_only=False)
+    return rows
+
+
+@dataclass(frozen=True)
+class StoredTrial:
+    """A trial on disk: where it is and its metadata (read without loading the rows)."""
+
+    path: Path
+    meta: Mapping[str, Any]
+
+    @property
+    def condition(self) -> str:
+        return str(self.meta["condition"])
+
+    @property
+    def arm(self) -> str:
+        return str(self.meta["arm"])
+
+    @property
+    def block(self) -> int:
+        return int(self.meta["block"])
+
+    def rows(self) -> np.ndarray:
+        """The trial's rows as a ROW_DTYPE array."""
+        import pyarrow.parquet as pq
+
+        return table_to_rows(pq.read_table(self.path))
+
+    def frame(self) -> Any:
+        """The trial's rows as a pandas DataFrame (``error``/``phase`` categorical)."""
+        import pyarrow.parquet as pq
+
+        return pq.read_table(self.path).to_pandas()
+
+
+class RunStore:
+    """One run's folder. Create with :meth:`open` (new or resumed)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    # -- run.json --------------------------------------------------------------------------
+    @classmethod
+    def open(cls, study: str, run_id: str | None = None, *, root: str | Path | None = None) -> RunStore:
+        """The run folder ``<root>/<study>/<run_id>`` (a new run id when ``None`` or ``""``)."""
+        import re
+
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", study):
+            raise StorageError(f"study name {study!r} must match [A-Za-z0-9._-]+")
+        rid = run_id or new_run_id()
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", rid):
+            raise StorageError(f"run id {rid!r} must match [A-Za-z0-9._-]+")
+        path = Path(root or default_runs_root()) / study / rid
+        path.mkdir(parents=True, exist_ok=True)
+        return cls(path)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def study(self) -> str:
+        return self.path.parent.name
+
+    def read_run(self) -> dict[str, Any]:
+        """The run's ``run.json`` ({} when not written yet)."""
+        p = self.path / "run.json"
+        if not p.exists():
+            return {}
+        try:
+            data: dict[str, Any] = json.loads(p.read_text())
+        except ValueError as exc:
+            raise StorageError(f"{p}: not valid JSON: {exc}") from None
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise StorageError(f"{p}: schema_version {version!r}; this benchlib reads {SCHEMA_VERSION}")
+        return data
+
+    def write_run(self, data: Mapping[str, Any]) -> None:
+        """Write ``run.json`` atomically (``schema_version`` is added)."""
+        payload = {"schema_version": SCHEMA_VERSION, **dict(data)}
+        _atomic_write_bytes(self.path / "run.json",
+                            json.dumps(payload, indent=1, sort_keys=True, default=str).encode() + b"\n")
+
+    def update_run(self, **changes: Any) -> dict[str, Any]:
+        """Merge ``changes`` into ``run.json`` and write it back."""
+        data = self.read_run()
+        data.update(changes)
+        data.pop("schema_version", None)
+        self.write_run(data)
+        return data
+
+    # -- trials ----------------------------------------------------------------------------
+    def trial_path(self, condition: str, arm: str, block: int) -> Path:
+        return self.path / "trials" / condition / arm / f"b{block:03d}.parquet"
+
+    def log_path(self, condition: str, arm: str, block: int) -> Path:
+        return self.path / "logs" / condition / arm / f"b{block:03d}.log"
+
+    def has_trial(self, condition: str, arm: str, block: int) -> bool:
+        return self.trial_path(condition, arm, block).exists()
+
+    def set_aside(self, condition: str, arm: str, block: int) -> Path | None:
+        """Move a stored trial out of the way (``.failed-N.parquet``) so it can be re-run."""
+        p = self.trial_path(condition, arm, block)
+        if not p.exists():
+            return None
+        n = 1
+        while (dest := p.with_name(f"{p.stem}.failed-{n}.parquet")).exists():
+            n += 1
+        os.replace(p, dest)
+        return dest
+
+    def write_trial(self, rows: np.ndarray, meta: Mapping[str, Any]) -> Path:
+        """Store one trial (rows + metadata); ``meta`` must name condition, arm and block.
+
+        Raises StorageError if that trial is already stored (trials are never rewritten).
+        """
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        for key in ("condition", "arm", "block"):
+            if key not in meta:
+                raise StorageError(f"trial metadata needs {key!r}")
+        path = self.trial_path(str(meta["condition"]), str(meta["arm"]), int(meta["block"]))
+        if path.exists():
+            raise StorageError(f"{path} already exists; stored trials are never rewritten")
+        table = rows_to_table(rows, {
+            _META_TRIAL: json.dumps(dict(meta), sort_keys=True, default=str).encode(),
+            _META_VERSION: str(SCHEMA_VERSION).encode(),
+        })
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd")
+        _atomic_write_bytes(path, sink.getvalue().to_pybytes())
+        return path
+
+    def trials(self) -> list[StoredTrial]:
+        """Every stored trial (set-aside failures excluded), in execution order (``seq``)."""
+        import pyarrow.parquet as pq
+
+        out = []
+        for p in sorted((self.path / "trials").glob("*/*/b[0-9][0-9][0-9].parquet")):
+            try:
+                md = pq.read_metadata(p).metadata or {}
+            except Exception as exc:  # noqa: BLE001 - pyarrow raises several types
+                raise StorageError(f"{p}: unreadable trial file: {exc}") from None
+            version = md.get(_META_VERSION, b"?").decode()
+            if version != str(SCHEMA_VERSION):
+                raise StorageError(f"{p}: schema_version {version}; this benchlib reads {SCHEMA_VERSION}")
+            out.append(StoredTrial(p, json.loads(md[_META_TRIAL])))
+        out.sort(key=lambda t: (int(t.meta.get("seq", 0)), str(t.path)))
+        return out
+
+    def __iter__(self) -> Iterator[StoredTrial]:
+        return iter(self.trials())
+
+    # -- derived ---------------------------------------------------------------------------
+    def summaries(self, summarize: Callable[[StoredTrial], Mapping[str, Any]]) -> Any:
+        """Per-trial summaries as a DataFrame, cached in ``derived/summaries.parquet``.
+
+        The cache is keyed by the stored trial files (names, sizes, times); any change
+        recomputes it with ``summarize(trial) -> dict``.
+        """
+        import pandas as pd
+
+        trials = self.trials()
+        key = json.dumps([[str(t.path.relative_to(self.path)), t.path.stat().st_size, t.path.stat().st_mtime_ns]
+                          for t in trials])
+        cache = self.path / "derived" / "summaries.parquet"
+        key_file = cache.with_suffix(".key")
+        if cache.exists() and key_file.exists() and key_file.read_text() == key:
+            return pd.read_parquet(cache)
+        frame = pd.DataFrame([dict(summarize(t)) for t in trials])
+        if len(frame):
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+            frame.to_parquet(tmp)
+            os.replace(tmp, cache)
+            key_file.write_text(key)
+        return frame
