@@ -1,0 +1,584 @@
+"""The load engine of one worker process: a raw asyncio Protocol on uvloop.
+
+Runs inside a worker process (see :mod:`benchlib.loadgen.worker`), never in the caller's
+event loop. One :class:`Engine` drives all of this worker's connections:
+
+* **closed model**: ``N`` connection slots; a slot sends its next request as soon as its
+  previous response is complete (``t_intended`` = that moment);
+* **open model**: requests are due on a schedule (:mod:`benchlib.loadgen.schedule`); a due
+  request takes a free connection, or opens one while fewer than ``M`` are in flight, or
+  waits in a queue; its latency counts from the due time, so the wait is in it.
+
+Recording: every request appends five int64 words to one ``array('q')`` (40 bytes per
+request; the array's growth slack adds at most about 6 %), converted to
+:data:`benchlib.schema.ROW_DTYPE` once at the end. No Python object survives per request.
+
+Misbehaviour of the server is recorded per request by kind (``connect``, ``reset``,
+``timeout``, ``protocol``, ``truncated``, ``closed``) and never raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import socket
+import time
+from array import array
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from benchlib.loadgen.http1 import COMPLETE, NEED_MORE, ResponseParser, build_request
+from benchlib.loadgen.schedule import arrival_offsets_ns, segments_for
+from benchlib.schema import ERROR_CODES, ROW_DTYPE
+
+__all__ = ["Engine", "EngineConfig", "RECORD_WORDS", "records_to_rows"]
+
+#: int64 words per recorded request in the engine's buffer.
+RECORD_WORDS = 5
+
+_clock = time.monotonic_ns
+_NEVER = 1 << 62
+
+_E_NONE = ERROR_CODES["none"]
+_E_CONNECT = ERROR_CODES["connect"]
+_E_RESET = ERROR_CODES["reset"]
+_E_TIMEOUT = ERROR_CODES["timeout"]
+_E_PROTOCOL = ERROR_CODES["protocol"]
+_E_TRUNCATED = ERROR_CODES.get("truncated", _E_PROTOCOL)
+_E_CLOSED = ERROR_CODES.get("closed", _E_PROTOCOL)
+_PARSER_ERRORS = {"protocol": _E_PROTOCOL, "truncated": _E_TRUNCATED, "closed": _E_CLOSED}
+
+#: After a failed connection attempt a closed-model slot (or the open model's opener) waits
+#: this long before trying again, so a refusing server does not turn into a busy loop.
+CONNECT_RETRY_NS = 10_000_000
+
+
+def records_to_rows(buf: array, worker: int, t0_ns: int) -> np.ndarray:
+    """Convert the engine's packed records to :data:`ROW_DTYPE` rows (times relative to ``t0_ns``)."""
+    words = np.frombuffer(buf, dtype=np.int64).reshape(-1, RECORD_WORDS) if len(buf) else np.zeros((0, RECORD_WORDS), np.int64)
+    rows = np.empty(words.shape[0], dtype=ROW_DTYPE)
+    rows["t_intended_ns"] = words[:, 0] - t0_ns
+    rows["t_sent_ns"] = words[:, 1] - t0_ns
+    rows["t_done_ns"] = words[:, 2] - t0_ns
+    w3 = words[:, 3]
+    rows["bytes"] = (w3 & 0x7FFFFFFF).astype(np.int32)
+    rows["conn"] = (w3 >> 32).astype(np.int32)
+    w4 = words[:, 4]
+    rows["status"] = (w4 & 0xFFFF).astype(np.int16)
+    rows["error"] = ((w4 >> 16) & 0xFF).astype(np.uint8)
+    rows["phase"] = ((w4 >> 24) & 0xFF).astype(np.uint8)
+    rows["worker"] = worker
+    return rows
+
+
+class EngineConfig:
+    """Everything one worker needs, as plain picklable values.
+
+    Built by :func:`benchlib.loadgen.runner.run_load` from a LoadSpec; see there.
+    """
+
+    def __init__(self, **kw: Any) -> None:
+        self.host: str = kw["host"]
+        self.port: int = kw["port"]
+        self.model: str = kw["model"]
+        self.connections: int = kw["connections"]  # this worker's share
+        self.duration_s: float | None = kw.get("duration_s")
+        self.requests: int | None = kw.get("requests")  # this worker's share
+        self.warmup_s: float = kw.get("warmup_s", 0.0)
+        self.warmup_requests: int | None = kw.get("warmup_requests")  # this worker's share
+        self.rate_rps: float | None = kw.get("rate_rps")
+        self.arrival: str = kw.get("arrival", "constant")
+        self.stages: list[tuple[float, float]] = list(kw.get("stages", ()))
+        self.keep_alive: bool = kw.get("keep_alive", True)
+        self.http_version: str = kw.get("http_version", "1.1")
+        self.method: str = kw.get("method", "GET")
+        self.path: str = kw.get("path", "/")
+        self.headers: list[tuple[str, str]] = list(kw.get("headers", ()))
+        self.body: bytes = kw.get("body", b"")
+        self.connect_timeout_s: float = kw.get("connect_timeout_s", 5.0)
+        self.timeout_s: float = kw.get("timeout_s", 10.0)
+        self.worker: int = kw.get("worker", 0)
+        self.workers: int = kw.get("workers", 1)
+        self.seed: int = kw.get("seed", 0)
+        self.spin_s: float = kw.get("spin_s", 0.001)
+        self.progress_every_s: float = kw.get("progress_every_s", 0.5)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class _Conn(asyncio.Protocol):
+    """One connection. Carries at most one request at a time."""
+
+    __slots__ = ("eng", "cid", "transport", "parser", "busy", "dead", "t_int", "t_sent", "opened_ns")
+
+    def __init__(self, eng: Engine, cid: int) -> None:
+        self.eng = eng
+        self.cid = cid
+        self.transport: asyncio.Transport | None = None
+        self.parser = ResponseParser(head_request=eng.head_request)
+        self.busy = False
+        self.dead = False
+        self.t_int = 0
+        self.t_sent = 0
+        self.opened_ns = 0
+
+    # -- asyncio callbacks -------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        parser = self.parser
+        r = parser.feed(data)
+        if r == NEED_MORE:
+            return
+        now = _clock()
+        eng = self.eng
+        if not self.busy:
+            # bytes nobody asked for: the server misbehaves; nothing to record against
+            eng.unsolicited += 1
+            self._kill()
+            eng.conn_gone(self, now)
+            return
+        self.busy = False
+        eng.inflight -= 1
+        t_int = self.t_int
+        if r == COMPLETE:
+            eng.rec_extend(
+                (t_int, self.t_sent, now, parser.nbytes | self.cid << 32,
+                 parser.status | (t_int >= eng.t_measure) << 24)
+            )
+            if parser.keep_alive and eng.keep_alive:
+                parser.reset()
+                # closed model fast path: send the next request on this connection now
+                if eng.closed_model:
+                    if eng.may_send(now):
+                        self.t_int = now
+                        self.busy = True
+                        eng.inflight += 1
+                        self.t_sent = _clock()
+                        self.transport.write(eng.request)  # type: ignore[union-attr]
+                        return
+                    eng.idle.append(self)
+                    eng.check_done()
+                    return
+                eng.conn_free(self, now)
+                return
+            parser.reset()
+            self.dead = True
+            self.transport.close()  # type: ignore[union-attr]
+            eng.conn_gone(self, now)
+            return
+        # parse failure
+        eng.rec_extend(
+            (t_int, self.t_sent, now, parser.nbytes | self.cid << 32,
+             parser.status | _PARSER_ERRORS.get(parser.error, _E_PROTOCOL) << 16 | (t_int >= eng.t_measure) << 24)
+        )
+        eng.note_reason(parser.error, parser.reason)
+        self._kill()
+        eng.conn_gone(self, now)
+
+    def eof_received(self) -> bool | None:
+        return None  # let the transport close; connection_lost does the accounting
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.dead:
+            return
+        self.dead = True
+        now = _clock()
+        eng = self.eng
+        if self.busy:
+            self.busy = False
+            eng.inflight -= 1
+            parser = self.parser
+            if exc is None:
+                r = parser.eof()
+                err = _E_NONE if r == COMPLETE else _PARSER_ERRORS.get(parser.error, _E_PROTOCOL)
+                if r != COMPLETE:
+                    eng.note_reason(parser.error, parser.reason)
+            else:
+                err = _E_RESET
+                eng.note_reason("reset", f"{type(exc).__name__}: {exc}")
+            eng.record(self.t_int, self.t_sent, now, parser.nbytes, self.cid,
+                       parser.status if err == _E_NONE else parser.status, err)
+        eng.conn_gone(self, now)
+
+    # -- engine side -------------------------------------------------------------------
+    def send(self, t_int: int) -> None:
+        """Send the request, due at ``t_int``."""
+        self.t_int = t_int
+        self.busy = True
+        self.eng.inflight += 1
+        self.t_sent = _clock()
+        self.transport.write(self.eng.request)  # type: ignore[union-attr]
+
+    def _kill(self) -> None:
+        self.dead = True
+        self.busy = False
+        if self.transport is not None:
+            self.transport.abort()
+
+
+class Engine:
+    """Drives one worker's connections; see the module docstring.
+
+    Parameters
+    ----------
+    cfg: this worker's configuration.
+    start_ns: absolute ``CLOCK_MONOTONIC`` time (ns) at which traffic starts.
+    progress: called about every ``cfg.progress_every_s`` with a small dict.
+    """
+
+    def __init__(self, cfg: EngineConfig, start_ns: int, progress: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.cfg = cfg
+        self.start_ns = start_ns
+        self.progress = progress
+        self.closed_model = cfg.model == "closed"
+        self.keep_alive = cfg.keep_alive
+        self.head_request = cfg.method.upper() == "HEAD"
+        self.request = build_request(
+            cfg.method, cfg.path, cfg.host, cfg.port, http_version=cfg.http_version,
+            keep_alive=cfg.keep_alive, headers=cfg.headers, body=cfg.body,
+        )
+        self.records = array("q")
+        self.rec_extend = self.records.extend
+        self.lags = array("q")  # open model: dispatch time - due time, ns, per arrival
+        self.inflight = 0
+        self.nconns = 0  # connections open or being opened
+        self.next_cid = cfg.worker
+        self.conns: set[_Conn] = set()
+        self.idle: list[_Conn] = []
+        self.pending: collections.deque[int] = collections.deque()
+        self.unsolicited = 0
+        self.idle_connect_failures = 0
+        self.reasons: dict[str, str] = {}
+        self.spin_ns = 0  # open model: time spent spinning for precise dispatch
+        self.stopping = False
+        self.done: asyncio.Future[None] | None = None
+        # phase boundaries (absolute ns)
+        self.warm_left = cfg.warmup_requests if cfg.warmup_requests else 0
+        self.warm_by_count = bool(cfg.warmup_requests)
+        if self.warm_by_count:
+            self.t_measure = _NEVER
+        else:
+            self.t_measure = start_ns + int(cfg.warmup_s * 1e9)
+        self.meas_left = cfg.requests if cfg.requests is not None else -1
+        if cfg.requests is None and cfg.model == "closed":
+            self.t_stop = self.t_measure + int((cfg.duration_s or 0) * 1e9) if not self.warm_by_count else _NEVER
+        else:
+            self.t_stop = _NEVER
+        self.t_first_measured = _NEVER
+        self.t_last_sendable = 0
+
+    # -- recording ---------------------------------------------------------------------
+    def record(self, t_int: int, t_sent: int, t_done: int, nbytes: int, cid: int, status: int, err: int) -> None:
+        self.rec_extend((t_int, t_sent, t_done, nbytes | cid << 32,
+                         status | err << 16 | (t_int >= self.t_measure) << 24))
+        if self.stopping:
+            self.check_done()
+
+    def note_reason(self, kind: str, reason: str) -> None:
+        if kind not in self.reasons:
+            self.reasons[kind] = reason
+
+    # -- closed model ------------------------------------------------------------------
+    def may_send(self, now: int) -> bool:
+        """Closed model: whether a slot free at ``now`` sends another request."""
+        if now < self.t_measure:
+            if not self.warm_by_count:
+                return True
+            if self.warm_left > 0:
+                self.warm_left -= 1
+                return True
+            # warm-up by count is over: the measured phase starts now
+            self.t_measure = now
+            if self.cfg.requests is None:
+                self.t_stop = now + int((self.cfg.duration_s or 0) * 1e9)
+        if self.meas_left >= 0:
+            if self.meas_left > 0:
+                self.meas_left -= 1
+                return True
+            self.stopping = True
+            return False
+        if now < self.t_stop:
+            return True
+        self.stopping = True
+        return False
+
+    # -- connections -------------------------------------------------------------------
+    def conn_free(self, conn: _Conn, now: int) -> None:
+        """Open model: a keep-alive connection finished its response."""
+        if self.pending:
+            conn.send(self.pending.popleft())
+        else:
+            self.idle.append(conn)
+            if self.stopping:
+                self.check_done()
+
+    def conn_gone(self, conn: _Conn, now: int) -> None:
+        """A connection closed (either side) or was aborted."""
+        if conn in self.conns:
+            self.conns.discard(conn)
+            self.nconns -= 1
+        if self.closed_model:
+            if self.may_send(now):
+                self.open_conn(now)
+            else:
+                self.check_done()
+        else:
+            if self.pending and self.nconns < self.cfg.connections:
+                self.open_conn(self.pending.popleft())
+            elif self.stopping:
+                self.check_done()
+
+    def open_conn(self, t_int: int | None, delay_ns: int = 0) -> None:
+        """Open a connection; send the request due at ``t_int`` on it (``None``: pool it)."""
+        self.nconns += 1
+        asyncio.get_running_loop().create_task(self._open(t_int, delay_ns))
+
+    async def _open(self, t_int: int | None, delay_ns: int) -> None:
+        if delay_ns > 0:
+            await asyncio.sleep(delay_ns / 1e9)
+            if self.closed_model and t_int is not None:
+                t_int = _clock()
+        cid = self.next_cid
+        self.next_cid += self.cfg.workers
+        conn = _Conn(self, cid)
+        loop = asyncio.get_running_loop()
+        if t_int is not None:
+            self.inflight += 1
+        t_try = _clock()
+        try:
+            await asyncio.wait_for(
+                loop.create_connection(lambda: conn, self.cfg.host, self.cfg.port),
+                timeout=self.cfg.connect_timeout_s,
+            )
+        except (OSError, asyncio.TimeoutError) as exc:
+            now = _clock()
+            self.nconns -= 1
+            kind = "connect_timeout" if isinstance(exc, asyncio.TimeoutError) else "connect"
+            self.note_reason(kind, f"{type(exc).__name__}: {exc}")
+            if t_int is None:
+                self.idle_connect_failures += 1
+                if self.closed_model:
+                    self._retry_slot(now)
+                return
+            self.inflight -= 1
+            self.record(t_int, t_try, now, 0, cid, 0, _E_CONNECT if kind == "connect" else _E_TIMEOUT)
+            if self.closed_model:
+                self._retry_slot(now)
+            elif self.pending and self.nconns < self.cfg.connections:
+                self.nconns += 1
+                loop.create_task(self._open(self.pending.popleft(), CONNECT_RETRY_NS))
+            elif self.stopping:
+                self.check_done()
+            return
+        conn.opened_ns = _clock()
+        self.conns.add(conn)
+        if conn.dead:  # closed during the handshake
+            if t_int is not None:
+                self.inflight -= 1
+                self.record(t_int, t_try, _clock(), 0, cid, 0, _E_RESET)
+            self.conns.discard(conn)
+            self.nconns -= 1
+            return
+        if t_int is not None:
+            self.inflight -= 1  # send() counts it again
+            conn.send(t_int)
+        elif self.closed_model:
+            now = _clock()
+            if self.may_send(now):
+                conn.send(now)
+            else:
+                self.idle.append(conn)
+                self.check_done()
+        else:
+            self.conn_free(conn, _clock())
+
+    def _retry_slot(self, now: int) -> None:
+        if self.may_send(now):
+            self.open_conn(now, CONNECT_RETRY_NS)
+        else:
+            self.check_done()
+
+    # -- open model --------------------------------------------------------------------
+    def dispatch(self, t_int: int) -> None:
+        """Open model: the request due at ``t_int`` is due now."""
+        idle = self.idle
+        while idle:
+            conn = idle.pop()
+            if not conn.dead:
+                conn.send(t_int)
+                return
+        if self.nconns < self.cfg.connections:
+            self.open_conn(t_int)
+        else:
+            self.pending.append(t_int)
+
+    def _schedule_blocks(self) -> Any:
+        cfg = self.cfg
+        segs = segments_for(cfg.rate_rps, cfg.duration_s, cfg.stages, 0.0 if self.warm_by_count else cfg.warmup_s)
+        if self.warm_by_count and cfg.warmup_requests:
+            first_rate = segs[0][0]
+            segs = [(first_rate, cfg.warmup_requests * cfg.workers / first_rate)] + segs
+            self.t_measure = self.start_ns + int(segs[0][1] * 1e9)
+        return arrival_offsets_ns(segs, arrival=cfg.arrival, worker=cfg.worker, workers=cfg.workers, seed=cfg.seed)
+
+    async def _run_open(self) -> None:
+        loop = asyncio.get_running_loop()
+        start = self.start_ns
+        spin = int(self.cfg.spin_s * 1e9)
+        lag_append = self.lags.append
+        for block in self._schedule_blocks():
+            for off in (block + start).tolist():
+                now = _clock()
+                if off > now:
+                    gap = off - now
+                    if gap > spin:
+                        await asyncio.sleep((gap - spin) / 1e9)
+                        now = _clock()
+                    if off > now:
+                        t_spin = now
+                        while off > now:
+                            await asyncio.sleep(0)
+                            now = _clock()
+                        self.spin_ns += now - t_spin
+                lag_append(now - off)
+                self.dispatch(off)
+        self.stopping = True
+        self.check_done()
+
+    # -- life cycle --------------------------------------------------------------------
+    def check_done(self) -> None:
+        if self.stopping and self.inflight == 0 and not self.pending and self.done is not None and not self.done.done():
+            self.done.set_result(None)
+
+    async def _sweeper(self) -> None:
+        """Time out responses that take longer than ``timeout_s``; report progress."""
+        timeout_ns = int(self.cfg.timeout_s * 1e9)
+        every = min(0.1, max(0.01, self.cfg.timeout_s / 10))
+        next_progress = _clock()
+        prog_ns = int(self.cfg.progress_every_s * 1e9)
+        while True:
+            await asyncio.sleep(every)
+            now = _clock()
+            for conn in list(self.conns):
+                if conn.busy and now - conn.t_sent > timeout_ns:
+                    conn.busy = False
+                    self.inflight -= 1
+                    self.record(conn.t_int, conn.t_sent, now, conn.parser.nbytes, conn.cid, 0, _E_TIMEOUT)
+                    self.note_reason("timeout", f"no complete response within {self.cfg.timeout_s:g} s")
+                    conn._kill()
+                    self.conns.discard(conn)
+                    self.nconns -= 1
+                    if self.closed_model:
+                        if self.may_send(now):
+                            self.open_conn(now)
+                    elif self.pending and self.nconns < self.cfg.connections:
+                        self.open_conn(self.pending.popleft())
+            if not self.closed_model and self.pending and self.stopping:
+                # requests still queued when the trial's drain deadline passes are timeouts
+                pass
+            self.check_done()
+            if self.progress is not None and now >= next_progress:
+                next_progress = now + prog_ns
+                self.progress(self.progress_info(now))
+
+    def progress_info(self, now: int) -> dict[str, Any]:
+        n = len(self.records) // RECORD_WORDS
+        return {
+            "worker": self.cfg.worker,
+            "elapsed_s": (now - self.start_ns) / 1e9,
+            "requests": n,
+            "inflight": self.inflight,
+            "pending": len(self.pending),
+            "phase": "measure" if now >= self.t_measure else "warmup",
+        }
+
+    async def run(self) -> None:
+        """Run the trial to its end (all requests recorded)."""
+        loop = asyncio.get_running_loop()
+        self.done = loop.create_future()
+        wait = (self.start_ns - _clock()) / 1e9
+        if wait > 0.002:
+            await asyncio.sleep(wait - 0.002)
+        while _clock() < self.start_ns:  # timers have 1 ms granularity: spin the last bit
+            await asyncio.sleep(0)
+        sweeper = loop.create_task(self._sweeper())
+        runner = None
+        if self.closed_model:
+            now = _clock()
+            for _ in range(self.cfg.connections):
+                if self.may_send(now):
+                    self.open_conn(now)
+            self.check_done()
+        else:
+            if self.keep_alive:
+                for _ in range(self.cfg.connections):
+                    self.open_conn(None)
+            runner = loop.create_task(self._run_open())
+        # hard deadline: the planned length plus the response timeout and some slack
+        planned = self.cfg.warmup_s + (self.cfg.duration_s or 0) + sum(d for _, d in self.cfg.stages)
+        deadline = None
+        if self.cfg.requests is None and not self.warm_by_count:
+            deadline = planned + self.cfg.timeout_s + self.cfg.connect_timeout_s + 5.0
+        try:
+            if deadline is None:
+                await self.done
+            else:
+                remaining = deadline - (_clock() - self.start_ns) / 1e9
+                try:
+                    await asyncio.wait_for(asyncio.shield(self.done), timeout=max(remaining, 0.1))
+                except asyncio.TimeoutError:
+                    self._abandon()
+        finally:
+            sweeper.cancel()
+            if runner is not None:
+                runner.cancel()
+            for conn in list(self.conns):
+                conn.dead = True
+                if conn.transport is not None:
+                    conn.transport.abort()
+            await asyncio.sleep(0)
+
+    def _abandon(self) -> None:
+        """At the hard deadline: whatever is still queued or in flight is a timeout."""
+        now = _clock()
+        self.stopping = True
+        for conn in list(self.conns):
+            if conn.busy:
+                conn.busy = False
+                self.inflight -= 1
+                self.record(conn.t_int, conn.t_sent, now, conn.parser.nbytes, conn.cid, 0, _E_TIMEOUT)
+        while self.pending:
+            t = self.pending.popleft()
+            self.record(t, now, now, 0, -1, 0, _E_TIMEOUT)
+        self.note_reason("timeout", "still queued or in flight at the trial's hard deadline")
+
+    def stats(self) -> dict[str, Any]:
+        """Worker-level facts for the trial's meta (JSON-able)."""
+        return {
+            "worker": self.cfg.worker,
+            "t_measure_ns": self.t_measure if self.t_measure != _NEVER else None,
+            "t_stop_ns": self.t_stop if self.t_stop != _NEVER else None,
+            "unsolicited_responses": self.unsolicited,
+            "idle_connect_failures": self.idle_connect_failures,
+            "spin_ns": self.spin_ns,
+            "reasons": dict(self.reasons),
+        }
+
+
+def tune_socket_limits(connections: int) -> None:
+    """Raise this process's open-file soft limit to the hard limit if needed."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = connections + 64
+    if soft != resource.RLIM_INFINITY and soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(want, soft)) if hard != resource.RLIM_INFINITY else want, hard))
+
+
+_ = (os, socket)

@@ -1,0 +1,354 @@
+"""HTTP/1.x on the wire: request bytes and an incremental response parser.
+
+Pure Python, no I/O: the engine feeds the parser whatever ``data_received`` got, and the
+property tests (``tests/loadgen/test_http1_props.py``) feed it arbitrary splits of valid and
+hostile responses.
+
+The parser handles one response at a time (the engine never pipelines): ``Content-Length``
+bodies, ``Transfer-Encoding: chunked`` bodies (with trailers), bodies delimited by the end of
+the connection (no length, HTTP/1.0 style), responses without a body (1xx is skipped, 204,
+304, and any response to ``HEAD``), and ``Connection: close`` / ``keep-alive``.
+
+A response that cannot be parsed is an error of one of these kinds (names as in
+:data:`benchlib.schema.ERROR_NAMES`):
+
+* ``protocol``: malformed status line, header line, ``Content-Length`` or chunk size;
+  headers larger than the limit; bytes after the end of a response.
+* ``truncated``: the connection ended before the headers were complete (also: before any
+  byte of the response).
+* ``closed``: the connection ended after the headers, in the middle of the body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "DEFAULT_MAX_HEADER_BYTES",
+    "NEED_MORE",
+    "COMPLETE",
+    "FAILED",
+    "ResponseParser",
+    "build_request",
+]
+
+#: The largest response head (status line and headers) accepted, in bytes.
+DEFAULT_MAX_HEADER_BYTES = 65536
+
+NEED_MORE = 0
+COMPLETE = 1
+FAILED = -1
+
+# Parser states.
+_HEAD = 0  # reading status line and headers
+_LENGTH = 1  # reading a Content-Length body
+_CHUNK_SIZE = 2  # reading a chunk-size line
+_CHUNK_DATA = 3  # reading chunk data (and its CRLF)
+_TRAILERS = 4  # reading trailers after the last chunk
+_UNTIL_CLOSE = 5  # reading a body delimited by the end of the connection
+_DONE = 6
+_ERROR = 7
+_CHUNK_CRLF = 8  # reading the CRLF after chunk data
+
+_MAX_CHUNK_LINE = 4096
+
+
+def build_request(
+    method: str,
+    path: str,
+    host: str,
+    port: int,
+    *,
+    http_version: str = "1.1",
+    keep_alive: bool = True,
+    headers: Sequence[tuple[str, str]] = (),
+    body: bytes = b"",
+) -> bytes:
+    """The bytes of one request, built once per trial.
+
+    Parameters
+    ----------
+    method, path: request line.
+    host, port: for the ``Host`` header (IPv6 literals are bracketed).
+    http_version: ``"1.1"`` or ``"1.0"``.
+    keep_alive: HTTP/1.1 sends ``Connection: close`` when false; HTTP/1.0 sends
+        ``Connection: keep-alive`` when true.
+    headers: extra headers; a user ``Host``, ``Connection`` or ``Content-Length`` replaces ours.
+    body: request body; ``Content-Length`` is added when it is non-empty or the method is
+        ``POST``/``PUT``/``PATCH``.
+    """
+    hostname = f"[{host}]" if ":" in host else host
+    given = {k.lower() for k, _ in headers}
+    lines = [f"{method} {path} HTTP/{http_version}"]
+    if "host" not in given:
+        lines.append(f"Host: {hostname}:{port}")
+    if "connection" not in given:
+        if http_version == "1.1" and not keep_alive:
+            lines.append("Connection: close")
+        elif http_version == "1.0" and keep_alive:
+            lines.append("Connection: keep-alive")
+    for k, v in headers:
+        if any(c in k + v for c in "\r\n"):
+            raise ValueError(f"header {k!r} contains CR or LF")
+        lines.append(f"{k}: {v}")
+    if "content-length" not in given and (body or method.upper() in ("POST", "PUT", "PATCH")):
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + bytes(body)
+
+
+class ResponseParser:
+    """Incremental parser of one HTTP/1.x response at a time.
+
+    Use :meth:`feed` with each piece of data received; it returns :data:`NEED_MORE`,
+    :data:`COMPLETE` or :data:`FAILED`. At the end of the connection call :meth:`eof`.
+    After a complete or failed response, :meth:`reset` readies it for the next one.
+
+    Attributes
+    ----------
+    status: the HTTP status (0 until the head is parsed).
+    nbytes: bytes of this response received so far (head and body).
+    keep_alive: whether the connection may carry another request after this response.
+    error: on failure, the error kind (``protocol``, ``truncated``, ``closed``).
+    reason: on failure, a short human explanation.
+    """
+
+    __slots__ = (
+        "max_header_bytes",
+        "head_request",
+        "http10_request",
+        "status",
+        "nbytes",
+        "keep_alive",
+        "error",
+        "reason",
+        "_state",
+        "_buf",
+        "_remaining",
+    )
+
+    def __init__(self, *, max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES, head_request: bool = False) -> None:
+        self.max_header_bytes = max_header_bytes
+        self.head_request = head_request
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the last response; ready for the next one."""
+        self.status = 0
+        self.nbytes = 0
+        self.keep_alive = True
+        self.error = ""
+        self.reason = ""
+        self._state = _HEAD
+        self._buf = b""
+        self._remaining = 0
+
+    @property
+    def started(self) -> bool:
+        """Whether any byte of the current response has arrived."""
+        return self.nbytes > 0
+
+    def _fail(self, kind: str, reason: str) -> int:
+        self._state = _ERROR
+        self.error = kind
+        self.reason = reason
+        self.keep_alive = False
+        return FAILED
+
+    def feed(self, data: bytes) -> int:
+        """Consume ``data``; return :data:`NEED_MORE`, :data:`COMPLETE` or :data:`FAILED`."""
+        self.nbytes += len(data)
+        state = self._state
+        if state == _HEAD:
+            buf = self._buf + data if self._buf else data
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(buf) > self.max_header_bytes:
+                    return self._fail("protocol", f"response head larger than {self.max_header_bytes} bytes")
+                self._buf = buf
+                return NEED_MORE
+            if end + 4 > self.max_header_bytes:
+                return self._fail("protocol", f"response head larger than {self.max_header_bytes} bytes")
+            self._buf = b""
+            r = self._parse_head(buf, end)
+            if r != NEED_MORE:
+                return r
+            rest = buf[end + 4 :]
+            if self.status < 200:
+                # 1xx informational: skip it and parse the real response that follows.
+                self._state = _HEAD
+                self.status = 0
+                return self.feed_again(rest)
+            state = self._state
+            if not rest:
+                return COMPLETE if state == _DONE else NEED_MORE
+            data = rest
+        elif state == _DONE:
+            return self._fail("protocol", "bytes received after the end of the response")
+        elif state == _ERROR:
+            return FAILED
+
+        if state == _LENGTH:
+            n = len(data)
+            remaining = self._remaining
+            if n < remaining:
+                self._remaining = remaining - n
+                return NEED_MORE
+            if n == remaining:
+                self._remaining = 0
+                self._state = _DONE
+                return COMPLETE
+            return self._fail("protocol", f"{n - remaining} bytes more than Content-Length")
+        if state == _UNTIL_CLOSE:
+            return NEED_MORE
+        if state == _DONE:
+            return self._fail("protocol", "bytes received after the end of the response")
+        return self._chunked(data)
+
+    def feed_again(self, data: bytes) -> int:
+        """Feed bytes already counted in :attr:`nbytes` (after a skipped 1xx head)."""
+        self.nbytes -= len(data)
+        if not data:
+            return NEED_MORE
+        return self.feed(data)
+
+    def _parse_head(self, buf: bytes, end: int) -> int:
+        # Status line: HTTP/1.x SP 3DIGIT [SP reason]
+        line_end = buf.find(b"\r\n", 0, end + 2)
+        line = buf[:line_end]
+        if len(line) < 12 or line[:7] != b"HTTP/1." or line[8:9] != b" " or line[7:8] not in (b"0", b"1"):
+            return self._fail("protocol", f"malformed status line {line[:60]!r}")
+        code = line[9:12]
+        if not code.isdigit() or (len(line) > 12 and line[12:13] != b" "):
+            return self._fail("protocol", f"malformed status code in {line[:60]!r}")
+        status = int(code)
+        if status < 100:
+            return self._fail("protocol", f"status {status} out of range")
+        self.status = status
+        http10 = line[7:8] == b"0"
+        length = -1
+        chunked = False
+        conn_close = http10
+        if line_end < end:
+            head = buf[line_end + 2 : end].lower()
+            for h in head.split(b"\r\n"):
+                colon = h.find(b":")
+                if colon <= 0 or h[colon - 1 : colon] in (b" ", b"\t") or h[:1] in (b" ", b"\t"):
+                    return self._fail("protocol", f"malformed header line {h[:60]!r}")
+                name = h[:colon]
+                if name == b"content-length":
+                    v = h[colon + 1 :].strip()
+                    if not v.isdigit() or len(v) > 18:
+                        return self._fail("protocol", f"invalid Content-Length {v[:40]!r}")
+                    n = int(v)
+                    if length >= 0 and n != length:
+                        return self._fail("protocol", "conflicting Content-Length headers")
+                    length = n
+                elif name == b"transfer-encoding":
+                    codings = [c.strip() for c in h[colon + 1 :].split(b",")]
+                    if codings and codings[-1] == b"chunked":
+                        chunked = True
+                    elif codings != [b"identity"]:
+                        return self._fail("protocol", f"unsupported Transfer-Encoding {h[colon + 1:][:40]!r}")
+                elif name == b"connection":
+                    tokens = {t.strip() for t in h[colon + 1 :].split(b",")}
+                    if b"close" in tokens:
+                        conn_close = True
+                    elif b"keep-alive" in tokens:
+                        conn_close = False
+        if status < 200:
+            return NEED_MORE
+        self.keep_alive = not conn_close
+        if self.head_request or status == 204 or status == 304:
+            self._state = _DONE
+        elif chunked:
+            if length >= 0:
+                return self._fail("protocol", "both Content-Length and chunked Transfer-Encoding")
+            self._state = _CHUNK_SIZE
+        elif length >= 0:
+            if length == 0:
+                self._state = _DONE
+            else:
+                self._state = _LENGTH
+                self._remaining = length
+        else:
+            self._state = _UNTIL_CLOSE
+            self.keep_alive = False
+        return NEED_MORE
+
+    def _chunked(self, data: bytes) -> int:
+        buf = self._buf + data if self._buf else data
+        pos = 0
+        n = len(buf)
+        while True:
+            state = self._state
+            if state == _CHUNK_SIZE:
+                eol = buf.find(b"\r\n", pos)
+                if eol < 0:
+                    if n - pos > _MAX_CHUNK_LINE:
+                        return self._fail("protocol", "chunk-size line too long")
+                    self._buf = buf[pos:]
+                    return NEED_MORE
+                size_field = buf[pos:eol].split(b";", 1)[0].strip()
+                if not size_field or len(size_field) > 16 or any(c not in b"0123456789abcdefABCDEF" for c in size_field):
+                    return self._fail("protocol", f"invalid chunk size {buf[pos:eol][:40]!r}")
+                size = int(size_field, 16)
+                pos = eol + 2
+                if size == 0:
+                    self._state = _TRAILERS
+                else:
+                    self._state = _CHUNK_DATA
+                    self._remaining = size
+            elif state == _CHUNK_DATA:
+                avail = n - pos
+                rem = self._remaining
+                if avail < rem:
+                    self._remaining = rem - avail
+                    self._buf = b""
+                    return NEED_MORE
+                pos += rem
+                self._remaining = 0
+                self._state = _CHUNK_CRLF
+            elif state == _CHUNK_CRLF:
+                if n - pos < 2:
+                    if buf[pos:n] not in (b"", b"\r"):
+                        return self._fail("protocol", "chunk data not followed by CRLF")
+                    self._buf = buf[pos:]
+                    return NEED_MORE
+                if buf[pos : pos + 2] != b"\r\n":
+                    return self._fail("protocol", "chunk data not followed by CRLF")
+                pos += 2
+                self._state = _CHUNK_SIZE
+            elif state == _TRAILERS:
+                eol = buf.find(b"\r\n", pos)
+                if eol < 0:
+                    if n - pos > self.max_header_bytes:
+                        return self._fail("protocol", "trailers too large")
+                    self._buf = buf[pos:]
+                    return NEED_MORE
+                if eol == pos:
+                    pos += 2
+                    self._buf = b""
+                    self._state = _DONE
+                    if pos != n:
+                        return self._fail("protocol", "bytes received after the end of the response")
+                    return COMPLETE
+                pos = eol + 2
+            else:  # pragma: no cover - defensive
+                return self._fail("protocol", "parser in an invalid state")
+
+    def eof(self) -> int:
+        """The connection ended: :data:`COMPLETE` if that ends a body delimited by the
+        connection's end, :data:`FAILED` otherwise (``truncated`` or ``closed``)."""
+        state = self._state
+        if state == _UNTIL_CLOSE:
+            self._state = _DONE
+            self.keep_alive = False
+            return COMPLETE
+        if state == _DONE:
+            return COMPLETE
+        if state == _ERROR:
+            return FAILED
+        if state == _HEAD:
+            return self._fail("truncated", "connection closed before the response head was complete"
+                              if self.nbytes else "connection closed before any response byte")
+        return self._fail("closed", "connection closed in the middle of the body")

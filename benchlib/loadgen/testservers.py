@@ -1,0 +1,242 @@
+"""Small HTTP/1.1 servers for testing and benchmarking the load generator.
+
+Each runs in its own process (``python -m benchlib.loadgen.testservers MODE ...``), on
+127.0.0.1, optionally pinned with ``taskset``; :func:`serve` starts one and yields its
+:class:`~benchlib.model.Target`. Modes:
+
+``hello``      200 with ``Hello, World!`` (Content-Length), keep-alive; echoes a POST body length.
+``chunked``    200 with a chunked body of ``--chunks`` chunks.
+``close``      200 with ``Connection: close`` and a body delimited by closing the connection.
+``stall``      like ``hello``, but the server freezes for ``--stall-s`` at the start of every
+               ``--period-s`` (anchored at the server's start): every response due in a frozen
+               window leaves when the window ends (Gil Tene's ^Z experiment, on a schedule).
+``slow``       like ``hello`` but every response waits ``--delay-s``.
+Hostile modes (one misbehaviour each):
+``garbage``    answers random bytes.
+``truncated``  sends half a response head, then closes.
+``huge``       sends a response head larger than 1 MiB.
+``short``      ``Content-Length: 100`` but only 10 body bytes, then closes (closed mid-body).
+``long``       ``Content-Length: 5`` but 12 body bytes (bytes after the end).
+``trickle``    a valid response, one byte at a time (``--delay-s`` between bytes).
+``reset``      resets the connection (RST) on the first request.
+``silent``     reads requests and never answers (timeouts).
+``mixed``      cycles, request by request, through hello, garbage, truncated, short, reset, trickle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+
+__all__ = ["MODES", "serve", "main"]
+
+MODES = (
+    "hello", "chunked", "close", "stall", "slow",
+    "garbage", "truncated", "huge", "short", "long", "trickle", "reset", "silent", "mixed",
+)
+
+BODY = b"Hello, World!"
+_HELLO = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 13\r\n\r\n" + BODY
+)
+
+
+class _Proto(asyncio.Protocol):
+    def __init__(self, srv: _Server) -> None:
+        self.srv = srv
+        self.buf = b""
+        self.transport: asyncio.Transport | None = None
+        self.need_body = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        buf = self.buf + data
+        while True:
+            if self.need_body:
+                take = min(self.need_body, len(buf))
+                buf = buf[take:]
+                self.need_body -= take
+                if self.need_body:
+                    break
+                self.srv.respond(self, self._body_len)
+                continue
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                break
+            head = buf[:end].lower()
+            buf = buf[end + 4 :]
+            n = 0
+            i = head.find(b"\r\ncontent-length:")
+            if i >= 0:
+                j = head.find(b"\r\n", i + 2)
+                n = int(head[i + 17 : j if j >= 0 else len(head)].strip() or 0)
+            self._body_len = n
+            if n:
+                self.need_body = n
+                continue
+            self.srv.respond(self, 0)
+        self.buf = buf
+
+    def write(self, data: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
+
+
+class _Server:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.mode = args.mode
+        self.args = args
+        self.t_start = time.monotonic()
+        self.counter = 0
+        self.rng = random.Random(args.seed)
+        self.loop = asyncio.get_event_loop()
+
+    def hello(self, body_len: int) -> bytes:
+        if body_len:
+            body = b"received %d bytes" % body_len
+            return b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        return _HELLO
+
+    def respond(self, p: _Proto, body_len: int) -> None:
+        mode = self.mode
+        if mode == "mixed":
+            mode = ("hello", "garbage", "truncated", "short", "reset", "trickle")[self.counter % 6]
+            self.counter += 1
+        tr = p.transport
+        assert tr is not None
+        if mode == "hello":
+            p.write(self.hello(body_len))
+        elif mode == "chunked":
+            parts = [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n"]
+            for k in range(self.args.chunks):
+                piece = b"chunk %d;" % k
+                parts.append(b"%x\r\n%s\r\n" % (len(piece), piece))
+            parts.append(b"0\r\nX-Trailer: yes\r\n\r\n")
+            p.write(b"".join(parts))
+        elif mode == "close":
+            p.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + BODY)
+            tr.close()
+        elif mode == "stall":
+            now = time.monotonic() - self.t_start
+            period, stall = self.args.period_s, self.args.stall_s
+            in_period = now % period
+            if in_period < stall:
+                self.loop.call_later(stall - in_period, p.write, self.hello(body_len))
+            else:
+                p.write(self.hello(body_len))
+        elif mode == "slow":
+            self.loop.call_later(self.args.delay_s, p.write, self.hello(body_len))
+        elif mode == "garbage":
+            p.write(bytes(self.rng.getrandbits(8) for _ in range(200)))
+            tr.close()
+        elif mode == "truncated":
+            p.write(b"HTTP/1.1 200 OK\r\nContent-Ty")
+            tr.close()
+        elif mode == "huge":
+            p.write(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (1 << 20) + b"\r\nContent-Length: 0\r\n\r\n")
+        elif mode == "short":
+            p.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
+            tr.close()
+        elif mode == "long":
+            p.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nHello, World")
+        elif mode == "trickle":
+            data = self.hello(body_len)
+            delay = self.args.delay_s
+            for k in range(len(data)):
+                self.loop.call_later(delay * k, p.write, data[k : k + 1])
+        elif mode == "reset":
+            sock = tr.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            tr.abort()
+        elif mode == "silent":
+            pass
+
+
+async def _amain(args: argparse.Namespace) -> None:
+    srv = _Server(args)
+    server = await asyncio.get_running_loop().create_server(
+        lambda: _Proto(srv), args.host, args.port, backlog=4096, reuse_address=True
+    )
+    port = server.sockets[0].getsockname()[1]
+    print(f"PORT {port}", flush=True)
+    stop = asyncio.get_running_loop().create_future()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(sig, lambda: stop.done() or stop.set_result(None))
+    async with server:
+        await stop
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="benchlib test HTTP server")
+    ap.add_argument("mode", choices=MODES)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--stall-s", type=float, default=1.0)
+    ap.add_argument("--period-s", type=float, default=5.0)
+    ap.add_argument("--delay-s", type=float, default=0.001)
+    ap.add_argument("--chunks", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    try:
+        import uvloop
+
+        uvloop.run(_amain(args))
+    except ImportError:  # pragma: no cover
+        asyncio.run(_amain(args))
+
+
+@contextlib.contextmanager
+def serve(mode: str = "hello", *, cpus: Sequence[int] | None = None, host: str = "127.0.0.1",
+          **opts: float | int) -> Iterator[tuple[str, int]]:
+    """Run a test server in a subprocess; yield ``(host, port)``; stop it on exit.
+
+    Parameters
+    ----------
+    mode: one of :data:`MODES`.
+    cpus: pin the server with ``taskset`` to these CPUs.
+    opts: ``stall_s``, ``period_s``, ``delay_s``, ``chunks``, ``seed``.
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown test server mode {mode!r}; valid: {', '.join(MODES)}")
+    cmd = [sys.executable, "-m", "benchlib.loadgen.testservers", mode, "--host", host]
+    for k, v in opts.items():
+        cmd += [f"--{k.replace('_', '-')}", str(v)]
+    if cpus:
+        cmd = ["taskset", "-c", ",".join(map(str, cpus))] + cmd
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode().strip()
+        if not line.startswith("PORT "):
+            err = proc.stderr.read().decode() if proc.stderr else ""
+            raise RuntimeError(f"test server {mode} did not start: {line!r} {err[-2000:]}")
+        yield host, int(line.split()[1])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        for f in (proc.stdout, proc.stderr):
+            if f is not None:
+                f.close()
+
+
+if __name__ == "__main__":
+    main()
+
+_ = os

@@ -1,0 +1,105 @@
+"""The worker process: pins itself, runs one :class:`~benchlib.loadgen.engine.Engine` on
+uvloop, and hands its rows back through a file.
+
+Started by :func:`benchlib.loadgen.runner.run_load` as a fresh interpreter
+(``python -m benchlib.loadgen.worker FD``: spawn semantics, fork+exec, nothing of the
+parent's state or event loop is inherited, and unlike ``multiprocessing``'s spawn the
+caller's ``__main__`` is never re-imported, so a plain script without an
+``if __name__ == "__main__"`` guard works too). ``FD`` is one end of a socket pair wrapped
+in a :class:`multiprocessing.connection.Connection`. Messages on it:
+
+* parent -> worker: ``("config", cfg_dict, cpus, rows_path)`` first;
+* worker -> parent: ``("ready", info)`` once imported, pinned and tuned;
+* parent -> worker: ``("start", start_ns)`` (absolute ``CLOCK_MONOTONIC`` ns) or ``("abort",)``;
+* worker -> parent: ``("progress", dict)`` now and then;
+* worker -> parent: ``("done", stats)`` after writing its rows to ``rows_path``, or
+  ``("error", traceback_text)``.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+__all__ = ["worker_main"]
+
+
+def _cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | None, rows_path: str) -> None:
+    """Entry point of one worker process (see the module docstring)."""
+    try:
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        import numpy as np
+        import uvloop
+
+        from benchlib.loadgen.engine import Engine, EngineConfig, records_to_rows, tune_socket_limits
+
+        cfg = EngineConfig(**cfg_dict)
+        tune_socket_limits(cfg.connections)
+        pipe.send(("ready", {"pid": os.getpid(), "cpus": sorted(os.sched_getaffinity(0))}))
+        msg = pipe.recv()
+        if msg[0] != "start":
+            return
+        start_ns, t0_ns = int(msg[1]), int(msg[2])
+
+        def progress(info: dict[str, Any]) -> None:
+            pipe.send(("progress", info))
+
+        engine = Engine(cfg, start_ns, progress)
+        cpu0 = _cpu_s()
+        wall0 = time.monotonic_ns()
+        uvloop.run(engine.run())
+        wall1 = time.monotonic_ns()
+        cpu1 = _cpu_s()
+        rows = records_to_rows(engine.records, cfg.worker, t0_ns)
+        np.save(rows_path, rows, allow_pickle=False)
+        lags = np.frombuffer(engine.lags, dtype=np.int64) if len(engine.lags) else np.zeros(0, np.int64)
+        np.save(rows_path + ".lag.npy", lags, allow_pickle=False)
+        stats = engine.stats()
+        traffic_wall_ns = max(wall1 - max(wall0, start_ns), 1)
+        stats.update(
+            {
+                "pid": os.getpid(),
+                "cpus": sorted(os.sched_getaffinity(0)),
+                "cpu_s": cpu1 - cpu0,
+                "wall_s": (wall1 - wall0) / 1e9,
+                "traffic_wall_s": traffic_wall_ns / 1e9,
+                "cpu_fraction": (cpu1 - cpu0) / ((wall1 - wall0) / 1e9),
+                "record_buffer_bytes": engine.records.buffer_info()[1] * engine.records.itemsize,
+                "records": len(rows),
+            }
+        )
+        pipe.send(("done", stats))
+    except BaseException:  # noqa: BLE001 - everything goes back to the parent
+        try:
+            pipe.send(("error", traceback.format_exc()))
+        except Exception:
+            pass
+    finally:
+        pipe.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m benchlib.loadgen.worker FD``: receive the config on FD and run."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    pipe = Connection(int(args[0]))
+    msg = pipe.recv()
+    if msg[0] != "config":
+        pipe.send(("error", f"expected a config message first, got {msg[0]!r}"))
+        return
+    worker_main(pipe, msg[1], msg[2], msg[3])
+
+
+if __name__ == "__main__":
+    main()

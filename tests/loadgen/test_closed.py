@@ -1,0 +1,62 @@
+"""The closed model against a real server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from benchlib.loadgen import LoadResult, run_load
+from benchlib.model import LoadSpec
+from benchlib.schema import PHASE_CODES, ROW_DTYPE
+
+from .conftest import client_cpus
+
+
+def _check_rows(result: LoadResult) -> None:
+    rows = result.rows
+    assert rows.dtype == ROW_DTYPE
+    assert np.all(np.diff(rows["t_intended_ns"]) >= 0), "rows sorted by t_intended_ns"
+    assert np.all(rows["t_intended_ns"] <= rows["t_sent_ns"])
+    assert np.all(rows["t_sent_ns"] <= rows["t_done_ns"])
+    assert rows["t_intended_ns"].min() >= 0, "times are relative to t0, which precedes the first request"
+    json.dumps(result.meta)  # JSON-able
+
+
+def test_closed_duration_keepalive(hello_target):
+    spec = LoadSpec(model="closed", connections=8, duration_s=1.0, warmup_s=0.3)
+    seen = []
+    result = run_load(spec, hello_target, client_cpus=client_cpus(), on_progress=seen.append)
+    _check_rows(result)
+    rows = result.rows
+    meta = result.meta
+    measured = rows[rows["phase"] == PHASE_CODES["measure"]]
+    warm = rows[rows["phase"] == PHASE_CODES["warmup"]]
+    assert len(measured) > 100 and len(warm) > 10
+    assert np.all(rows["status"] == 200) and np.all(rows["error"] == 0)
+    # HTTP/1.1 keep-alive: 8 connections, each reused
+    assert len(np.unique(rows["conn"])) == 8
+    assert np.all(rows["bytes"] == rows["bytes"][0]) and rows["bytes"][0] > 13
+    # phases split at warm-up end; the measured window is the planned duration
+    assert warm["t_intended_ns"].max() < 300_000_000 <= measured["t_intended_ns"].min()
+    assert measured["t_intended_ns"].max() < 1_300_000_000
+    assert meta["requests"] == {"warmup": len(warm), "measure": len(measured), "total": len(rows)}
+    assert meta["achieved_rps"] == pytest.approx(len(measured) / 1.0)
+    assert meta["status_counts"] == {"200": len(measured)}
+    assert sum(meta["errors"].values()) == 0
+    assert meta["coordinated_omission_risk"] is True
+    assert meta["offered_rps"] is None
+    assert meta["loadspec"]["connections"] == 8
+    assert isinstance(meta["valid"], bool)
+    assert meta["record_bytes_per_request"] <= 64
+    assert seen and seen[-1]["requests"] > 0
+
+
+def test_closed_request_count(hello_target):
+    spec = LoadSpec(model="closed", connections=4, duration_s=None, requests=1234, warmup_requests=100, warmup_s=0)
+    result = run_load(spec, hello_target)
+    _check_rows(result)
+    assert result.meta["requests"]["measure"] == 1234
+    assert result.meta["requests"]["warmup"] == 100
+    assert np.all(result.rows["error"] == 0)
