@@ -188,6 +188,8 @@ class LocalHandle:
         self._sampler_stop.set()
         if self._reader is not None:
             self._reader.join(timeout=5)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
         if self._log_fh is not None:
             self._log_fh.close()
         oom = False

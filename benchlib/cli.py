@@ -1,0 +1,154 @@
+"""The ``benchlib`` command: thin wrappers over the library functions notebooks use.
+
+::
+
+    benchlib run NOTEBOOK [-p NAME VALUE]...     execute one notebook, export its HTML report
+    benchlib report [NOTEBOOK...] [-p NAME VALUE]...
+                                                 every study notebook (or those named) to
+                                                 reports/*.html plus reports/index.html
+    benchlib services                            the services, their variants and availability
+    benchlib cleanup [--run-id ID]               remove benchlib's leftover containers
+    benchlib images bootstrap                    create the base image locally (no registry)
+
+User errors print one line (``benchlib: error: ...``) and exit with status 2; a failed
+notebook exits with status 1 after its report (with the error) is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Sequence
+
+from benchlib.errors import BenchlibError, UserError
+
+__all__ = ["main"]
+
+
+def _params(pairs: Sequence[Sequence[str]] | None) -> dict[str, Any]:
+    return {name: value for name, value in (pairs or [])}
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from benchlib.report import run_notebook
+
+    run = run_notebook(args.notebook, _params(args.parameter), reports_dir=args.reports_dir,
+                       html=not args.no_html, show=None if args.quiet else print)
+    print(f"executed: {run.executed}")
+    if run.html:
+        print(f"report:   {run.html}")
+    if not run.ok:
+        print(f"benchlib: {run.notebook.stem} failed: {run.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from benchlib.report import build_reports
+
+    runs = build_reports(args.notebooks or None, _params(args.parameter), reports_dir=args.reports_dir,
+                         show=None if args.quiet else print)
+    failed = [r for r in runs if not r.ok]
+    if runs:
+        print(f"index: {runs[0].executed.parent / 'index.html'}")
+    for r in failed:
+        print(f"benchlib: {r.notebook.stem} failed: {r.error}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _cmd_services(args: argparse.Namespace) -> int:
+    from benchlib import toolchains
+    from benchlib.manifest import list_services
+
+    services = list_services(args.services_dir)
+    width = max((len(n) for n in services), default=10)
+    for name, m in services.items():
+        ok, why = toolchains.availability(m)
+        status = "available" if ok else f"not runnable here: {why}"
+        print(f"{name:<{width}}  {m.language:<7} {m.framework:<22} variants={','.join(m.variants):<18} {status}")
+    return 0
+
+
+def _cmd_cleanup(args: argparse.Namespace) -> int:
+    from benchlib.cleanup import sweep
+
+    removed = sweep(run_id=args.run_id)
+    for item in removed:
+        print(f"removed {item}")
+    print(f"{len(removed)} leftover object(s) removed")
+    return 0
+
+
+def _cmd_images(args: argparse.Namespace) -> int:
+    from benchlib.images import bootstrap_base_image
+
+    result = bootstrap_base_image(tag=args.tag) if args.tag else bootstrap_base_image()
+    print(result)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (also used to document the CLI)."""
+    parser = argparse.ArgumentParser(prog="benchlib", description="Reproducible, statistically rigorous "
+                                     "web-service benchmarks as Jupyter notebooks.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    def add_params(p: argparse.ArgumentParser) -> None:
+        p.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                       help="set a notebook parameter (repeatable)")
+        p.add_argument("--reports-dir", default=None, help="where executed notebooks and HTML go (default: reports/)")
+        p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+
+    p_run = sub.add_parser("run", help="execute one notebook and export its HTML report")
+    p_run.add_argument("notebook", help="notebook path, file name or stem (e.g. 00_quickstart)")
+    add_params(p_run)
+    p_run.add_argument("--no-html", action="store_true", help="skip the HTML export")
+    p_run.set_defaults(func=_cmd_run)
+
+    p_rep = sub.add_parser("report", help="execute study notebooks and export HTML reports plus an index")
+    p_rep.add_argument("notebooks", nargs="*", help="notebooks to run (default: all study notebooks)")
+    add_params(p_rep)
+    p_rep.set_defaults(func=_cmd_report)
+
+    p_svc = sub.add_parser("services", help="list the services under test and whether they can run here")
+    p_svc.add_argument("--services-dir", default=None)
+    p_svc.set_defaults(func=_cmd_services)
+
+    p_clean = sub.add_parser("cleanup", help="remove containers left by earlier runs (by label)")
+    p_clean.add_argument("--run-id", default=None, help="only this run's leftovers")
+    p_clean.set_defaults(func=_cmd_cleanup)
+
+    p_img = sub.add_parser("images", help="manage the Docker base image")
+    img_sub = p_img.add_subparsers(dest="images_command", metavar="ACTION")
+    img_sub.required = True
+    p_boot = img_sub.add_parser("bootstrap", help="create the base image locally when it cannot be pulled")
+    p_boot.add_argument("--tag", default=None, help="image tag (default: debian:bookworm-slim)")
+    p_boot.set_defaults(func=_cmd_images)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``benchlib`` command; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.func(args)
+        return status
+    except UserError as exc:
+        print(f"benchlib: error: {exc}", file=sys.stderr)
+        return 2
+    except BenchlibError as exc:
+        notes = getattr(exc, "__notes__", [])
+        print(f"benchlib: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        for note in notes:
+            print(note, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("benchlib: interrupted; services were stopped, stored trials are kept (re-run with the same "
+              "run_id to resume)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""The local runtime against real services on 127.0.0.1: build cache, pinning, health,
+logs, stop, and the clear errors of bad input (issue 2's "leaves nothing running")."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from benchlib.errors import BuildError, ServiceStartError, ToolchainMissing
+from benchlib.manifest import get_manifest, load_manifest
+from benchlib.runtime import StartOptions, get_runtime
+from benchlib.runtime.local import free_port
+
+pytestmark = pytest.mark.integration
+
+
+def _service(tmp_path: Path, body: str, name: str = "tmp-svc") -> Path:
+    d = tmp_path / name
+    d.mkdir()
+    (d / "service.toml").write_text(textwrap.dedent(body))
+    return d
+
+
+def _no_process_left(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/status").read_text().find("State:\tZ") >= 0
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs the go toolchain")
+def test_go_service_builds_once_starts_pinned_and_stops(tmp_path: Path) -> None:
+    rt = get_runtime("local")
+    svc = get_manifest("go-nethttp-hello").resolve()
+    first = rt.prepare(svc)
+    again = rt.prepare(svc)
+    assert again.built is False and again.info["source_hash"] == first.info["source_hash"]
+    log = tmp_path / "svc.log"
+    with rt.start(again, StartOptions(port=free_port(), cpus=(1,), log_path=log)) as h:
+        assert h.alive() and h.enforced["cpus_read_back"] == [1]
+        with socket.create_connection((h.host, h.port)) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert b"Hello, World!" in s.recv(4096)
+        pid = h.proc.pid
+    assert _no_process_left(pid)
+    assert "listening on" in log.read_text()
+
+
+def test_port_in_use_is_named(tmp_path: Path) -> None:
+    rt = get_runtime("local")
+    svc = get_manifest("python-aiohttp-hello").resolve()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(ServiceStartError, match=f"port {port} on 127.0.0.1 is already in use"):
+            rt.start(rt.prepare(svc), StartOptions(port=port, cpus=(1,)))
+
+
+def test_a_service_that_exits_shows_its_log_tail_and_leaves_nothing(tmp_path: Path) -> None:
+    d = _service(tmp_path, """
+        name = "tmp-svc"
+        language = "python"
+        framework = "none"
+        toolchains = ["python"]
+        [run]
+        command = ["{python}", "-c", "import sys; print('boom: cannot open database'); sys.exit(3)"]
+        port_env = "PORT"
+    """)
+    rt = get_runtime("local")
+    svc = load_manifest(d).resolve()
+    with pytest.raises(ServiceStartError, match="exited with code 3") as err:
+        rt.start(rt.prepare(svc), StartOptions(port=free_port(), cpus=(1,)))
+    assert "boom: cannot open database" in "\n".join(err.value.__notes__)
+
+
+def test_a_service_that_never_becomes_healthy_times_out_and_is_killed(tmp_path: Path) -> None:
+    d = _service(tmp_path, """
+        name = "tmp-svc"
+        language = "python"
+        framework = "none"
+        toolchains = ["python"]
+        [run]
+        command = ["{python}", "-c", "import time; print('sleeping', flush=True); time.sleep(60)"]
+        ready_timeout_s = 1.5
+    """)
+    rt = get_runtime("local")
+    svc = load_manifest(d).resolve()
+    with pytest.raises(ServiceStartError, match="did not become healthy within 1.5 s") as err:
+        rt.start(rt.prepare(svc), StartOptions(port=free_port(), cpus=(1,)))
+    assert "sleeping" in "\n".join(err.value.__notes__)
+    assert not any("time.sleep(60)" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")
+                   for p in os.listdir("/proc") if p.isdigit() and Path(f"/proc/{p}/cmdline").exists())
+
+
+def test_missing_toolchain_names_it_and_how_to_install(tmp_path: Path) -> None:
+    d = _service(tmp_path, """
+        name = "tmp-svc"
+        language = "csharp"
+        framework = "aspnet"
+        toolchains = ["dotnet"]
+        [run]
+        command = ["dotnet", "run"]
+    """)
+    if shutil.which("dotnet"):
+        pytest.skip("dotnet is installed here")
+    with pytest.raises(ToolchainMissing, match="needs 'dotnet'.*install the .NET 8 SDK"):
+        get_runtime("local").prepare(load_manifest(d).resolve())
+
+
+def test_failing_build_shows_the_build_log_tail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCHLIB_CACHE", str(tmp_path / "cache"))
+    d = _service(tmp_path, """
+        name = "tmp-svc"
+        language = "python"
+        framework = "none"
+        toolchains = ["python"]
+        [build]
+        command = ["{python}", "-c", "import sys; print('compile error: missing semicolon'); sys.exit(1)"]
+        [run]
+        command = ["{python}", "-c", "pass"]
+    """)
+    with pytest.raises(BuildError, match="build failed with exit code 1") as err:
+        get_runtime("local").prepare(load_manifest(d).resolve())
+    assert "missing semicolon" in "\n".join(err.value.__notes__)
+
+
+def test_log_sinks_file_and_discard(tmp_path: Path) -> None:
+    rt = get_runtime("local")
+    svc = get_manifest("python-aiohttp-hello").resolve()
+    prepared = rt.prepare(svc)
+    log = tmp_path / "file.log"
+    with rt.start(prepared, StartOptions(port=free_port(), cpus=(1,), log_sink="file", log_path=log)) as h:
+        assert h.alive()
+    with rt.start(prepared, StartOptions(port=free_port(), cpus=(1,), log_sink="discard")) as h:
+        assert "discard" in h.logs_tail()
+
+
+def test_unknown_runtime_lists_valid_ones() -> None:
+    from benchlib.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="valid: local, docker"):
+        get_runtime("podman")

@@ -1,0 +1,64 @@
+"""Contract checks: the pure comparison, and a probe of a real server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+
+import pytest
+
+from benchlib.contract import check_response, verify
+from benchlib.errors import ContractError
+from benchlib.manifest import Contract, Endpoint
+
+
+def test_check_response_lists_every_difference() -> None:
+    c = Contract(status=200, body="ok", content_type="text/plain", headers=(("X-A", "*"), ("Server", "me")))
+    problems = check_response(c, 404, {"content-type": "application/json", "server": "you"}, b"nope")
+    assert len(problems) == 5
+    assert any("status 404" in p for p in problems) and any("'X-A' missing" in p for p in problems)
+    assert check_response(c, 200, {"content-type": "text/plain; charset=utf-8", "x-a": "1", "server": "me"}, b"ok") == []
+
+
+def test_json_regex_and_absent_content_type() -> None:
+    assert check_response(Contract(json={"a": 1}), 200, {}, b'{ "a" : 1 }') == []
+    assert "not valid JSON" in check_response(Contract(json={"a": 1}), 200, {}, b'{"a:" 1}')[0]
+    assert check_response(Contract(body_regex=r"Hello.*!"), 200, {}, b"Hello, World!") == []
+    assert check_response(Contract(content_type=""), 200, {"content-type": "text/plain"}, b"")
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802
+        body = b"Hello"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture()
+def server():
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_verify_against_a_real_server(server: str) -> None:
+    ok = verify(server, Endpoint("hello", "GET", "/", Contract(body="Hello", content_type="text/plain")))
+    assert ok.ok and ok.status == 200 and ok.body == b"Hello"
+    with pytest.raises(ContractError, match="body 'Hello', expected 'Bye'"):
+        verify(server, Endpoint("hello", "GET", "/", Contract(body="Bye")))
+
+
+def test_verify_reports_an_unreachable_service() -> None:
+    from benchlib.runtime.local import free_port
+
+    with pytest.raises(ContractError, match="failed: ConnectError"):
+        verify(f"http://127.0.0.1:{free_port()}", Endpoint("x", "GET", "/", Contract()), timeout_s=2)

@@ -1,0 +1,93 @@
+"""Service manifests: every shipped manifest validates; bad ones name file, field and expectation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchlib.errors import ManifestError, ParameterError
+from benchlib.manifest import get_manifest, list_services, load_manifest
+
+SERVICES = Path(__file__).resolve().parent.parent / "services"
+
+GOOD = """
+schema = 1
+name = "svc"
+language = "go"
+framework = "net/http"
+toolchains = ["go"]
+[run]
+command = ["{build_dir}/server"]
+port_env = "PORT"
+[variants.fair]
+[variants.faithful]
+run = { command = ["{build_dir}/other"] }
+[[endpoints]]
+name = "hello"
+path = "/"
+[endpoints.contract]
+status = 200
+body = "hi"
+[endpoints.contract_by_variant.faithful]
+body = "HI"
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "svc") -> Path:
+    d = tmp_path / name
+    d.mkdir()
+    (d / "service.toml").write_text(text)
+    return d / "service.toml"
+
+
+def test_every_shipped_manifest_validates_and_resolves_every_variant() -> None:
+    services = list_services(SERVICES)
+    assert {"go-nethttp-hello", "python-aiohttp-hello"} <= set(services)
+    for m in services.values():
+        for v in m.variants:
+            r = m.resolve(v)
+            assert r.run_command, m.name
+
+
+def test_variants_override_run_and_contract(tmp_path: Path) -> None:
+    m = load_manifest(_write(tmp_path, GOOD))
+    assert m.default_variant == "fair"
+    assert m.resolve("fair").run_command == ("{build_dir}/server",)
+    faithful = m.resolve("faithful")
+    assert faithful.run_command == ("{build_dir}/other",)
+    assert faithful.endpoint().contract.body == "HI" and m.resolve().endpoint("hello").contract.body == "hi"
+    with pytest.raises(ParameterError, match="valid: fair, faithful"):
+        m.resolve("debug")
+    with pytest.raises(ParameterError, match="valid: hello"):
+        m.resolve().endpoint("bye")
+
+
+@pytest.mark.parametrize("change,field", [
+    (("[run]\ncommand = [\"{build_dir}/server\"]", "[run]\ncommand = \"./server --port 1\""), "run.command"),
+    (('toolchains = ["go"]', 'toolchains = ["gcc"]'), "toolchains"),
+    (('name = "svc"', 'name = "other"'), "name"),
+    (("status = 200", "status = 2000"), "endpoints[0].contract.status"),
+    (('path = "/"', 'path = "hello"'), "endpoints[0].path"),
+    (("schema = 1", "schema = 1\nbogus = 3"), "bogus"),
+    (("[variants.fair]", "[variants.fair]\nimage = 'x'"), "variants.fair.image"),
+    (("[endpoints.contract_by_variant.faithful]", "[endpoints.contract_by_variant.debug]"),
+     "endpoints[0].contract_by_variant.debug"),
+])
+def test_bad_manifests_name_the_file_and_field(tmp_path: Path, change: tuple[str, str], field: str) -> None:
+    path = _write(tmp_path, GOOD.replace(*change))
+    with pytest.raises(ManifestError) as err:
+        load_manifest(path)
+    assert str(path) in str(err.value) and repr(field) in str(err.value) and "expected" in str(err.value)
+
+
+def test_invalid_toml_and_missing_file_are_reported(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match="not valid TOML"):
+        load_manifest(_write(tmp_path, "name = "))
+    with pytest.raises(ManifestError, match="no such manifest"):
+        load_manifest(tmp_path / "nothing" / "service.toml")
+
+
+def test_unknown_service_lists_the_valid_ones() -> None:
+    with pytest.raises(ParameterError, match="valid: .*go-nethttp-hello"):
+        get_manifest("no-such-service", SERVICES)
