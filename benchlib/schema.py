@@ -40,11 +40,19 @@ SCHEMA_VERSION = 1
 
 SCHEMA_HISTORY = """\
 1 - (benchlib 0.1) first version: rows t_intended_ns, t_sent_ns, t_done_ns, status, error,
-    bytes, conn, worker, phase; run.json with parameters, plan and provenance.
+    bytes, conn, worker, phase; run.json with parameters, plan and provenance. Error kinds
+    none, connect, reset, timeout, protocol, truncated, closed (the last two appended before
+    any run was published).
 """
 
-#: Error kinds, by code. ``none`` = a complete response was received (any status).
-ERROR_NAMES: tuple[str, ...] = ("none", "connect", "reset", "timeout", "protocol")
+#: Error kinds, by code. ``none`` = a complete response was received (any status);
+#: ``connect`` = the connection could not be opened (refused, unreachable); ``reset`` = the
+#: connection was reset; ``timeout`` = no complete response within the response timeout (or
+#: the connect timeout); ``protocol`` = a malformed response (bad status line, header,
+#: length or chunk; a head over the size limit; bytes after the response); ``truncated`` =
+#: the connection ended before the response head was complete; ``closed`` = the connection
+#: ended in the middle of the body. New kinds are only ever appended (codes are stable).
+ERROR_NAMES: tuple[str, ...] = ("none", "connect", "reset", "timeout", "protocol", "truncated", "closed")
 ERROR_CODES: dict[str, int] = {name: i for i, name in enumerate(ERROR_NAMES)}
 
 #: Phases, by code.
