@@ -241,7 +241,7 @@ class LocalRuntime:
         try:
             from benchlib.runtime import cgroups
 
-            info["cgroups"] = cgroups.describe()
+            info["cgroups"] = cgroups.cgroup_version()
         except (ImportError, AttributeError):
             info["cgroups"] = "cgroup support not available"
         return info
