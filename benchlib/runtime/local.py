@@ -320,10 +320,10 @@ class LocalRuntime:
             env[service.port_env] = str(options.port)
         if shutil.which("taskset"):
             argv = ["taskset", "--cpu-list", ",".join(map(str, options.cpus)), *argv]
-            preexec = None
+            pin = None
         else:  # pragma: no cover - util-linux is everywhere we run
             cpus = set(options.cpus)
-            preexec = lambda: os.sched_setaffinity(0, cpus)  # noqa: E731
+            pin = lambda: os.sched_setaffinity(0, cpus)  # noqa: E731
 
         log_path = options.log_path
         if log_path is not None:
@@ -347,10 +347,19 @@ class LocalRuntime:
         except (ImportError, AttributeError):
             if options.limits.cpus is not None or options.limits.memory_mb is not None:
                 enforced["limits"] = "not enforced: cgroup support not available in this build"
+        enter_cgroup = cgroup.preexec() if cgroup is not None else None
+
+        def preexec() -> None:
+            # In the child, before exec: join the cgroup, so no early thread or child escapes it.
+            if enter_cgroup is not None:
+                enter_cgroup()
+            if pin is not None:
+                pin()
+
         try:
             proc = subprocess.Popen(argv, cwd=service.manifest.directory, env=env, stdin=subprocess.DEVNULL,
                                     stdout=stdout, stderr=subprocess.STDOUT, start_new_session=True,
-                                    preexec_fn=preexec)
+                                    preexec_fn=preexec if (enter_cgroup or pin) else None)
         except FileNotFoundError as exc:
             if cgroup is not None:
                 cgroup.remove()
@@ -360,7 +369,7 @@ class LocalRuntime:
                 stdout.close()
         if cgroup is not None:
             try:
-                cgroup.add(proc.pid)
+                cgroup.add(proc.pid)  # idempotent; records a refusal the preexec step could not report
                 enforced.update(cgroup.enforced())
             except Exception as exc:  # noqa: BLE001 - recorded, never silently
                 enforced["limits"] = f"not enforced: {exc}"

@@ -147,3 +147,39 @@ def test_unknown_runtime_lists_valid_ones() -> None:
 
     with pytest.raises(ParameterError, match="valid: local, docker"):
         get_runtime("podman")
+
+
+def test_memory_cap_kills_a_hungry_service_and_the_stop_says_oom(tmp_path: Path) -> None:
+    from benchlib.model import Limits
+
+    d = _service(tmp_path, """
+        name = "tmp-svc"
+        language = "python"
+        framework = "none"
+        toolchains = ["python"]
+        [run]
+        command = ["{python}", "-c", '''
+import os, socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(os.environ["PORT"]))); s.listen()
+time.sleep(0.5)
+hog = [bytearray(16 * 2**20) for _ in range(40)]
+time.sleep(30)
+''']
+        port_env = "PORT"
+        [health]
+        kind = "tcp"
+    """)
+    rt = get_runtime("local")
+    svc = load_manifest(d).resolve()
+    h = rt.start(rt.prepare(svc), StartOptions(port=free_port(), cpus=(1,), limits=Limits(memory_mb=96)))
+    if not str(h.enforced.get("memory", "")).startswith("enforced"):
+        h.stop()
+        pytest.skip(f"memory cap not enforceable here: {h.enforced.get('memory')}")
+    import time
+
+    deadline = time.monotonic() + 20
+    while h.alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    info = h.stop()
+    assert info.died_early and info.oom_killed and "OOM" in info.detail
