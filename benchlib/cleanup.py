@@ -1,0 +1,122 @@
+"""The label sweep: remove what a killed run left behind (``benchlib cleanup``).
+
+Every container benchlib starts carries the labels ``benchlib.run_id``,
+``benchlib.service``, ``benchlib.role`` and ``benchlib.owner`` (host, boot, pid and start
+time of the process that started it). A run that ends normally removes its containers
+itself; one killed hard (SIGKILL, a crashed kernel, a closed laptop) leaves them running.
+:func:`sweep` removes them:
+
+- ``sweep(run_id)``: every container of that run;
+- ``sweep()``: containers whose owner process is gone (or that are no longer running),
+  but never those of a run still in progress on this machine, so two benchlib sessions
+  sharing an engine do not remove each other's services;
+- ``sweep(all_owners=True)``: every benchlib container.
+
+It also removes empty ``benchlib/<name>`` cgroups left by killed local runs
+(:func:`benchlib.runtime.cgroups.sweep`). The Docker runtime runs ``sweep()`` before its
+first start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["SweepResult", "sweep"]
+
+
+@dataclass
+class SweepResult:
+    """What :func:`sweep` did.
+
+    Attributes
+    ----------
+    removed: one dict per removed container: ``name``, ``id``, ``run_id``, ``service``,
+        ``status`` (before removal), ``why``.
+    kept: containers left alone (``name``, ``run_id``, ``why``).
+    cgroups_removed: empty leftover cgroup directories removed.
+    errors: what could not be done (e.g. no engine answers), one line each.
+    """
+
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    cgroups_removed: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [f"removed {len(self.removed)} container{'s' if len(self.removed) != 1 else ''}"
+                 + (f", kept {len(self.kept)}" if self.kept else "")
+                 + (f", removed {len(self.cgroups_removed)} empty cgroup(s)" if self.cgroups_removed else "")]
+        lines += [f"  removed {c['name']} (run {c['run_id']}, {c['service']}, was {c['status']}: {c['why']})"
+                  for c in self.removed]
+        lines += [f"  kept {c['name']} (run {c['run_id']}: {c['why']})" for c in self.kept]
+        lines += [f"  note: {e}" for e in self.errors]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"removed": self.removed, "kept": self.kept, "cgroups_removed": self.cgroups_removed,
+                "errors": self.errors}
+
+
+def sweep(run_id: str | None = None, *, client: Any | None = None, all_owners: bool = False,
+          include_cgroups: bool = True) -> SweepResult:
+    """Remove containers (and empty cgroups) left by benchlib runs.
+
+    Parameters
+    ----------
+    run_id: remove every container of this run; ``None``: those of dead or finished runs.
+    client: a ``docker.DockerClient`` (default: connect from the environment; when no engine
+        answers, only cgroups are swept and the reason is in ``errors``).
+    all_owners: with ``run_id=None``, remove every benchlib container, live runs' included.
+    include_cgroups: also remove empty leftover ``benchlib`` cgroups of this machine.
+
+    Returns
+    -------
+    SweepResult
+        ``str(result)`` is a summary to print, one line per container.
+    """
+    from benchlib.errors import RuntimeUnavailable
+    from benchlib.runtime.docker import connect, iter_benchlib_containers, owner_alive
+
+    result = SweepResult()
+    if client is None:
+        try:
+            client = connect(timeout_s=30)
+        except RuntimeUnavailable as exc:
+            result.errors.append(f"docker: {exc}")
+    if client is not None:
+        try:
+            containers = list(iter_benchlib_containers(client, run_id))
+        except Exception as exc:  # noqa: BLE001 - engine went away
+            containers = []
+            result.errors.append(f"docker: listing containers failed: {exc}")
+        for c in containers:
+            labels = c.labels or {}
+            entry = {"name": c.name, "id": c.short_id, "run_id": labels.get("benchlib.run_id"),
+                     "service": labels.get("benchlib.service"), "status": c.status}
+            alive = owner_alive(labels.get("benchlib.owner", ""))
+            if run_id is not None:
+                why = f"run {run_id} swept"
+            elif all_owners:
+                why = "all benchlib containers swept"
+            elif c.status != "running":
+                why = "not running"
+            elif alive is False:
+                why = "its benchlib process is gone"
+            else:
+                result.kept.append({**entry, "why": "its benchlib process is still running" if alive
+                                    else "started from another machine (use all_owners=True)"})
+                continue
+            try:
+                c.remove(force=True, v=True)
+                result.removed.append({**entry, "why": why})
+            except Exception as exc:  # noqa: BLE001 - removed meanwhile
+                result.errors.append(f"docker: removing {c.name} failed: {exc}")
+    if include_cgroups:
+        from benchlib.runtime import cgroups
+
+        try:
+            result.cgroups_removed = cgroups.sweep()
+        except OSError as exc:
+            result.errors.append(f"cgroups: {exc}")
+    return result

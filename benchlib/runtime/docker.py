@@ -1,0 +1,977 @@
+"""The Docker runtime: services under test as containers, through the Docker SDK (docker-py).
+
+* **Build**: ``services/<name>/Dockerfile`` (``[docker] dockerfile``) with the classic builder
+  (docker-py cannot drive BuildKit, so Dockerfiles use no BuildKit-only syntax), tagged
+  ``benchlib/<service>:<variant>-<content hash>``; an image with that tag is reused. The
+  build runs with ``network_mode="host"`` (engines started with ``--bridge=none`` have no
+  other network). Base images that are missing and cannot be pulled are created with
+  debootstrap (:mod:`benchlib.images`).
+* **Extra CA bundle**: behind a TLS-inspecting proxy, downloads inside a build need the
+  proxy's CA. When one is configured or detected (``ca_bundle``, ``$BENCHLIB_BUILD_CA_BUNDLE``,
+  ``$SSL_CERT_FILE``, ``$REQUESTS_CA_BUNDLE``, ``$PIP_CERT``, ``$CURL_CA_BUNDLE``, pip's
+  ``cert`` setting), it is added to the build context as ``extra-ca-certificates.crt``; the
+  Dockerfiles append it to the system bundle if present. Without it, the same Dockerfiles
+  build unchanged (with ``docker build`` too).
+* **Run**: ``network_mode="host"``, ``cpuset_cpus`` (the server's CPUs), ``nano_cpus`` and
+  ``mem_limit`` (swap disabled); labels ``benchlib.run_id``, ``benchlib.service``,
+  ``benchlib.role``, ``benchlib.owner``. When the experiment asks for no limits at all
+  (``Limits()``), the seeds' defaults apply: 1 CPU and 512 MiB (``default_limits``).
+* **Health**: HTTP status or TCP accept as the manifest says; a container that exits first,
+  or never gets healthy, raises :class:`~benchlib.errors.ServiceStartError` with the
+  container's log tail attached (and is removed).
+* **During the trial**: ``stats`` sampled every ``stats_interval_s`` (CPU, memory);
+  :meth:`DockerHandle.resource_samples`.
+* **Stop**: always stopped and removed (context manager, ``atexit``, SIGTERM); a run killed
+  hard leaves containers that the label sweep (:func:`benchlib.cleanup.sweep`) removes at the
+  next start. An OOM kill is reported as such (``StopInfo.oom_killed``).
+* **Enforced**: limits read back from the container's cgroup (host files when the engine is
+  on this machine, else ``docker exec cat`` inside the container).
+* **Endpoints**: anything the SDK accepts (``DOCKER_HOST``: ``unix://``, ``tcp://``,
+  ``ssh://user@host``). With a remote engine the service binds ``0.0.0.0`` on that machine
+  and the load generator targets the engine's host name (``service_host`` / ``bind_host``
+  override both).
+"""
+
+from __future__ import annotations
+
+import atexit
+import configparser
+import hashlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+from urllib.parse import urlparse
+
+from benchlib import buildcache
+from benchlib.errors import BuildError, ParameterError, RuntimeUnavailable, ServiceStartError
+from benchlib.manifest import ResolvedService
+from benchlib.model import Limits
+from benchlib.runtime import cgroups
+from benchlib.runtime.base import Prepared, StartOptions, StopInfo, format_placeholders
+
+__all__ = [
+    "CA_FILE_NAME",
+    "DockerHandle",
+    "DockerRuntime",
+    "SEED_LIMITS",
+    "connect",
+    "detect_ca_bundle",
+    "owner_label",
+]
+
+#: The seeds ran every service with 1 CPU and 512 MB; the default when no limit is asked for.
+SEED_LIMITS = Limits(cpus=1.0, memory_mb=512)
+#: Name of the extra CA bundle in the build context (the Dockerfiles look for it).
+CA_FILE_NAME = "extra-ca-certificates.crt"
+_CA_ENV = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE")
+_IGNORED_DIRS = buildcache.IGNORED_DIRS
+_START_HINT = (
+    "start an engine (as root: `scripts/docker-engine.sh start`, or `systemctl start docker`), "
+    "point DOCKER_HOST at one (unix://, tcp://, ssh://user@host), or use runtime=\"local\""
+)
+
+
+# ----------------------------------------------------------------------------- connection
+
+def _redact(url: str) -> str:
+    p = urlparse(url)
+    if p.password:
+        return url.replace(p.password, "***")
+    return url
+
+
+def connect(base_url: str | None = None, *, timeout_s: float = 120.0) -> Any:
+    """A ``docker.DockerClient`` for ``base_url`` (default: ``$DOCKER_HOST`` or the local
+    socket), checked with a ping.
+
+    Raises
+    ------
+    RuntimeUnavailable
+        saying which endpoint did not answer, why, and how to start an engine or to use
+        ``runtime="local"`` instead.
+    """
+    try:
+        import docker
+    except ImportError:  # pragma: no cover - a declared dependency
+        raise RuntimeUnavailable("the docker runtime needs the Docker SDK: pip install docker") from None
+    url = base_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    kwargs: dict[str, Any] = {"version": "auto", "timeout": int(timeout_s)}
+    if url.startswith("ssh://"):
+        try:
+            import paramiko  # noqa: F401
+        except ImportError:
+            kwargs["use_ssh_client"] = True  # the ssh binary instead of paramiko
+    try:
+        if base_url is None:
+            client = docker.from_env(**kwargs)
+        else:
+            client = docker.DockerClient(base_url=base_url, **kwargs)
+        client.ping()
+    except Exception as exc:  # DockerException, requests/ssh transport errors
+        reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        raise RuntimeUnavailable(
+            f"runtime=\"docker\" was asked for, but no Docker engine answers at {_redact(url)} ({reason}); "
+            + _START_HINT
+        ) from None
+    return client
+
+
+def _engine_is_local(url: str) -> bool:
+    """Is the engine on this machine? (unix socket, or tcp to a loopback address)."""
+    if url.startswith(("http+unix://", "unix://", "npipe://", "http+docker://")):
+        return True
+    host = urlparse(url.replace("tcp://", "http://")).hostname or ""
+    return host in ("localhost", "127.0.0.1", "::1")
+
+
+def _remote_host(url: str) -> str | None:
+    p = urlparse(url.replace("tcp://", "http://"))
+    return p.hostname
+
+
+# ----------------------------------------------------------------------------- CA bundle
+
+def _pip_cert() -> str | None:
+    files = [os.environ.get("PIP_CONFIG_FILE") or "", "/etc/pip.conf", "/etc/xdg/pip/pip.conf",
+             str(Path.home() / ".config/pip/pip.conf"), str(Path.home() / ".pip/pip.conf")]
+    found = None
+    for f in files:
+        if not f or not os.path.isfile(f):
+            continue
+        cp = configparser.ConfigParser()
+        try:
+            cp.read(f)
+        except configparser.Error:
+            continue
+        for section in ("global", "install"):
+            if cp.has_option(section, "cert"):
+                found = cp.get(section, "cert")
+    return found
+
+
+def detect_ca_bundle(setting: str | os.PathLike[str] | None = "auto") -> Path | None:
+    """The extra CA bundle to add to Docker build contexts, or ``None``.
+
+    Parameters
+    ----------
+    setting: a path (used as is), ``"none"``/``""``/``None`` (no bundle), or ``"auto"``:
+        ``$BENCHLIB_BUILD_CA_BUNDLE`` (a path or ``none``), else the first of
+        ``$SSL_CERT_FILE``, ``$REQUESTS_CA_BUNDLE``, ``$PIP_CERT``, ``$CURL_CA_BUNDLE`` and
+        pip's ``cert`` setting that names an existing file.
+
+    Raises
+    ------
+    ParameterError
+        when an explicitly given path does not exist.
+    """
+    if setting is None:
+        return None
+    value = str(setting)
+    if value == "auto":
+        env = os.environ.get("BENCHLIB_BUILD_CA_BUNDLE")
+        if env is not None:
+            value = env
+        else:
+            for name in _CA_ENV:
+                path = os.environ.get(name)
+                if path and os.path.isfile(path):
+                    return Path(path)
+            pip_cert = _pip_cert()
+            return Path(pip_cert) if pip_cert and os.path.isfile(pip_cert) else None
+    if value.lower() in ("", "none", "off", "0"):
+        return None
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise ParameterError(f"CA bundle {str(path)!r} does not exist; give a PEM file, \"auto\" or \"none\"")
+    return path
+
+
+# ----------------------------------------------------------------------------- owners & exit
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
+    except OSError:
+        return "noboot"
+
+
+def _start_ticks(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def owner_label(pid: int | None = None) -> str:
+    """``<hostname>/<boot id>/<pid>/<start ticks>``: which process started a container, so a
+    sweep can tell a live run's containers from a dead one's."""
+    pid = pid or os.getpid()
+    return f"{socket.gethostname()}/{_boot_id()}/{pid}/{_start_ticks(pid) or '?'}"
+
+
+def owner_alive(label: str) -> bool | None:
+    """``True``/``False`` if the owner in ``label`` runs on this machine (since this boot) and
+    is (not) alive; ``None`` if it cannot be told (another machine, or an old label)."""
+    parts = label.split("/")
+    if len(parts) != 4 or parts[0] != socket.gethostname() or parts[1] != _boot_id():
+        return None
+    try:
+        pid = int(parts[2])
+    except ValueError:
+        return None
+    return _start_ticks(pid) == parts[3]
+
+
+_LIVE: set[DockerHandle] = set()
+_LIVE_LOCK = threading.Lock()
+_HOOKS_INSTALLED = False
+
+
+def _remove_live_containers() -> None:
+    with _LIVE_LOCK:
+        handles = list(_LIVE)
+    for h in handles:
+        try:
+            h.kill_and_remove()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+
+
+def _install_exit_hooks() -> None:
+    """atexit, plus a SIGTERM handler (only if SIGTERM has its default action and this is the
+    main thread) that removes live containers and then terminates as SIGTERM would."""
+    global _HOOKS_INSTALLED
+    if _HOOKS_INSTALLED:
+        return
+    _HOOKS_INSTALLED = True
+    atexit.register(_remove_live_containers)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+
+        def on_term(signum: int, frame: Any) -> None:
+            _remove_live_containers()
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        signal.signal(signal.SIGTERM, on_term)
+    except (ValueError, OSError):  # pragma: no cover - not the main interpreter
+        pass
+
+
+# ----------------------------------------------------------------------------- build context
+
+def _context_files(directory: Path, dockerfile: str) -> list[str]:
+    """Files sent as the build context: ``.dockerignore`` rules if the service has one, else
+    everything but build outputs and dot folders."""
+    from docker.utils.build import exclude_paths
+
+    ignore = directory / ".dockerignore"
+    if ignore.is_file():
+        patterns = [ln.strip() for ln in ignore.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+        return sorted(exclude_paths(str(directory), patterns, dockerfile=dockerfile))
+    out: list[str] = []
+    for root, dirs, names in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if d not in _IGNORED_DIRS and not d.startswith("."))
+        for n in sorted(names):
+            out.append(str((Path(root) / n).relative_to(directory)))
+    return sorted(out)
+
+
+def _content_hash(directory: Path, files: list[str], extra: Mapping[str, Any]) -> str:
+    h = hashlib.sha256(json.dumps(dict(extra), sort_keys=True, default=str).encode())
+    for rel in files:
+        h.update(rel.encode() + b"\0")
+        h.update((directory / rel).read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()[:12]
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ----------------------------------------------------------------------------- the handle
+
+class DockerHandle:
+    """A running, healthy container (see :class:`benchlib.runtime.base.ServiceHandle`)."""
+
+    def __init__(self, runtime: DockerRuntime, container: Any, service: ResolvedService, host: str, port: int,
+                 options: StartOptions, limits: Limits) -> None:
+        self.runtime = runtime
+        self.container = container
+        self.service = service
+        self.name = service.name
+        self.host = host
+        self.port = port
+        self.options = options
+        self.limits = limits
+        self.enforced: dict[str, Any] = {"runtime": "docker"}
+        self._stopped: StopInfo | None = None
+        self._samples: list[dict[str, Any]] = []
+        self._sampler_stop = threading.Event()
+        self._sampler: threading.Thread | None = None
+        self._removed = False
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+
+    # -- state ----------------------------------------------------------------------------
+    def _state(self) -> dict[str, Any]:
+        self.container.reload()
+        state: dict[str, Any] = self.container.attrs.get("State", {})
+        return state
+
+    def alive(self) -> bool:
+        """``True`` while the container runs."""
+        try:
+            return bool(self._state().get("Running"))
+        except Exception:  # noqa: BLE001 - gone means not alive
+            return False
+
+    def logs_tail(self, lines: int = 40) -> str:
+        """The container's last ``lines`` lines of stdout/stderr."""
+        if self.options.log_sink == "discard":
+            return "(log discarded: log_sink='discard')"
+        try:
+            return str(self.container.logs(stdout=True, stderr=True, tail=lines).decode("utf-8", "replace")).rstrip()
+        except Exception as exc:  # noqa: BLE001
+            return f"(container log not available: {exc})"
+
+    # -- resource samples -----------------------------------------------------------------
+    def _sample(self) -> dict[str, Any] | None:
+        try:
+            s = self.container.stats(stream=False, one_shot=True)
+        except Exception:  # noqa: BLE001 - the container may be gone
+            return None
+        cpu = (s.get("cpu_stats") or {}).get("cpu_usage") or {}
+        mem = s.get("memory_stats") or {}
+        stats = mem.get("stats") or {}
+        usage = mem.get("usage")
+        inactive = stats.get("total_inactive_file", stats.get("inactive_file", 0))
+        rss = stats.get("total_rss", stats.get("rss", stats.get("anon")))
+        if usage is None and not cpu:
+            return None
+        sample: dict[str, Any] = {"t_monotonic_ns": time.monotonic_ns()}
+        if "total_usage" in cpu:
+            sample["cpu_s"] = cpu["total_usage"] / 1e9
+        if usage is not None:
+            sample["memory_mb"] = round(usage / 2**20, 3)
+            sample["working_set_mb"] = round(max(0, usage - (inactive or 0)) / 2**20, 3)
+        if rss is not None:
+            sample["rss_mb"] = round(rss / 2**20, 3)
+        if mem.get("max_usage") is not None:
+            sample["memory_peak_mb"] = round(mem["max_usage"] / 2**20, 3)
+        if (s.get("pids_stats") or {}).get("current") is not None:
+            sample["pids"] = s["pids_stats"]["current"]
+        return sample
+
+    def start_sampling(self, interval_s: float) -> None:
+        """Sample ``stats`` every ``interval_s`` seconds (first one now) until stopped."""
+        if self._sampler is not None or interval_s <= 0:
+            return
+
+        def loop() -> None:
+            while True:
+                sample = self._sample()
+                if sample is not None:
+                    self._samples.append(sample)
+                if self._sampler_stop.wait(interval_s):
+                    return
+
+        self._sampler = threading.Thread(target=loop, name=f"stats-{self.name}", daemon=True)
+        self._sampler.start()
+
+    def resource_samples(self) -> list[dict[str, Any]]:
+        """CPU (``cpu_s``: cumulative CPU seconds) and memory (``memory_mb``, ``working_set_mb``,
+        ``rss_mb``) samples from the engine's ``stats``, with ``t_monotonic_ns`` of this process."""
+        return list(self._samples)
+
+    # -- stop -----------------------------------------------------------------------------
+    def _save_log(self) -> None:
+        path = self.options.log_path
+        if path is None or self.options.log_sink == "discard":
+            return
+        try:
+            data = self.container.logs(stdout=True, stderr=True)
+        except Exception:  # noqa: BLE001
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab") as fh:
+            fh.write(data)
+
+    def kill_and_remove(self) -> None:
+        """Remove the container at once (atexit / signal path): no log, no waiting."""
+        if self._removed:
+            return
+        self._sampler_stop.set()
+        try:
+            self.container.remove(force=True, v=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        self._removed = True
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+
+    def stop(self, timeout_s: float = 5.0) -> StopInfo:
+        """Stop (SIGTERM, SIGKILL after ``timeout_s``), keep the log, remove the container.
+
+        Returns
+        -------
+        StopInfo
+            ``died_early`` when the container had already exited; ``oom_killed`` when the
+            memory cap's OOM killer struck; ``exit_code`` ``None`` when it ended by our signal.
+        """
+        if self._stopped is not None:
+            return self._stopped
+        detail_extra = ""
+        died_early = False
+        state: dict[str, Any] = {}
+        try:
+            died_early = not bool(self._state().get("Running"))
+            if not died_early:
+                final = self._sample()
+                if final is not None:
+                    self._samples.append(final)
+                self.container.stop(timeout=int(max(1, timeout_s)))
+            try:
+                self.container.wait(timeout=timeout_s + 10)
+            except Exception:  # noqa: BLE001 - force removal below
+                pass
+            state = self._state()
+            self._save_log()
+        except Exception as exc:  # noqa: BLE001 - the engine or the container went away
+            detail_extra = f"; engine error while stopping: {str(exc).splitlines()[0][:200] if str(exc) else exc}"
+        finally:
+            self._sampler_stop.set()
+            if self._sampler is not None:
+                self._sampler.join(timeout=5)
+            self.kill_and_remove()
+        code = state.get("ExitCode")
+        oom = bool(state.get("OOMKilled"))
+        if oom:
+            detail = f"killed by the memory cap (OOM; limit {self.limits.memory_mb} MiB, exit code {code})"
+        elif died_early:
+            detail = f"exited on its own with code {code}" + (f" ({state['Error']})" if state.get("Error") else "")
+        else:
+            detail = "stopped by benchlib"
+        if not died_early and not oom and code in (128 + signal.SIGTERM, 128 + signal.SIGKILL):
+            code = None
+        self._stopped = StopInfo(exit_code=code, oom_killed=oom, died_early=died_early, detail=detail + detail_extra)
+        return self._stopped
+
+    def __enter__(self) -> DockerHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<DockerHandle {self.name} {self.container.short_id} {self.host}:{self.port}>"
+
+
+# ----------------------------------------------------------------------------- the runtime
+
+@dataclass
+class _Built:
+    tag: str
+    image_id: str
+    info: dict[str, Any]
+
+
+class DockerRuntime:
+    """Services as containers (see the module docstring).
+
+    Parameters
+    ----------
+    base_url: the engine (default ``$DOCKER_HOST``, else the local socket).
+    default_limits: applied when a start asks for no limits at all (``Limits()``); default
+        the seeds' 1 CPU and 512 MiB; ``$BENCHLIB_DOCKER_LIMITS`` (``none`` or
+        ``cpus=1,memory_mb=512``) overrides it; ``None`` = no limits then.
+    ca_bundle: extra CA bundle for builds (see :func:`detect_ca_bundle`).
+    build_network: ``network_mode`` of build containers (``host``: works with engines
+        started with ``--bridge=none``).
+    bootstrap_base: create missing Debian base images with debootstrap (see :mod:`benchlib.images`).
+    service_host: the address the load generator connects to (default: 127.0.0.1 for a local
+        engine, the engine's host name for a remote one; ``$BENCHLIB_DOCKER_SERVICE_HOST``).
+    bind_host: the address the service binds (``$HOST``; default 127.0.0.1 for a local engine,
+        ``0.0.0.0`` for a remote one; ``$BENCHLIB_DOCKER_BIND_HOST``).
+    stats_interval_s: seconds between ``stats`` samples (0: none).
+    readback: where limits are read back: ``auto`` (host cgroup files when the engine is on
+        this machine, else ``exec``), ``host`` or ``exec``.
+    build_timeout_s: bound on one image build.
+    init: run the engine's init (tini) as PID 1, which forwards signals and reaps zombies.
+    """
+
+    name = "docker"
+
+    def __init__(self, *, base_url: str | None = None, default_limits: Limits | None | str = "env",
+                 ca_bundle: str | os.PathLike[str] | None = "auto", build_network: str = "host",
+                 bootstrap_base: bool = True, service_host: str | None = None, bind_host: str | None = None,
+                 stats_interval_s: float = 1.0, readback: str = "auto", build_timeout_s: float = 3600.0,
+                 init: bool = True) -> None:
+        if readback not in ("auto", "host", "exec"):
+            raise ParameterError(f"unknown readback {readback!r}; valid: auto, host, exec")
+        self.base_url = base_url
+        self.default_limits = _limits_from_env() if default_limits == "env" else default_limits
+        self.ca_bundle_setting = ca_bundle
+        self.build_network = build_network
+        self.bootstrap_base = bootstrap_base
+        self._service_host = service_host or os.environ.get("BENCHLIB_DOCKER_SERVICE_HOST")
+        self._bind_host = bind_host or os.environ.get("BENCHLIB_DOCKER_BIND_HOST")
+        self.stats_interval_s = float(stats_interval_s)
+        self.readback = readback
+        self.build_timeout_s = build_timeout_s
+        self.init = init
+        self._client: Any = None
+        self._swept = False
+        self._images: dict[str, dict[str, Any]] = {}
+        self._engine: dict[str, Any] | None = None
+
+    # -- connection -----------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        """The connected ``docker.DockerClient`` (connects on first use)."""
+        if self._client is None:
+            self._client = connect(self.base_url)
+        return self._client
+
+    @property
+    def endpoint(self) -> str:
+        """The engine's address as configured (``base_url``, ``$DOCKER_HOST`` or the local socket)."""
+        return self.base_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+    @property
+    def local_engine(self) -> bool:
+        """Is the engine on this machine (a unix socket, or TCP to a loopback address)?"""
+        return _engine_is_local(self.endpoint)
+
+    @property
+    def service_host(self) -> str:
+        if self._service_host:
+            return self._service_host
+        if self.local_engine:
+            return "127.0.0.1"
+        return _remote_host(self.endpoint) or "127.0.0.1"
+
+    @property
+    def bind_host(self) -> str:
+        return self._bind_host or ("127.0.0.1" if self.local_engine else "0.0.0.0")
+
+    def check(self) -> None:
+        """Raise :class:`~benchlib.errors.RuntimeUnavailable` (with how to fix it) if no engine
+        answers; sweep leftovers of dead runs once."""
+        _ = self.client
+        self._sweep_once()
+
+    def _sweep_once(self) -> None:
+        if self._swept:
+            return
+        self._swept = True
+        from benchlib.cleanup import sweep
+
+        try:
+            sweep(None, client=self.client, include_cgroups=False)
+        except Exception:  # noqa: BLE001 - a failed sweep must not block a run
+            pass
+
+    def engine_info(self) -> dict[str, Any]:
+        """Engine facts: version, API version, OS, kernel, storage driver, cgroup driver/version."""
+        if self._engine is None:
+            v = self.client.version()
+            i = self.client.info()
+            self._engine = {
+                "version": v.get("Version"), "api_version": v.get("ApiVersion"),
+                "os": i.get("OperatingSystem"), "kernel": i.get("KernelVersion"),
+                "arch": i.get("Architecture"), "cpus": i.get("NCPU"),
+                "memory_mb": round((i.get("MemTotal") or 0) / 2**20),
+                "storage_driver": i.get("Driver"), "cgroup_driver": i.get("CgroupDriver"),
+                "cgroup_version": "v" + str(i.get("CgroupVersion") or "1"),
+                "init_binary": i.get("InitBinary"), "name": i.get("Name"),
+            }
+        return self._engine
+
+    def provenance(self) -> dict[str, Any]:
+        """Facts for run.json: endpoint, engine, SDK version, limits policy, CA bundle, images."""
+        import docker
+
+        info: dict[str, Any] = {
+            "runtime": "docker", "endpoint": _redact(self.endpoint), "sdk": f"docker-py {docker.__version__}",
+            "network_mode": "host", "build_network": self.build_network,
+            "default_limits": None if self.default_limits is None else {
+                "cpus": self.default_limits.cpus, "memory_mb": self.default_limits.memory_mb},
+            "images": dict(self._images),
+        }
+        try:
+            info["engine"] = self.engine_info()
+            info["service_host"] = self.service_host
+            info["bind_host"] = self.bind_host
+        except RuntimeUnavailable as exc:
+            info["engine"] = f"unreachable: {exc}"
+        try:
+            ca = detect_ca_bundle(self.ca_bundle_setting)
+            info["ca_bundle"] = None if ca is None else {"path": str(ca), "sha256": _sha256_file(ca)[:16]}
+        except ParameterError as exc:
+            info["ca_bundle"] = f"invalid: {exc}"
+        return info
+
+    # -- build ----------------------------------------------------------------------------
+    def prepare(self, service: ResolvedService) -> Prepared:
+        """Build the service's image, or reuse the one tagged with the same content hash.
+
+        Raises
+        ------
+        BuildError
+            no ``[docker] dockerfile``, a missing base image that cannot be created, or a
+            failed build (the build log's tail attached; the full log is kept in the cache).
+        RuntimeUnavailable
+            no engine answers.
+        """
+        from benchlib.images import ensure_base_images
+
+        manifest = service.manifest
+        docker_cfg = {**manifest.raw.get("docker", {}),
+                      **manifest.raw.get("variants", {}).get(service.variant, {}).get("docker", {})}
+        dockerfile = docker_cfg.get("dockerfile") or manifest.dockerfile
+        if dockerfile is None and (manifest.directory / "Dockerfile").is_file():
+            dockerfile = "Dockerfile"
+        if dockerfile is None:
+            raise BuildError(f"{service.name}: no Dockerfile (service.toml has no [docker] dockerfile and "
+                             f"{manifest.directory}/Dockerfile does not exist); use runtime=\"local\" for it")
+        directory = manifest.directory
+        dockerfile_text = (directory / dockerfile).read_text()
+        build_args = {k: str(v) for k, v in service.docker_build_args.items()}
+        client = self.client
+        t0 = time.monotonic()
+        bases = ensure_base_images(client, dockerfile_text, build_args, bootstrap=self.bootstrap_base)
+        base_ids = {}
+        from benchlib.images import base_images
+
+        for ref in base_images(dockerfile_text, build_args):
+            try:
+                base_ids[ref] = client.images.get(ref).id
+            except Exception:  # noqa: BLE001 - reported by the build itself
+                base_ids[ref] = None
+        ca = detect_ca_bundle(self.ca_bundle_setting)
+        files = _context_files(directory, dockerfile)
+        digest = _content_hash(directory, files, {
+            "dockerfile": dockerfile, "build_args": build_args, "bases": base_ids,
+            "ca": _sha256_file(ca) if ca else None,
+        })
+        tag = f"benchlib/{service.name}:{service.variant}-{digest}"
+        info: dict[str, Any] = {"tag": tag, "dockerfile": dockerfile, "build_args": build_args,
+                                "base_images": base_ids, "content_hash": digest,
+                                "ca_bundle": str(ca) if ca else None}
+        if bases:
+            info["base_bootstrap"] = [b.to_dict() for b in bases]
+        lock_dir = buildcache.cache_root() / "docker"
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        with buildcache.locked(lock_dir / f"{service.name}-{service.variant}"):
+            image = self._image(tag)
+            built = image is None
+            if image is None:
+                image = self._build(service, directory, files, dockerfile, build_args, tag, digest, ca)
+                info["build_s"] = round(time.monotonic() - t0, 2)
+                info["build"] = "built"
+            else:
+                info["build"] = "cached"
+        info["image_id"] = image.id
+        info["versions"] = {k.removeprefix("benchlib.version."): v
+                            for k, v in (image.labels or {}).items() if k.startswith("benchlib.version.")}
+        self._images[f"{service.name}/{service.variant}"] = {"tag": tag, "image_id": image.id,
+                                                             "versions": info["versions"]}
+        return Prepared(service=service, build_dir=None, image=image.id, built=built, info=info)
+
+    def _image(self, ref: str) -> Any:
+        import docker.errors
+
+        try:
+            return self.client.images.get(ref)
+        except docker.errors.ImageNotFound:
+            return None
+
+    def _build(self, service: ResolvedService, directory: Path, files: list[str], dockerfile: str,
+               build_args: Mapping[str, str], tag: str, digest: str, ca: Path | None) -> Any:
+        from docker.utils.build import create_archive
+
+        log_dir = buildcache.cache_root() / "docker" / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = log_dir / f"{service.name}-{service.variant}-{digest}.log"
+        extra = [(CA_FILE_NAME, ca.read_text())] if ca else []
+        labels = {"benchlib.managed": "1", "benchlib.service": service.name, "benchlib.variant": service.variant,
+                  "benchlib.content_hash": digest}
+        error = None
+        t0 = time.monotonic()
+        with tempfile.TemporaryFile() as ctx, open(log_path, "w") as log:
+            create_archive(str(directory), files=files, fileobj=ctx, extra_files=extra)
+            log.write(f"# docker build {service.name} ({service.variant}) -> {tag}; Dockerfile {dockerfile}; "
+                      f"build args {dict(build_args)}; extra CA {ca}; network {self.build_network}\n")
+            try:
+                stream = self.client.api.build(
+                    fileobj=ctx, custom_context=True, tag=tag, dockerfile=dockerfile, buildargs=dict(build_args),
+                    labels=labels, rm=True, forcerm=True, pull=False, decode=True,
+                    network_mode=self.build_network, timeout=self.build_timeout_s)
+                for chunk in stream:
+                    if "stream" in chunk:
+                        log.write(chunk["stream"])
+                    if "status" in chunk:
+                        log.write(f"{chunk['status']} {chunk.get('progress', '')}\n")
+                    if "error" in chunk:
+                        error = chunk["error"].strip()
+                        log.write(f"ERROR: {error}\n")
+                    log.flush()
+            except Exception as exc:  # APIError (bad Dockerfile syntax), transport errors, timeouts
+                error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                log.write(f"ERROR: {error}\n")
+        build_s = time.monotonic() - t0
+        image = self._image(tag) if error is None else None
+        if image is None:
+            err = BuildError(f"{service.name} ({service.variant}): docker build of {directory / dockerfile} failed "
+                             f"after {build_s:.1f} s: {error or 'no image produced'}; full log: {log_path}")
+            err.add_note("build log tail:\n" + _tail(log_path.read_text(errors="replace"), 30))
+            raise err
+        return image
+
+    # -- start ----------------------------------------------------------------------------
+    def effective_limits(self, requested: Limits, role: str = "service") -> Limits:
+        """The limits a start applies: ``requested``, or :attr:`default_limits` when nothing
+        was asked for (``Limits()``) for a service under test (dependencies, ``role !=
+        "service"``, are never limited by default)."""
+        if requested == Limits() and self.default_limits is not None and role == "service":
+            return self.default_limits
+        return requested
+
+    def start(self, prepared: Prepared, options: StartOptions) -> DockerHandle:
+        """Create and start the container, wait until healthy, read the limits back.
+
+        Raises
+        ------
+        ServiceStartError
+            the port is taken, the engine refuses the container (bad CPU set, ...), it exits
+            before it is healthy (OOM kills are named), or never gets healthy in
+            ``run.ready_timeout_s``; the container's log tail is attached and the container is
+            removed.
+        """
+        from benchlib.runtime.local import _probe, port_in_use
+
+        if prepared.image is None:
+            raise ServiceStartError(f"{prepared.service.name}: not prepared for docker (no image); "
+                                    "call DockerRuntime.prepare first")
+        client = self.client
+        self._sweep_once()
+        _install_exit_hooks()
+        service = prepared.service
+        role = str(getattr(options, "role", "service"))
+        limits = self.effective_limits(options.limits, role)
+        host, bind = self.service_host, self.bind_host
+        if self.local_engine and port_in_use(host, options.port):
+            raise ServiceStartError(f"{service.name}: port {options.port} on {host} is already in use; "
+                                    "stop that process or pick another port")
+        values = {"host": bind, "port": str(options.port)}
+        for dep, h in options.deps.items():
+            values[f"dep.{dep}.port"] = str(h.port)
+            values[f"dep.{dep}.host"] = h.host
+        try:
+            env = {k: format_placeholders(v, values) for k, v in service.run_env.items()}
+        except KeyError as exc:
+            raise ServiceStartError(f"{service.name}: run.env: {exc.args[0]} "
+                                    "(in a container only {host}, {port} and {dep.NAME.*} have a meaning)") from None
+        env.update(options.env)
+        if service.port_env:
+            env[service.port_env] = str(options.port)
+        env.setdefault("HOST", bind)
+        run_id = options.run_id or "adhoc"
+        name = re.sub(r"[^a-zA-Z0-9_.-]+", "-", f"benchlib-{run_id}-{service.name}-{options.port}")[:120]
+        labels = {"benchlib.run_id": run_id, "benchlib.service": service.name,
+                  "benchlib.variant": service.variant, "benchlib.role": role, "benchlib.owner": owner_label()}
+        host_config: dict[str, Any] = {"network_mode": "host", "init": self.init}
+        if options.cpus:
+            host_config["cpuset_cpus"] = ",".join(str(c) for c in options.cpus)
+        if limits.cpus is not None:
+            host_config["nano_cpus"] = int(round(limits.cpus * 1e9))
+        if limits.memory_mb is not None:
+            host_config["mem_limit"] = int(limits.memory_mb * 2**20)
+            host_config["memswap_limit"] = int(limits.memory_mb * 2**20)
+        if options.log_sink == "discard":
+            from docker.types import LogConfig
+
+            host_config["log_config"] = LogConfig(type="none")
+        try:
+            container = client.containers.create(prepared.image, detach=True, name=name, labels=labels,
+                                                 environment=env, **host_config)
+        except Exception as exc:  # APIError: name clash, bad cpuset, unknown image ...
+            raise ServiceStartError(f"{service.name}: the engine refused the container: "
+                                    f"{str(exc).splitlines()[0] if str(exc) else exc}") from None
+        handle = DockerHandle(self, container, service, host, options.port, options, limits)
+        try:
+            try:
+                container.start()
+            except Exception as exc:  # noqa: BLE001
+                raise ServiceStartError(f"{service.name}: the container did not start: "
+                                        f"{str(exc).splitlines()[0] if str(exc) else exc}") from None
+            self._wait_healthy(handle, service, _probe)
+            for step in service.post_start:
+                self._post_start(service, step, host, options)
+            handle.enforced = self.read_enforced(container, limits, options.cpus)
+        except BaseException as exc:
+            tail = handle.logs_tail(40)
+            info = handle.stop()
+            if isinstance(exc, ServiceStartError):
+                if info.oom_killed and "OOM" not in str(exc):
+                    exc.add_note(f"{service.name} was killed by the memory cap (OOM, {limits.memory_mb} MiB)")
+                exc.add_note(f"log tail of {service.name} (container {container.short_id}):\n{tail or '(empty)'}")
+            raise
+        handle.start_sampling(self.stats_interval_s)
+        return handle
+
+    def _post_start(self, service: ResolvedService, step: tuple[str, ...], host: str, options: StartOptions) -> None:
+        import sys
+
+        from benchlib.runtime.base import expand, placeholder_values
+
+        values = placeholder_values(service, build_dir=None, port=options.port, host=host, deps=options.deps)
+        values["python"] = sys.executable
+        cmd = expand(step, values)
+        out = subprocess.run(cmd, cwd=service.manifest.directory, capture_output=True, text=True, timeout=120,
+                             check=False)
+        if out.returncode != 0:
+            raise ServiceStartError(f"{service.name}: post_start step {cmd!r} failed with exit code "
+                                    f"{out.returncode}: {(out.stderr or out.stdout).strip()[-800:]}")
+
+    def _wait_healthy(self, handle: DockerHandle, service: ResolvedService, probe: Any) -> None:
+        manifest = service.manifest
+        deadline = time.monotonic() + service.ready_timeout_s
+        last = "no answer yet"
+        delay = 0.02
+        while time.monotonic() < deadline:
+            state = handle._state()
+            if not state.get("Running"):
+                code = state.get("ExitCode")
+                why = " (killed by the memory cap: OOM)" if state.get("OOMKilled") else ""
+                raise ServiceStartError(f"{service.name} ({service.variant}) container exited with code {code}"
+                                        f"{why} before it became healthy")
+            ok, last = probe(handle.host, handle.port, manifest.health_kind, manifest.health_path,
+                             manifest.health_status)
+            if ok:
+                return
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+        raise ServiceStartError(f"{service.name} ({service.variant}) did not become healthy within "
+                                f"{service.ready_timeout_s:g} s (last probe of {handle.host}:{handle.port}: {last})")
+
+    # -- read-back ------------------------------------------------------------------------
+    def read_enforced(self, container: Any, limits: Limits, cpus: tuple[int, ...] | list[int]) -> dict[str, Any]:
+        """The limits in force for ``container``, read back from its cgroup (see
+        :func:`benchlib.runtime.cgroups.compare_limits` for the keys), plus what was asked of
+        the engine (``host_config``) and where the values were read (``source``)."""
+        container.reload()
+        hc = container.attrs.get("HostConfig", {})
+        asked = {"cpuset_cpus": hc.get("CpusetCpus") or None, "nano_cpus": hc.get("NanoCpus") or None,
+                 "memory_bytes": hc.get("Memory") or None, "memory_swap_bytes": hc.get("MemorySwap") or None,
+                 "network_mode": hc.get("NetworkMode")}
+        version = "v2" if self.engine_info().get("cgroup_version") == "v2" else "v1"
+        back: dict[str, Any] = {}
+        source = ""
+        errors = []
+        pid = int(container.attrs.get("State", {}).get("Pid") or 0)
+        if self.readback in ("auto", "host") and pid and self.local_engine:
+            got = cgroups.read_limits(pid)
+            if "error" not in got and container.id[:12] in str(got.get("cgroup_path")):
+                back, version = got, got["cgroup"]
+                source = f"host cgroup files ({got.get('cgroup_path')})"
+            else:
+                errors.append(f"host: {got.get('error') or 'the process is not in the container cgroup'}")
+        if not back and self.readback in ("auto", "exec"):
+            try:
+                back = cgroups.read_limits_with(version, self._exec_reader(container, version))
+                if back["read"]:
+                    source = "container cgroup files (docker exec)"
+                else:
+                    errors.append("exec: no cgroup file readable inside the container")
+                    back = {}
+            except Exception as exc:  # noqa: BLE001 - no shell/cat in the image, exec refused
+                errors.append(f"exec: {str(exc).splitlines()[0][:200] if str(exc) else exc}")
+        if back:
+            out = cgroups.compare_limits(limits, tuple(cpus), back, version, mechanism=f"docker, cgroup {version}")
+        else:
+            why = "; ".join(errors) or "no read-back possible"
+            out = {
+                "cgroup": version, "cpus": None, "cpu_quota": None, "memory_mb": None, "swap": None,
+                "cpuset": f"not verified: configured {asked['cpuset_cpus']}, not read back ({why})",
+                "cpu": f"not verified: configured nano_cpus {asked['nano_cpus']}, not read back ({why})",
+                "memory": f"not verified: configured {asked['memory_bytes']} bytes, not read back ({why})",
+            }
+            source = "engine configuration only"
+        out.update(runtime="docker", source=source, container=container.short_id, host_config=asked,
+                   image=container.attrs.get("Image"))
+        return out
+
+    @staticmethod
+    def _exec_reader(container: Any, version: str) -> Any:
+        if version == "v2":
+            names = ["cpuset.cpus.effective", "cpuset.cpus", "cpu.max", "memory.max", "memory.swap.max"]
+            paths = {("", n): f"/sys/fs/cgroup/{n}" for n in names}
+        else:
+            pairs = [("cpuset", "cpuset.cpus"), ("cpu", "cpu.cfs_quota_us"), ("cpu", "cpu.cfs_period_us"),
+                     ("memory", "memory.limit_in_bytes"), ("memory", "memory.memsw.limit_in_bytes")]
+            paths = {(c, n): f"/sys/fs/cgroup/{c}/{n}" for c, n in pairs}
+        script = 'for f in "$@"; do printf "==%s\\n" "$f"; cat "$f" 2>/dev/null; done'
+        res = container.exec_run(["sh", "-c", script, "sh", *paths.values()], stdout=True, stderr=False)
+        if res.exit_code not in (0, None):
+            raise RuntimeError(f"docker exec exited with {res.exit_code}")
+        found: dict[str, str] = {}
+        current = None
+        for line in res.output.decode("utf-8", "replace").splitlines():
+            if line.startswith("=="):
+                current = line[2:]
+                continue
+            if current and line.strip():
+                found[current] = (found.get(current, "") + line).strip()
+
+        def read(controller: str, name: str) -> str | None:
+            key = ("", name) if version == "v2" else (controller, name)
+            path = paths.get(key)
+            return found.get(path) if path else None
+
+        return read
+
+
+def _limits_from_env() -> Limits | None:
+    value = os.environ.get("BENCHLIB_DOCKER_LIMITS")
+    if value is None:
+        return SEED_LIMITS
+    if value.strip().lower() in ("", "none", "off"):
+        return None
+    fields: dict[str, Any] = {}
+    for part in value.split(","):
+        key, _, val = part.partition("=")
+        key = key.strip()
+        if key not in ("cpus", "memory_mb"):
+            raise ParameterError(f"BENCHLIB_DOCKER_LIMITS: unknown field {key!r}; valid: cpus, memory_mb "
+                                 "(e.g. cpus=1,memory_mb=512, or none)")
+        try:
+            fields[key] = float(val) if key == "cpus" else int(val)
+        except ValueError:
+            raise ParameterError(f"BENCHLIB_DOCKER_LIMITS: {key}={val!r} is not a number") from None
+    return Limits(**fields)
+
+
+def _tail(text: str, lines: int) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def iter_benchlib_containers(client: Any, run_id: str | None = None) -> Iterator[Any]:
+    """Containers carrying benchlib's labels (of ``run_id`` when given), running or not."""
+    label = "benchlib.run_id" if run_id is None else f"benchlib.run_id={run_id}"
+    yield from client.containers.list(all=True, filters={"label": label})
+
