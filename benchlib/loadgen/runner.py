@@ -299,13 +299,19 @@ def build_meta(
     stops = [w["t_stop_ns"] for w in workers if w.get("t_stop_ns") is not None]
     planned = spec.measured_duration_s
     if planned is not None and not spec.warmup_requests:
+        # the planned window, from the measured phase's start on the shared clock
         measured_duration_s = float(planned)
+        window_end = min(starts) - t0_ns + int(planned * 1e9) if starts else None
     elif len(measure):
         measured_duration_s = float(measure["t_done_ns"].max() - measure["t_intended_ns"].min()) / 1e9
+        window_end = None
     else:
         measured_duration_s = 0.0
+        window_end = None
     measured_duration_s = max(measured_duration_s, 1e-9)
-    achieved = len(ok) / measured_duration_s
+    # achieved: responses of the measured phase completed within its window, per second
+    in_window = ok if window_end is None else ok[ok["t_done_ns"] <= window_end]
+    achieved = len(in_window) / measured_duration_s
     if spec.model == "open":
         lag = open_lag_ns
     else:

@@ -5,6 +5,7 @@ Each runs in its own process (``python -m benchlib.loadgen.testservers MODE ...`
 :class:`~benchlib.model.Target`. Modes:
 
 ``hello``      200 with ``Hello, World!`` (Content-Length), keep-alive; echoes a POST body length.
+``echo``       200 whose body is the request head and body as received.
 ``chunked``    200 with a chunked body of ``--chunks`` chunks.
 ``close``      200 with ``Connection: close`` and a body delimited by closing the connection.
 ``stall``      like ``hello``, but the server freezes for ``--stall-s`` at the start of every
@@ -41,7 +42,7 @@ from collections.abc import Iterator, Sequence
 __all__ = ["MODES", "serve", "main"]
 
 MODES = (
-    "hello", "chunked", "close", "stall", "slow",
+    "hello", "echo", "chunked", "close", "stall", "slow",
     "garbage", "truncated", "huge", "short", "long", "trickle", "reset", "silent", "mixed",
 )
 
@@ -75,8 +76,10 @@ class _Proto(asyncio.Protocol):
             end = buf.find(b"\r\n\r\n")
             if end < 0:
                 break
+            self.raw_head = buf[: end + 4]
             head = buf[:end].lower()
             buf = buf[end + 4 :]
+            self.raw_body = buf[: int(head.split(b"content-length:")[1].split(b"\r\n")[0].strip() or 0)] if b"content-length:" in head else b""
             n = 0
             i = head.find(b"\r\ncontent-length:")
             if i >= 0:
@@ -118,6 +121,9 @@ class _Server:
         assert tr is not None
         if mode == "hello":
             p.write(self.hello(body_len))
+        elif mode == "echo":
+            body = p.raw_head + p.raw_body
+            p.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
         elif mode == "chunked":
             parts = [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n"]
             for k in range(self.args.chunks):
