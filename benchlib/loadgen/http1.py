@@ -162,6 +162,8 @@ class ResponseParser:
             buf = self._buf + data if self._buf else data
             end = buf.find(b"\r\n\r\n")
             if end < 0:
+                if buf[:7] != b"HTTP/1."[: len(buf)]:
+                    return self._fail("protocol", f"response does not start with HTTP/1.: {buf[:60]!r}")
                 if len(buf) > self.max_header_bytes:
                     return self._fail("protocol", f"response head larger than {self.max_header_bytes} bytes")
                 self._buf = buf

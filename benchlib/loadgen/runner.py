@@ -353,6 +353,7 @@ def build_meta(
         "valid": valid,
         "invalid_reason": reason,
         "coordinated_omission_risk": spec.model == "closed",
+        "longest_pause_ns": _longest_pause_ns(measure),
         "workers": spec.workers,
         "client_cpus": list(cpus) if cpus is not None else None,
         "worker_stats": wmeta,
@@ -367,3 +368,15 @@ def _record_cost(workers: list[dict[str, Any]]) -> float | None:
     n = sum(w.get("records") or 0 for w in workers)
     b = sum(w.get("record_buffer_bytes") or 0 for w in workers)
     return b / n if n else None
+
+
+def _longest_pause_ns(measure: np.ndarray) -> int | None:
+    """The longest stretch of the measured phase without any response completing (ns).
+
+    In a closed-model trial a long pause with every connection waiting is where coordinated
+    omission hides latency: the requests that would have been sent are never sent.
+    """
+    if len(measure) < 2:
+        return None
+    done = np.sort(measure["t_done_ns"])
+    return int(np.diff(done).max())

@@ -112,6 +112,11 @@ class _Server:
             return b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
         return _HELLO
 
+    async def _trickle(self, p: _Proto, data: bytes) -> None:
+        for k in range(len(data)):
+            p.write(data[k : k + 1])
+            await asyncio.sleep(self.args.delay_s)
+
     def respond(self, p: _Proto, body_len: int) -> None:
         mode = self.mode
         if mode == "mixed":
@@ -158,10 +163,7 @@ class _Server:
         elif mode == "long":
             p.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nHello, World")
         elif mode == "trickle":
-            data = self.hello(body_len)
-            delay = self.args.delay_s
-            for k in range(len(data)):
-                self.loop.call_later(delay * k, p.write, data[k : k + 1])
+            self.loop.create_task(self._trickle(p, self.hello(body_len)))
         elif mode == "reset":
             sock = tr.get_extra_info("socket")
             if sock is not None:
