@@ -1,0 +1,53 @@
+"""benchlib.stats: trial-level statistics for benchmark comparisons (pure core).
+
+Every inference is across trials (independent runs), never across pooled requests:
+
+* :func:`summarize_trial` reduces one trial's requests to its summary (quantiles, mean,
+  error rate, throughput, diagnostics);
+* :func:`compare` compares arms with a baseline across trials: ratio = exp(Hodges-Lehmann
+  shift of log per-trial summaries) with an exact interval, exact rank p-values that agree
+  with it, Holm over the family, a practical margin and verdicts;
+* :func:`plan` says how many trials per arm a target minimum detectable effect needs;
+* :func:`shift_function` shows where in the distribution two arms differ.
+
+Imports nothing from ``benchlib.runtime``, ``benchlib.loadgen`` or ``benchlib.store``.
+See ``docs/statistics.md``.
+"""
+
+from __future__ import annotations
+
+from benchlib.stats.compare import DEFAULT_METRICS, DESIGNS, compare
+from benchlib.stats.multiplicity import CORRECTIONS, adjust
+from benchlib.stats.power import METHODS, TrialPlan, mde, min_trials, plan, power_t
+from benchlib.stats.report import Comparison
+from benchlib.stats.shift import shift_function
+from benchlib.stats.summary import (
+    QUANTILES,
+    quantile_column,
+    requests_frame,
+    required_requests,
+    summarize_trial,
+    summarize_trials,
+)
+
+__all__ = [
+    "CORRECTIONS",
+    "Comparison",
+    "DEFAULT_METRICS",
+    "DESIGNS",
+    "METHODS",
+    "QUANTILES",
+    "TrialPlan",
+    "adjust",
+    "compare",
+    "mde",
+    "min_trials",
+    "plan",
+    "power_t",
+    "quantile_column",
+    "requests_frame",
+    "required_requests",
+    "shift_function",
+    "summarize_trial",
+    "summarize_trials",
+]

@@ -1,0 +1,571 @@
+"""Compare arms against a baseline across trials: effects, intervals, tests, verdicts (pure).
+
+See :func:`compare` and ``docs/statistics.md``. The unit of replication is the trial: every
+number here comes from per-trial summaries, never from pooled requests.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from benchlib.errors import ParameterError
+from benchlib.stats import footnotes as fn
+from benchlib.stats._checks import choose, probability
+from benchlib.stats.estimate import BOOTSTRAP_MIN_TRIALS, estimate, test_name
+from benchlib.stats.metrics import MetricInfo, metric_info
+from benchlib.stats.multiplicity import CORRECTIONS, adjust, best_case_adjusted
+from benchlib.stats.power import METHODS, mde, min_trials, planning_alpha
+from benchlib.stats.report import Comparison, PairInfo, fmt_pct, fmt_value
+
+__all__ = ["compare", "DESIGNS", "DEFAULT_METRICS", "IDENTITY_COLUMNS", "pair_design"]
+
+DESIGNS: tuple[str, ...] = ("auto", "paired", "unpaired")
+FAMILIES: tuple[str, ...] = ("all", "by")
+DEFAULT_METRICS: tuple[str, ...] = ("p50_ms", "p99_ms", "throughput_rps")
+#: Columns that must not vary within one comparison unless named in ``by``.
+IDENTITY_COLUMNS: tuple[str, ...] = ("condition", "endpoint", "offered_rps", "load_model", "connections", "study")
+
+
+@dataclass(frozen=True)
+class _Pair:
+    paired: bool
+    a: pd.DataFrame  # baseline trials (aligned by block when paired)
+    b: pd.DataFrame
+    dropped: int  # trials left out of the paired analysis (block without a partner)
+
+
+def pair_design(trials: pd.DataFrame, baseline: str, arm: str, design: str) -> _Pair:
+    """Decide paired or unpaired for one pair of arms and align the trials.
+
+    ``auto`` pairs by block when every block holds at most one trial of each arm and at
+    least two blocks (and half of the trials) are complete; trials in incomplete blocks are
+    then left out of the paired analysis (and counted). ``paired`` insists (and raises when
+    blocks hold repeated arms); ``unpaired`` never pairs.
+    """
+    a = trials[trials["arm"] == baseline]
+    b = trials[trials["arm"] == arm]
+    if design == "unpaired" or "block" not in trials.columns:
+        if design == "paired":
+            raise ParameterError("design='paired' needs a 'block' column in the summaries")
+        return _Pair(False, a, b, 0)
+    if a["block"].isna().any() or b["block"].isna().any():
+        if design == "paired":
+            raise ParameterError("design='paired': some trials have no block number")
+        return _Pair(False, a, b, 0)
+    dup = a["block"].duplicated().any() or b["block"].duplicated().any()
+    if dup:
+        if design == "paired":
+            raise ParameterError(
+                f"design='paired': some blocks hold more than one trial of {baseline!r} or {arm!r}; "
+                "use design='unpaired' (or 'auto')"
+            )
+        return _Pair(False, a, b, 0)
+    common = sorted(set(a["block"]) & set(b["block"]))
+    complete_enough = len(common) >= 2 and 2 * len(common) >= max(len(a), len(b))
+    if design == "auto" and not complete_enough:
+        return _Pair(False, a, b, 0)
+    aa = a.set_index("block", drop=False).loc[common].reset_index(drop=True)
+    bb = b.set_index("block", drop=False).loc[common].reset_index(drop=True)
+    return _Pair(True, aa, bb, len(a) + len(b) - 2 * len(common))
+
+
+def _centre(x: np.ndarray, confidence: float, log: bool) -> tuple[float, float]:
+    """Median of trials and the half-width of its order-statistic CI (relative % for log
+    metrics, absolute otherwise); NaN half-width when too few trials for that CI."""
+    c = float(np.median(x))
+    if x.size < 2:
+        return c, math.nan
+    ci = stats.quantile_test(x, p=0.5).confidence_interval(confidence)
+    lo, hi = float(ci.low), float(ci.high)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return c, math.nan
+    if log:
+        return c, 100.0 * max(hi / c - 1.0, 1.0 - lo / c) if c > 0 else math.nan
+    return c, max(hi - c, c - lo)
+
+
+def _rng_for(seed: int, key: str) -> np.random.Generator:
+    return np.random.default_rng([int(seed), zlib.crc32(key.encode("utf-8"))])
+
+
+def _check_params(
+    design: str, method: str, alpha: float, confidence: float, correction: str, margin: float,
+    family: str, n_resamples: int, power: float,
+) -> None:
+    choose("design", design, DESIGNS)
+    choose("method", method, METHODS)
+    choose("correction", correction, CORRECTIONS)
+    choose("family", family, FAMILIES)
+    probability("alpha", alpha)
+    probability("confidence", confidence)
+    probability("power", power)
+    if alpha >= 0.5:
+        raise ParameterError(f"alpha={alpha} leaves no room for the equivalence interval (1 - 2 alpha); use alpha < 0.5")
+    if not (np.isfinite(margin) and 0.0 <= margin < 1.0):
+        raise ParameterError(f"margin must be a relative change in [0, 1) (0.02 = 2%), got {margin!r}")
+    if int(n_resamples) < 999:
+        raise ParameterError(f"n_resamples must be at least 999, got {n_resamples!r}")
+
+
+def _prepare(summaries: pd.DataFrame, by: Sequence[str], metrics: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    if not isinstance(summaries, pd.DataFrame):
+        raise ParameterError(f"summaries must be a pandas DataFrame (one row per trial), got {type(summaries).__name__}")
+    if "arm" not in summaries.columns:
+        raise ParameterError(f"summaries need an 'arm' column; they have {sorted(map(str, summaries.columns))}")
+    missing_by = [c for c in by if c not in summaries.columns]
+    if missing_by:
+        raise ParameterError(
+            f"summaries lack the column(s) {missing_by} named in by=; pass by=() for one group, "
+            f"or one of {sorted(map(str, summaries.columns))}"
+        )
+    missing = [m for m in metrics if m not in summaries.columns]
+    if missing:
+        numeric = sorted(str(c) for c in summaries.columns if pd.api.types.is_numeric_dtype(summaries[c]))
+        raise ParameterError(f"metric(s) {missing} are not columns of summaries; numeric columns: {numeric}")
+    for c in ("arm", *by):
+        if summaries[c].isna().any():
+            raise ParameterError(f"column {c!r} holds NaN/None in {int(summaries[c].isna().sum())} row(s)")
+    data = summaries.reset_index(drop=True).copy()
+    data["arm"] = data["arm"].astype(str)
+    if "valid" in data.columns:
+        if data["valid"].isna().any():
+            raise ParameterError("column 'valid' holds NaN; each trial must be marked True or False")
+        keep = data["valid"].astype(bool)
+        return data[keep].copy(), data[~keep].copy()
+    return data, data.iloc[0:0].copy()
+
+
+def _check_identity(g: pd.DataFrame, by: Sequence[str], key_text: str) -> None:
+    for col in IDENTITY_COLUMNS:
+        if col in by or col not in g.columns:
+            continue
+        vals = g[col].dropna().unique()
+        if len(vals) > 1:
+            shown = sorted(map(str, vals))[:6]
+            raise ParameterError(
+                f"the trials of {key_text} mix several values of {col!r} ({shown}): arms of different "
+                f"{col}s cannot be compared; add {col!r} to by="
+            )
+
+
+def compare(
+    summaries: pd.DataFrame,
+    *,
+    baseline: str,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    design: str = "auto",
+    method: str = "rank",
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    correction: str = "holm",
+    margin: float = 0.02,
+    seed: int = 0,
+    by: Sequence[str] = ("condition",),
+    n_resamples: int = 9999,
+    power: float = 0.8,
+    family: str = "all",
+    better: Mapping[str, str] | None = None,
+    shift: bool = True,
+) -> Comparison:
+    """Compare every arm with ``baseline`` on each metric, across trials.
+
+    Parameters
+    ----------
+    summaries:
+        One row per trial: ``arm``, the ``by`` columns (default ``condition``), optionally
+        ``block``, ``position``, ``seq``, ``valid`` (invalid trials are left out and counted
+        in a note), and the metric columns (from :func:`summarize_trial`). Diagnostic
+        columns (``change_point``, ``mvalue``, ``n_eff``, ``offered_rps``, ``load_model``,
+        ``error_rate``...) feed the footnotes when present.
+    baseline:
+        The arm every other arm is compared with.
+    metrics:
+        Summary columns to compare. ``*_ms``/``*_s`` (lower is better) and ``*_rps``
+        (higher is better) are compared as ratios arm/baseline on the log scale;
+        ``error_rate`` as a difference in percentage points.
+    design:
+        ``"auto"`` (paired by block when the trials are in complete blocks, else unpaired),
+        ``"paired"`` or ``"unpaired"``.
+    method:
+        ``"rank"`` (Hodges-Lehmann with exact Moses/Walsh intervals and exact Mann-Whitney /
+        signed-rank p-values), ``"parametric"`` (Welch or paired t on logs) or
+        ``"bootstrap"`` (trial-level BCa of the Hodges-Lehmann shift).
+    alpha:
+        Significance level for adjusted p-values; the equivalence test uses ``1 - 2 alpha``
+        intervals.
+    confidence:
+        Level of the reported intervals (the exact rank intervals reach at least this; the
+        achieved level is reported).
+    correction:
+        ``"holm"``, ``"bh"``, ``"by"`` or ``"none"``, over the family of rows.
+    margin:
+        Practical margin: changes within ``[1/(1+margin), 1+margin]`` are negligible.
+    seed:
+        Seed of the bootstrap (results are identical for the same data and seed).
+    by:
+        Columns that define separate comparisons (one table each), such as ``condition``
+        or ``endpoint``.
+    n_resamples:
+        Bootstrap replicates (``method="bootstrap"``).
+    power:
+        Power at which the minimum detectable effect is quoted.
+    family:
+        ``"all"``: one multiplicity family over every row; ``"by"``: one per ``by`` group.
+    better:
+        Directions for metrics whose name does not say (``{"cpu_pct": "lower"}``).
+    shift:
+        Also compute the shift function across deciles when ``d1_ms``..``d9_ms`` exist.
+
+    Returns
+    -------
+    Comparison
+        ``.table`` (one row per group, metric and arm), ``.footnotes``, ``.shift``,
+        ``.to_text()``, ``.to_json()``.
+
+    Raises
+    ------
+    ParameterError
+        Unknown method/design/correction, missing columns, NaN labels, a baseline absent from
+        a group, mixed endpoints or conditions within one group, non-positive values of a
+        ratio metric.
+    """
+    _check_params(design, method, alpha, confidence, correction, margin, family, n_resamples, power)
+    by = tuple(by)
+    metrics = tuple(dict.fromkeys(metrics))
+    if not metrics:
+        raise ParameterError("metrics is empty; name at least one summary column")
+    infos = {m: metric_info(m, better) for m in metrics}
+    data, invalid = _prepare(summaries, by, metrics)
+    baseline = str(baseline)
+    book = fn.FootnoteBook()
+    rows: list[dict[str, Any]] = []
+    extras: list[dict[str, Any]] = []  # per-row internals used after adjustment
+    pairs: list[PairInfo] = []
+    groups = [((), data)] if not by else list(data.groupby(list(by), sort=False, dropna=False))
+    if not len(data):
+        raise ParameterError("no valid trials in summaries (every row has valid == False)")
+    for key, g in groups:
+        key_t = key if isinstance(key, tuple) else (key,)
+        labels = dict(zip(by, key_t, strict=True))
+        key_text = ", ".join(f"{k}={v}" for k, v in labels.items()) or "the summaries"
+        _check_identity(g, by, key_text)
+        arms = _arm_order(summaries, g)
+        if baseline not in arms:
+            raise ParameterError(f"baseline {baseline!r} has no valid trial in {key_text}; arms there: {arms}")
+        others = [a for a in arms if a != baseline]
+        if not others:
+            raise ParameterError(f"only the baseline {baseline!r} has valid trials in {key_text}; nothing to compare")
+        group_rows: list[int] = []
+        for arm in others:
+            pair = pair_design(g, baseline, arm, design)
+            pair_rows: list[int] = []
+            for metric in metrics:
+                idx = len(rows)
+                row, extra = _row(
+                    pair, labels, baseline, arm, metric, infos[metric], method, confidence, alpha,
+                    seed, n_resamples, book, idx, g,
+                )
+                rows.append(row)
+                extras.append(extra)
+                pair_rows.append(idx)
+            group_rows.extend(pair_rows)
+            if pair.dropped:
+                book.add("unpaired_trials",
+                         f"{pair.dropped} trial(s) of {arm} or {baseline} in {key_text} had no partner in their "
+                         "block and are left out of the paired analysis", pair_rows)
+            note = _outlier_note(pair, metrics)
+            if note:
+                book.add("outlier", note, pair_rows)
+            for kind, text in fn.order_notes(g, baseline, arm):
+                book.add(kind, text, pair_rows)
+            if "error_rate" in g.columns:
+                note = fn.error_rate_note(pair.a["error_rate"], pair.b["error_rate"], baseline, arm, alpha)
+                if note:
+                    lat_rows = [i for i in pair_rows if infos[rows[i]["metric"]].unit in ("ms", "s")]
+                    book.add("error_rates", note, lat_rows or pair_rows)
+            pairs.append(PairInfo(labels, baseline, arm, pair.paired, len(pair.a), len(pair.b), pair_rows,
+                                  _context(pd.concat([pair.a, pair.b]))))
+        for kind, text in fn.trial_notes(g):
+            book.add(kind, text, group_rows)
+        bad = invalid
+        for k, v in labels.items():
+            bad = bad[bad[k] == v] if len(bad) else bad
+        if len(bad):
+            reasons = ""
+            if "invalid_reason" in bad.columns:
+                rs = sorted(set(map(str, bad["invalid_reason"].dropna())))
+                reasons = f" ({'; '.join(rs[:3])})" if rs else ""
+            book.add("invalid", f"{len(bad)} invalid trial(s) in {key_text} left out{reasons}", group_rows)
+    _adjust_and_decide(rows, extras, by, alpha, correction, margin, method, power, family, book, infos)
+    if correction == "none" and len(rows) > 1:
+        book.add("no_correction",
+                 f"no correction for multiple comparisons over {len(rows)} rows: about {alpha:.0%} of rows "
+                 "with no real change will still look significant", list(range(len(rows))))
+    for i, row in enumerate(rows):
+        row["notes"] = ",".join(str(n) for n in book.for_row(i))
+    table = pd.DataFrame.from_records(rows)
+    shift_table = None
+    if shift and all(f"d{i}_ms" in data.columns for i in range(1, 10)):
+        from benchlib.stats.shift import shift_function_table
+
+        shift_table = shift_function_table(
+            data, baseline=baseline, by=by, design=design, alpha=alpha, confidence=confidence, pairs=pairs
+        )
+    params = {
+        "baseline": baseline, "metrics": list(metrics), "design": design, "method": method, "alpha": alpha,
+        "confidence": confidence, "correction": correction, "margin": margin, "seed": int(seed), "by": list(by),
+        "n_resamples": int(n_resamples), "power": power, "family": family,
+    }
+    return Comparison(table=table, notes=book.notes, shift=shift_table, params=params, pairs=pairs)
+
+
+def _row(
+    pair: _Pair, labels: dict[str, Any], baseline: str, arm: str, metric: str, info: MetricInfo,
+    method: str, confidence: float, alpha: float, seed: int, n_resamples: int,
+    book: fn.FootnoteBook, idx: int, group: pd.DataFrame,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    a_all = pair.a[metric].astype(float)
+    b_all = pair.b[metric].astype(float)
+    if pair.paired:
+        ok = a_all.notna().to_numpy() & b_all.notna().to_numpy()
+        a_s, b_s = a_all[ok], b_all[ok]
+    else:
+        a_s, b_s = a_all.dropna(), b_all.dropna()
+    n_missing = int(a_all.isna().sum() + b_all.isna().sum())
+    key_text = ", ".join(f"{k}={v}" for k, v in labels.items())
+    if n_missing:
+        q = None
+        if "omitted" in group.columns and group["omitted"].astype(str).str.contains(metric, regex=False).any():
+            q = _quantile_of(metric)
+        book.add("omitted", fn.omitted_note(metric, n_missing, len(a_all) + len(b_all), q), [idx])
+    a = a_s.to_numpy()
+    b = b_s.to_numpy()
+    log = info.scale == "log"
+    if log:
+        for name, x, frame in ((baseline, a, pair.a), (arm, b, pair.b)):
+            if np.any(x <= 0) or np.any(~np.isfinite(x)):
+                raise ParameterError(
+                    f"{metric} of {name} ({key_text}) holds non-positive or infinite values; a ratio needs positive "
+                    f"numbers (mark failed trials valid=False)"
+                )
+    elif np.any(~np.isfinite(a)) or np.any(~np.isfinite(b)):
+        raise ParameterError(f"{metric} ({key_text}) holds infinite values")
+    tr = np.log if log else (lambda v: v)
+    paired = pair.paired
+    row: dict[str, Any] = dict(labels)
+    row.update(
+        metric=metric, better=info.better, arm=arm, baseline=baseline,
+        design="paired" if paired else "unpaired", method=method,
+        test=test_name(method, paired), n_baseline=int(a.size), n_arm=int(b.size),
+        n_blocks=int(a.size) if paired else 0, unit=info.unit,
+        effect="ratio" if log else "difference",
+    )
+    for side, x in (("baseline", a), ("arm", b)):
+        c, pm = _centre(x, confidence, log) if x.size else (math.nan, math.nan)
+        row[f"centre_{side}"] = c
+        row[f"pm_{side}"] = pm
+    row["ratio_of_medians"] = (
+        float(np.median(b) / np.median(a)) if log and a.size and b.size and np.median(a) > 0 else math.nan
+    )
+    if a.size and b.size:
+        diffs = np.subtract.outer(b, a)
+        a12 = float((np.count_nonzero(diffs > 0) + 0.5 * np.count_nonzero(diffs == 0)) / diffs.size)
+        row["prob_better"] = 1.0 - a12 if info.better == "lower" else a12
+    else:
+        row["prob_better"] = math.nan
+    extra: dict[str, Any] = {"status": "ok", "paired": paired, "n": min(a.size, b.size), "info": info}
+    # single trial per arm: degraded block-bootstrap mode from per-trial standard errors
+    lse = f"{metric}_lse"
+    if (
+        a.size == 1 and b.size == 1 and log and lse in pair.a.columns and lse in pair.b.columns
+        and np.isfinite(float(pair.a[lse].iloc[0])) and np.isfinite(float(pair.b[lse].iloc[0]))
+    ):
+        se = math.hypot(float(pair.a[lse].iloc[0]), float(pair.b[lse].iloc[0]))
+        eff = float(np.log(b[0]) - np.log(a[0]))
+        z = float(stats.norm.ppf(0.5 + confidence / 2))
+        zt = float(stats.norm.ppf(1 - alpha))
+        p = float(2 * stats.norm.sf(abs(eff) / se)) if se > 0 else (1.0 if eff == 0 else 0.0)
+        row.update(design="single trial", test="circular block bootstrap (one trial per arm)")
+        extra.update(status="single", effect=eff, lo=eff - z * se, hi=eff + z * se, tost_lo=eff - zt * se,
+                     tost_hi=eff + zt * se, p=p, min_p=0.0, sigma=math.nan, achieved=confidence, floor=1)
+        book.add("single_trial",
+                 "single-trial analysis (one trial per arm): the interval comes from a block bootstrap of the "
+                 "requests and does not include the variation between runs, so it is too narrow; run at least "
+                 f"{min_trials(alpha=alpha)} trials per arm", [idx])
+        return row, extra
+    floor = {"rank": 1, "parametric": 2, "bootstrap": BOOTSTRAP_MIN_TRIALS}[method]
+    if a.size < floor or b.size < floor or (paired and a.size < 2) or (a.size + b.size < 3):
+        extra.update(status="too_few", floor=max(floor, 2))
+        if a.size + b.size == 0:
+            extra.update(status="omitted")
+        return row, extra
+    if not log and np.all(a == a[0]) and np.all(b == a[0]):
+        extra.update(effect=0.0, lo=0.0, hi=0.0, tost_lo=0.0, tost_hi=0.0, p=1.0, min_p=0.0, sigma=0.0,
+                     achieved=confidence, floor=floor, all_equal=float(a[0]))
+        row["test"] = "none (all trials equal)"
+        return row, extra
+    x_a, x_b = tr(a), tr(b)
+    key = "|".join([*(str(v) for v in labels.values()), baseline, arm, metric])
+    est = estimate(
+        x_a, x_b, paired=paired, method=method, confidence=confidence, alpha=alpha,
+        rng=_rng_for(seed, key) if method == "bootstrap" else None, n_resamples=n_resamples,
+    )
+    row["test"] = est.test
+    if est.ties and method == "rank":
+        book.add("ties", "tied per-trial values: the rank p-value is exact given the ties, the interval "
+                 "uses the no-ties critical values (approximate coverage)", [idx])
+    if method == "bootstrap" and min(a.size, b.size) < 10:
+        book.add("bootstrap_small", "bootstrap intervals with fewer than 10 trials per arm are approximate "
+                 "(BCa is unreliable for small samples); the rank method is exact", [idx])
+    extra.update(
+        effect=est.effect, lo=est.lo, hi=est.hi, tost_lo=est.tost_lo, tost_hi=est.tost_hi, p=est.pvalue,
+        min_p=est.min_p, sigma=est.sigma, achieved=est.achieved, floor=floor,
+    )
+    return row, extra
+
+
+def _outlier_note(pair: _Pair, metrics: Sequence[str]) -> str | None:
+    """Outlier trials of a pair, judged on the log median (else the first ratio metric)."""
+    cols = [c for c in ("p50_ms", *metrics) if c in pair.a.columns and metric_info(c, {c: "lower"}).scale == "log"]
+    if not cols:
+        return None
+    col = cols[0]
+    parts = []
+    for frame in (pair.a, pair.b):
+        ser = frame[col].astype(float)
+        ser = ser[np.isfinite(ser) & (ser > 0)]
+        if len(ser) >= 3:
+            note = fn.outlier_note(ser, [fn.trial_label(frame.loc[i]) for i in ser.index], col)
+            if note:
+                parts.append(note)
+    return "; ".join(parts) if parts else None
+
+
+def _arm_order(summaries: pd.DataFrame, g: pd.DataFrame) -> list[str]:
+    """Arms in the categorical order of ``summaries.arm`` if it has one, else sorted by name."""
+    present = set(g["arm"])
+    if isinstance(summaries["arm"].dtype, pd.CategoricalDtype):
+        return [str(c) for c in summaries["arm"].cat.categories if str(c) in present]
+    return sorted(present)
+
+
+def _context(trials: pd.DataFrame) -> dict[str, Any]:
+    """Load model, offered rate and trial length of a pair, for the text header."""
+    ctx: dict[str, Any] = {}
+    model = None
+    if "load_model" in trials.columns and trials["load_model"].notna().any():
+        models = sorted(set(map(str, trials["load_model"].dropna())))
+        model = "/".join(models)
+    if "offered_rps" in trials.columns and trials["offered_rps"].notna().any():
+        rates = sorted(set(float(v) for v in trials["offered_rps"].dropna()))
+        rate = "/".join(f"{r:,.0f}" for r in rates)
+        ctx["load"] = f"{model + ' loop ' if model else ''}{rate} req/s offered"
+    elif model:
+        ctx["load"] = f"{model} loop"
+    if "duration_s" in trials.columns and trials["duration_s"].notna().any():
+        ctx["duration"] = f"{float(trials['duration_s'].median()):.3g} s/trial measured"
+    return ctx
+
+
+def _quantile_of(metric: str) -> float | None:
+    from benchlib.stats.summary import QUANTILES, quantile_column
+
+    for q in (*QUANTILES, 0.75, 0.95, 0.9999):
+        if quantile_column(q) == metric:
+            return q
+    return None
+
+
+def _adjust_and_decide(
+    rows: list[dict[str, Any]], extras: list[dict[str, Any]], by: Sequence[str], alpha: float,
+    correction: str, margin: float, method: str, power: float, family: str,
+    book: fn.FootnoteBook, infos: Mapping[str, MetricInfo],
+) -> None:
+    """Multiplicity adjustment, minimum-p guard, verdicts and MDE, in place."""
+    families: dict[tuple[Any, ...], list[int]] = {}
+    for i, r in enumerate(rows):
+        fam_key = tuple(r[c] for c in by) if family == "by" else ()
+        families.setdefault(fam_key, []).append(i)
+    lo_m, hi_m = 1.0 / (1.0 + margin), 1.0 + margin
+    for members in families.values():
+        tested = [i for i in members if extras[i]["status"] in ("ok", "single")]
+        m = max(1, len(tested))
+        padj = adjust(np.array([extras[i]["p"] for i in tested]), correction) if tested else np.empty(0)
+        adj_of = dict(zip(tested, padj, strict=True))
+        for i in members:
+            r, e = rows[i], extras[i]
+            info: MetricInfo = e["info"]
+            log = info.scale == "log"
+            paired = e["paired"]
+            unit_word = "blocks" if paired else "per arm"
+            r["family_size"] = m
+            r["correction"] = correction
+            nan_fields = ("ratio", "ci_lo", "ci_hi", "pct_change", "diff", "diff_lo", "diff_hi", "p_raw",
+                          "p_adj", "min_p", "achieved_confidence", "mde_pct")
+            for f in nan_fields:
+                r.setdefault(f, math.nan)
+            r.update(significant=False, practical=False, equivalent=False)
+            if e["status"] == "omitted":
+                r["verdict"] = "omitted (no values)"
+                continue
+            if e["status"] == "too_few":
+                need = max(e["floor"], min_trials(alpha=alpha, n_comparisons=m, correction=correction, paired=paired)
+                           if method == "rank" else e["floor"])
+                r["verdict"] = f"insufficient trials (need ≥ {need} {unit_word})"
+                continue
+            eff, lo, hi = e["effect"], e["lo"], e["hi"]
+            if log:
+                r.update(ratio=math.exp(eff), ci_lo=math.exp(lo), ci_hi=math.exp(hi), pct_change=100.0 * math.expm1(eff))
+            else:
+                r.update(diff=eff, diff_lo=lo, diff_hi=hi)
+            r["p_raw"] = e["p"]
+            r["p_adj"] = float(adj_of[i])
+            r["min_p"] = e["min_p"]
+            r["achieved_confidence"] = e["achieved"]
+            row_alpha = planning_alpha(alpha, m, correction)
+            if e["status"] != "single" and log:
+                r["mde_pct"] = 100.0 * mde(e["n"], e["sigma"], alpha=row_alpha, power=power, paired=paired, method=method)
+            best = best_case_adjusted(e["min_p"], m, correction)
+            if e["status"] == "ok" and best >= alpha:
+                need = (min_trials(alpha=alpha, n_comparisons=m, correction=correction, paired=paired)
+                        if method == "rank" else e["floor"] + 1)
+                r["verdict"] = f"insufficient trials (need ≥ {need} {unit_word})"
+                r["mde_pct"] = math.inf
+                continue
+            sig = r["p_adj"] < alpha
+            good = info.is_good(eff)
+            word = info.good if good else info.bad
+            if log:
+                inside = lo_m <= math.exp(lo) and math.exp(hi) <= hi_m
+                outside = math.exp(hi) < lo_m or math.exp(lo) > hi_m
+                equiv = lo_m <= math.exp(e["tost_lo"]) and math.exp(e["tost_hi"]) <= hi_m and margin > 0
+            else:
+                inside = outside = False
+                equiv = False
+            r["significant"] = bool(sig)
+            r["equivalent"] = bool(equiv)
+            r["practical"] = bool(sig and (outside or margin == 0 or not log))
+            mtxt = f"±{100 * margin:g}%"
+            if sig:
+                if not log or margin == 0 or outside:
+                    r["verdict"] = word
+                elif inside:
+                    r["verdict"] = f"{word}, within {mtxt}"
+                else:
+                    r["verdict"] = f"{word}, possibly within {mtxt}"
+            elif equiv:
+                r["verdict"] = f"equivalent ({mtxt})"
+            elif "all_equal" in e:
+                r["verdict"] = f"~ (all trials {fmt_value(e['all_equal'], info.unit)})"
+            elif log and np.isfinite(r["mde_pct"]):
+                r["verdict"] = f"~ (MDE {fmt_pct(r['mde_pct'])})"
+            else:
+                r["verdict"] = "~"

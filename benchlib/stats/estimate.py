@@ -1,0 +1,181 @@
+"""One comparison row's effect, interval and p-value, for each method and design (pure).
+
+Inputs are the two arms' per-trial values already on the comparison scale (logs for ratio
+metrics, raw values for difference metrics); paired inputs are aligned by block.
+
+* ``rank`` (default): Hodges-Lehmann shift with the exact Moses interval and exact
+  Mann-Whitney test (unpaired), or the median of Walsh averages with the exact signed-rank
+  interval and test (paired).
+* ``parametric``: difference of mean logs with the Welch t interval and test (unpaired), or
+  the mean within-block log difference with the one-sample t (paired).
+* ``bootstrap``: the Hodges-Lehmann shift with a trial-level (block-level when paired) BCa
+  interval and the BCa-inverted p-value.
+
+Every method also gives the (1 - 2 alpha) interval used for the equivalence test (TOST).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from benchlib.stats.bootstrap import bootstrap_shift
+from benchlib.stats.exact import (
+    hodges_lehmann_center,
+    mann_whitney,
+    min_p_paired,
+    min_p_unpaired,
+    moses_interval,
+    signed_rank,
+    walsh_interval,
+)
+
+__all__ = ["Estimate", "estimate", "BOOTSTRAP_MIN_TRIALS", "test_name"]
+
+#: The trial-level bootstrap is refused below this many trials per arm (blocks when paired).
+BOOTSTRAP_MIN_TRIALS = 5
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Effect of the arm against the baseline on the comparison scale.
+
+    Attributes
+    ----------
+    effect:
+        Log ratio (ratio metrics) or difference (difference metrics), arm minus baseline.
+    lo, hi:
+        Interval at the requested confidence.
+    achieved:
+        Coverage actually reached (exact rank intervals are conservative; others nominal).
+    tost_lo, tost_hi:
+        Interval at ``1 - 2 alpha`` for the equivalence test.
+    pvalue:
+        Two-sided p-value of "no shift".
+    min_p:
+        Smallest p-value this design and method can produce (0 when unbounded).
+    sigma:
+        Spread used for the minimum detectable effect: pooled within-arm SD (unpaired) or
+        SD of the within-block differences (paired).
+    test:
+        The test's name for reports.
+    exact:
+        Whether the p-value and interval come from exact distributions.
+    ties:
+        Whether ties made the rank interval approximate.
+    """
+
+    effect: float
+    lo: float
+    hi: float
+    achieved: float
+    tost_lo: float
+    tost_hi: float
+    pvalue: float
+    min_p: float
+    sigma: float
+    test: str
+    exact: bool = True
+    ties: bool = False
+
+
+def _pooled_sd(a: np.ndarray, b: np.ndarray) -> float:
+    df = a.size + b.size - 2
+    if df < 1:
+        return math.nan
+    ss = float(((a - a.mean()) ** 2).sum() + ((b - b.mean()) ** 2).sum())
+    return math.sqrt(ss / df)
+
+
+def test_name(method: str, paired: bool, exact: bool = True) -> str:
+    """Name of the test behind a row (for tables and the one-line form)."""
+    if method == "rank":
+        base = "Wilcoxon signed-rank" if paired else "Mann-Whitney"
+        return f"exact {base}" if exact else f"{base} (normal approx.)"
+    if method == "parametric":
+        return "paired t on logs" if paired else "Welch t on logs"
+    return "trial-bootstrap BCa (blocks)" if paired else "trial-bootstrap BCa"
+
+
+def estimate(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    paired: bool,
+    method: str,
+    confidence: float,
+    alpha: float,
+    rng: np.random.Generator | None = None,
+    n_resamples: int = 9999,
+) -> Estimate:
+    """Effect, intervals and p-value of ``b`` against ``a`` (see the module docstring).
+
+    The caller checks the trial counts (at least 1 per arm for ``rank``, 2 for
+    ``parametric``, :data:`BOOTSTRAP_MIN_TRIALS` for ``bootstrap``).
+    """
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    tost_conf = 1.0 - 2.0 * alpha
+    if method == "rank":
+        if paired:
+            d = b - a
+            iv = walsh_interval(d, confidence)
+            tv = signed_rank(d)
+            tost = walsh_interval(d, tost_conf)
+            mp = min_p_paired(d.size)
+            sigma = float(np.std(d, ddof=1)) if d.size > 1 else math.nan
+        else:
+            iv = moses_interval(a, b, confidence)
+            tv = mann_whitney(a, b)
+            tost = moses_interval(a, b, tost_conf)
+            mp = min_p_unpaired(a.size, b.size)
+            sigma = _pooled_sd(a, b)
+        return Estimate(
+            iv.estimate, iv.lo, iv.hi, iv.achieved, tost.lo, tost.hi, tv.pvalue, mp, sigma,
+            test_name("rank", paired, tv.exact and iv.exact), tv.exact and iv.exact, tv.ties,
+        )
+    if method == "parametric":
+        if paired:
+            d = b - a
+            eff = float(d.mean())
+            sd = float(np.std(d, ddof=1))
+            sigma = sd
+            if sd == 0.0:
+                return Estimate(eff, eff, eff, confidence, eff, eff, 1.0 if eff == 0 else 0.0, 0.0, 0.0,
+                                test_name("parametric", True), True)
+            res = stats.ttest_1samp(d, 0.0)
+            ci = res.confidence_interval(confidence)
+            ct = res.confidence_interval(tost_conf)
+        else:
+            eff = float(b.mean() - a.mean())
+            sigma = _pooled_sd(a, b)
+            if np.var(a) == 0.0 and np.var(b) == 0.0:
+                return Estimate(eff, eff, eff, confidence, eff, eff, 1.0 if eff == 0 else 0.0, 0.0, 0.0,
+                                test_name("parametric", False), True)
+            res = stats.ttest_ind(b, a, equal_var=False)
+            ci = res.confidence_interval(confidence)
+            ct = res.confidence_interval(tost_conf)
+        return Estimate(
+            eff, float(ci.low), float(ci.high), confidence, float(ct.low), float(ct.high),
+            float(res.pvalue), 0.0, sigma, test_name("parametric", paired), True,
+        )
+    # bootstrap
+    assert rng is not None
+    if paired:
+        d = b - a
+        bs = bootstrap_shift(d, None, paired=True, n_resamples=n_resamples, rng=rng)
+        sigma = float(np.std(d, ddof=1))
+        eff = hodges_lehmann_center(d)
+    else:
+        bs = bootstrap_shift(a, b, paired=False, n_resamples=n_resamples, rng=rng)
+        sigma = _pooled_sd(a, b)
+        eff = bs.estimate
+    lo, hi = bs.interval(confidence)
+    tlo, thi = bs.interval(tost_conf)
+    return Estimate(
+        eff, lo, hi, confidence, tlo, thi, bs.pvalue, 1.0 / (n_resamples + 1), sigma,
+        test_name("bootstrap", paired), False,
+    )

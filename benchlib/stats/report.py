@@ -1,0 +1,288 @@
+"""The result of :func:`benchlib.stats.compare` and its text and JSON forms (pure).
+
+Text follows the statistics reference, section 5.9: one block per condition and pair of
+arms, a header line with the design, a line with the level, correction and margin, one
+line per metric, and the footnotes that concern the block.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchlib.stats.metrics import metric_info
+from benchlib.stats.multiplicity import CORRECTION_LABELS
+
+__all__ = ["Comparison", "PairInfo", "fmt_value", "fmt_p", "fmt_pct", "JSON_FORMAT_VERSION"]
+
+#: Version of the JSON layout written by :meth:`Comparison.to_json`.
+JSON_FORMAT_VERSION = 1
+
+_SUP = str.maketrans("0123456789,", "⁰¹²³⁴⁵⁶⁷⁸⁹˒")
+_MINUS = "\u2212"
+
+
+@dataclass(frozen=True)
+class PairInfo:
+    """One baseline/arm pair within one group (condition)."""
+
+    labels: dict[str, Any]
+    baseline: str
+    arm: str
+    paired: bool
+    n_baseline: int
+    n_arm: int
+    rows: list[int]
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+def fmt_pct(x: float, signed: bool = False) -> str:
+    """A percentage for reports: ``3.1%``, ``17%``, ``+4.0%``, ``−17%``."""
+    if x is None or not np.isfinite(x):
+        return "∞" if x is not None and x == math.inf else "–"
+    body = f"{abs(x):.1f}" if abs(x) < 10 else f"{abs(x):.0f}"
+    if not body.strip("0."):
+        return f"{body}%"
+    sign = (_MINUS if x < 0 else "+") if signed else ("" if x >= 0 else _MINUS)
+    return f"{sign}{body}%"
+
+
+def fmt_p(p: float) -> str:
+    """A p-value: two significant digits, ``1.00`` near one."""
+    if p is None or not np.isfinite(p):
+        return "–"
+    if p >= 0.995:
+        return "1.00"
+    if p >= 0.1:
+        return f"{p:.2f}"
+    if p >= 1e-4:
+        return f"{p:.2g}" if p >= 0.001 else f"{p:.1e}"
+    return f"{p:.1e}"
+
+
+def fmt_value(x: float, unit: str) -> str:
+    """A metric value with its unit: ``12.4 ms``, ``1,998 req/s``, ``0.10%``."""
+    if x is None or not np.isfinite(x):
+        return "–"
+    if unit == "%":
+        return f"{100 * x:.2g}%"
+    a = abs(x)
+    if a >= 100:
+        body = f"{x:,.0f}"
+    elif a >= 10:
+        body = f"{x:.1f}"
+    elif a >= 1:
+        body = f"{x:.2f}"
+    else:
+        body = f"{x:.3g}"
+    return f"{body} {unit}".strip()
+
+
+def _fmt_ratio(r: float, lo: float, hi: float) -> str:
+    if not np.isfinite(r):
+        return "–"
+    digits = 3 if np.isfinite(hi - lo) and (hi - lo) < 0.1 else 2
+    def one(v: float) -> str:
+        return f"{v:.{digits}f}" if np.isfinite(v) else ("∞" if v > 0 else "0")
+    return f"{one(r)} [{one(lo)}, {one(hi)}]"
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (np.bool_, bool)):
+        return bool(v)
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if math.isnan(f):
+            return None
+        if math.isinf(f):
+            return "inf" if f > 0 else "-inf"
+        return f
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if v is None or isinstance(v, (str, int)):
+        return v
+    if isinstance(v, pd.Timestamp):
+        return v.isoformat()
+    return str(v)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything :func:`~benchlib.stats.compare` found.
+
+    Attributes
+    ----------
+    table:
+        One row per (group, metric, arm vs baseline); columns documented in
+        ``docs/statistics.md`` (centres with ``pm_*``, ``ratio``, ``ci_lo``, ``ci_hi``,
+        ``achieved_confidence``, ``pct_change``, ``p_raw``, ``p_adj``, ``verdict``,
+        ``mde_pct``, ``n_baseline``, ``n_arm``, ``method``, ``test``, ``notes``...).
+    notes:
+        The footnotes (diagnostics); ``table.notes`` holds each row's note numbers.
+    shift:
+        The shift function across deciles (one row per group, arm and decile), or None.
+    params:
+        The parameters of the comparison.
+    pairs:
+        The baseline/arm pairs, for the text layout.
+    """
+
+    table: pd.DataFrame
+    notes: list[Any]
+    shift: pd.DataFrame | None
+    params: dict[str, Any]
+    pairs: list[PairInfo]
+
+    @property
+    def footnotes(self) -> list[str]:
+        """The footnotes as numbered strings (``"1. ..."``)."""
+        return [f"{n.id}. {n.text}" for n in self.notes]
+
+    # ------------------------------------------------------------------ text
+
+    def _header(self, p: PairInfo) -> list[str]:
+        t = self.table
+        parts = [f"{p.arm} vs {p.baseline} (baseline)"]
+        if p.labels:
+            parts.append(", ".join(f"{k}={v}" for k, v in p.labels.items()))
+        if p.paired:
+            parts.append(f"{p.n_baseline} trials/arm in {p.n_baseline} blocks (paired)")
+        elif p.n_baseline == p.n_arm:
+            parts.append(f"{p.n_baseline} trials/arm (unpaired)")
+        else:
+            parts.append(f"{p.n_baseline} + {p.n_arm} trials (unpaired)")
+        ctx = p.context
+        if ctx.get("load"):
+            parts.append(str(ctx["load"]))
+        if ctx.get("duration"):
+            parts.append(str(ctx["duration"]))
+        pr = self.params
+        fam = int(t.loc[p.rows[0], "family_size"]) if len(p.rows) else 0
+        corr = CORRECTION_LABELS[pr["correction"]]
+        line2 = (
+            f"α={pr['alpha']:g}, {corr} over {fam} row{'s' if fam != 1 else ''}, "
+            f"{pr['confidence']:.0%} CIs, practical margin ±{100 * pr['margin']:g}%, method {pr['method']}"
+        )
+        return ["  ·  ".join(parts), line2]
+
+    def _lines(self, p: PairInfo) -> list[list[str]]:
+        t = self.table
+        corr = {"holm": "Holm", "bh": "BH", "by": "BY", "none": "adj"}[self.params["correction"]]
+        head = ["metric", "better", f"{p.baseline} (median of trials)", p.arm,
+                f"{p.arm}/{p.baseline} [{self.params['confidence']:.0%} CI]", "Δ%", "p (raw)", f"p ({corr})", "verdict"]
+        out = [head]
+        for i in p.rows:
+            r = t.loc[i]
+            unit = str(r["unit"])
+            def centre(side: str) -> str:
+                v = fmt_value(r[f"centre_{side}"], unit)
+                pm = r[f"pm_{side}"]
+                if v == "–":
+                    return v
+                if unit == "%":
+                    return v + (f" ± {100 * pm:.2g}%" if np.isfinite(pm) else " ± ∞")
+                return v + (f" ± {fmt_pct(pm)}" if np.isfinite(pm) else " ± ∞")
+            if r["effect"] == "ratio":
+                eff = _fmt_ratio(r["ratio"], r["ci_lo"], r["ci_hi"])
+                delta = fmt_pct(r["pct_change"], signed=True)
+            else:
+                d = r["diff"]
+                eff = (f"{100 * d:+.2g} pp [{100 * r['diff_lo']:+.2g}, {100 * r['diff_hi']:+.2g}]"
+                       if np.isfinite(d) else "–")
+                delta = "–"
+            verdict = str(r["verdict"])
+            if r["notes"]:
+                verdict += " " + str(r["notes"]).translate(_SUP)
+            label = metric_info(str(r["metric"]), {str(r["metric"]): str(r["better"])}).label
+            out.append([label, str(r["better"]), centre("baseline"), centre("arm"), eff, delta,
+                        fmt_p(r["p_raw"]), fmt_p(r["p_adj"]), verdict])
+        return out
+
+    def to_text(self) -> str:
+        """The report as plain text (section 5.9 of the statistics reference)."""
+        blocks = []
+        for p in self.pairs:
+            lines = self._header(p) + [""]
+            cells = self._lines(p)
+            widths = [max(len(row[j]) for row in cells) for j in range(len(cells[0]))]
+            for row in cells:
+                lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+            ids = sorted({n.id for n in self.notes if set(n.rows) & set(p.rows)})
+            if ids:
+                lines.append("Notes:")
+                for n in self.notes:
+                    if n.id in ids:
+                        lines.append(f" {str(n.id).translate(_SUP)} {n.text}.")
+            blocks.append("\n".join(lines))
+        return "\n\n".join(blocks) + "\n"
+
+    def one_line(self, row: int) -> str:
+        """One row in one line, for CI logs and pull-request comments."""
+        r = self.table.loc[row]
+        labels = ", ".join(str(r[c]) for c in self.params["by"])
+        head = f"{r['arm']} vs {r['baseline']}" + (f", {labels}" if labels else "") + f" {r['metric']}"
+        if r["effect"] == "ratio" and np.isfinite(r["ratio"]):
+            eff = f"ratio {_fmt_ratio(r['ratio'], r['ci_lo'], r['ci_hi'])} ({fmt_pct(r['pct_change'], True)})"
+        elif np.isfinite(r["diff"]):
+            eff = f"difference {100 * r['diff']:+.2g} pp [{100 * r['diff_lo']:+.2g}, {100 * r['diff_hi']:+.2g}]"
+        else:
+            return f"{head}: {r['verdict']}"
+        n_txt = f"{int(r['n_blocks'])} blocks" if r["design"] == "paired" else f"{int(r['n_baseline'])}+{int(r['n_arm'])} trials"
+        corr = CORRECTION_LABELS[self.params["correction"]]
+        mde_txt = ""
+        if np.isfinite(r["mde_pct"]) and "MDE" not in str(r["verdict"]):
+            mde_txt = f"; MDE({self.params['power']:.0%})={fmt_pct(r['mde_pct'])}"
+        return (
+            f"{head}: {eff}, p={fmt_p(r['p_raw'])} ({r['test']} on {n_txt} of per-trial {r['metric']}; "
+            f"{corr}-adjusted p={fmt_p(r['p_adj'])} over {int(r['family_size'])} comparisons) → {r['verdict']}{mde_txt}"
+        )
+
+    # ------------------------------------------------------------------ JSON
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything as plain Python objects (NaN -> None, infinity -> "inf")."""
+        import scipy
+
+        import benchlib
+
+        doc: dict[str, Any] = {
+            "format": JSON_FORMAT_VERSION,
+            "params": self.params,
+            "versions": {"benchlib": benchlib.__version__, "numpy": np.__version__, "scipy": scipy.__version__},
+            "rows": self.table.to_dict(orient="records"),
+            "footnotes": [{"id": n.id, "kind": n.kind, "text": n.text, "rows": list(n.rows)} for n in self.notes],
+            "comparisons": [
+                {"labels": p.labels, "baseline": p.baseline, "arm": p.arm, "paired": p.paired,
+                 "n_baseline": p.n_baseline, "n_arm": p.n_arm, "rows": p.rows, "context": p.context}
+                for p in self.pairs
+            ],
+            "shift": None if self.shift is None else self.shift.to_dict(orient="records"),
+        }
+        return _jsonable(doc)
+
+    def to_json(self, path: str | None = None) -> str:
+        """JSON text (sorted keys; byte-identical for the same data and seed); written to
+        ``path`` too when given."""
+        text = json.dumps(self.to_dict(), sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+        if path is not None:
+            from pathlib import Path
+
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        import html
+
+        return "<pre>" + html.escape(self.to_text()) + "</pre>"
+
+    def __str__(self) -> str:
+        return self.to_text()
