@@ -58,6 +58,8 @@ class _Proto(asyncio.Protocol):
         self.buf = b""
         self.transport: asyncio.Transport | None = None
         self.need_body = 0
+        self.http10 = False
+        self.ka10 = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -78,6 +80,9 @@ class _Proto(asyncio.Protocol):
                 break
             self.raw_head = buf[: end + 4]
             head = buf[:end].lower()
+            line_end = head.find(b"\r\n")
+            self.http10 = head[:line_end if line_end >= 0 else len(head)].endswith(b"http/1.0")
+            self.ka10 = self.http10 and b"\r\nconnection: keep-alive" in head
             buf = buf[end + 4 :]
             self.raw_body = buf[: int(head.split(b"content-length:")[1].split(b"\r\n")[0].strip() or 0)] if b"content-length:" in head else b""
             n = 0
@@ -125,7 +130,16 @@ class _Server:
         tr = p.transport
         assert tr is not None
         if mode == "hello":
-            p.write(self.hello(body_len))
+            if p.http10:
+                # HTTP/1.0: keep the connection only when asked, and say so (ab -k needs it)
+                resp = self.hello(body_len)
+                if p.ka10:
+                    p.write(resp.replace(b"\r\n\r\n", b"\r\nConnection: keep-alive\r\n\r\n", 1))
+                else:
+                    p.write(resp)
+                    tr.close()
+            else:
+                p.write(self.hello(body_len))
         elif mode == "echo":
             body = p.raw_head + p.raw_body
             p.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))

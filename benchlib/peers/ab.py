@@ -1,0 +1,57 @@
+"""ab (ApacheBench): run it pinned and parse its report."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from benchlib.errors import LoadGenError
+from benchlib.peers.common import check_url, run_tool
+
+__all__ = ["run_ab", "parse_ab"]
+
+
+def run_ab(url: str, *, connections: int = 20, requests: int | None = None, duration_s: float | None = 10,
+           keep_alive: bool = True, cpus: Sequence[int] | None = None, extra_args: Sequence[str] = ()) -> dict[str, Any]:
+    """Run ``ab [-k] -c C (-n N | -t T -n 10000000) URL`` pinned to ``cpus``; return :func:`parse_ab`'s dict."""
+    check_url(url)
+    cmd = ["ab", "-q", "-c", str(connections)]
+    if keep_alive:
+        cmd.append("-k")
+    if requests is not None:
+        cmd += ["-n", str(requests)]
+    else:
+        cmd += ["-t", f"{duration_s:g}", "-n", "100000000"]
+    cmd += list(extra_args) + [url]
+    run = run_tool(cmd, cpus=cpus, timeout_s=(duration_s or 600) + 60)
+    out = parse_ab(run["stdout"])
+    out.update({k: run[k] for k in ("command", "wall_s", "cpu_s", "cpu_fraction", "stdout")})
+    return out
+
+
+def parse_ab(text: str) -> dict[str, Any]:
+    """Parse ab's report: ``requests_per_s``, ``duration_s``, ``requests``, ``failed``,
+    ``non_2xx``, ``keep_alive_requests``, ``latency_mean_ms`` (time per request),
+    ``latency_percentiles_ms`` (whole milliseconds, as ab prints them)."""
+    out: dict[str, Any] = {"tool": "ab"}
+
+    def num(pattern: str, cast: Any = float) -> Any:
+        m = re.search(pattern, text, re.M)
+        return cast(m.group(1)) if m else None
+
+    out["requests_per_s"] = num(r"Requests per second:\s+([0-9.]+)")
+    if out["requests_per_s"] is None:
+        raise LoadGenError(f"cannot parse ab output (no 'Requests per second'):\n{text[-2000:]}")
+    out["duration_s"] = num(r"Time taken for tests:\s+([0-9.]+) seconds")
+    out["requests"] = num(r"Complete requests:\s+(\d+)", int)
+    out["failed"] = num(r"Failed requests:\s+(\d+)", int)
+    out["non_2xx"] = num(r"Non-2xx responses:\s+(\d+)", int) or 0
+    out["keep_alive_requests"] = num(r"Keep-Alive requests:\s+(\d+)", int) or 0
+    out["latency_mean_ms"] = num(r"Time per request:\s+([0-9.]+) \[ms\] \(mean\)$")
+    pct = {}
+    if "Percentage of the requests" in text:
+        for pm in re.finditer(r"^\s*(\d+)%\s+(\d+)", text.split("Percentage of the requests", 1)[1], re.M):
+            pct[pm.group(1)] = float(pm.group(2))
+    out["latency_percentiles_ms"] = pct
+    return out

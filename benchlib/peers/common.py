@@ -1,0 +1,108 @@
+"""Shared helpers for running peer load tools: pinning, the loopback rule, unit parsing."""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from benchlib.errors import LoadGenError, LoadSpecError, ToolchainMissing
+
+__all__ = ["run_tool", "check_url", "parse_time_ms", "parse_size_bytes", "parse_count", "INSTALL_HINTS"]
+
+INSTALL_HINTS = {
+    "wrk": "apt-get install wrk",
+    "ab": "apt-get install apache2-utils",
+    "hey": "apt-get install hey",
+    "h2load": "apt-get install nghttp2-client",
+    "taskset": "apt-get install util-linux",
+}
+
+_TIME_UNITS_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
+_SIZE_UNITS = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4, "K": 1024, "M": 1024**2, "G": 1024**3}
+_COUNT_UNITS = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def parse_time_ms(text: str) -> float:
+    """``"459.14us"`` -> 0.45914 (milliseconds). Units ns, us, ms, s, m, h."""
+    m = re.fullmatch(r"\s*([0-9.]+)\s*(ns|us|µs|ms|s|m|h)\s*", text)
+    if not m:
+        raise ValueError(f"not a time with a unit: {text!r}")
+    return float(m.group(1)) * _TIME_UNITS_MS[m.group(2)]
+
+
+def parse_size_bytes(text: str) -> float:
+    """``"31.43MB"`` -> bytes (binary multiples, as wrk and h2load print them)."""
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([KMGT]?B|[KMG])\s*", text)
+    if not m:
+        raise ValueError(f"not a size with a unit: {text!r}")
+    return float(m.group(1)) * _SIZE_UNITS[m.group(2)]
+
+
+def parse_count(text: str) -> float:
+    """``"51.01k"`` -> 51010.0 (decimal multiples)."""
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([kKMG]?)\s*", text)
+    if not m:
+        raise ValueError(f"not a count: {text!r}")
+    return float(m.group(1)) * _COUNT_UNITS[m.group(2)]
+
+
+def check_url(url: str) -> None:
+    """Refuse a URL whose host is not a loopback address (see :mod:`benchlib.loadgen.validation`)."""
+    from benchlib.loadgen.validation import ALLOW_REMOTE_ENV, _is_loopback
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise LoadSpecError(f"peer tools need an http:// or https:// URL with a host, got {url!r}")
+    if not _is_loopback(parts.hostname) and os.environ.get(ALLOW_REMOTE_ENV) != "1":
+        raise LoadSpecError(f"{url!r} is not on a loopback address; set {ALLOW_REMOTE_ENV}=1 to load a machine of your own")
+
+
+def run_tool(
+    argv: Sequence[str], *, cpus: Sequence[int] | None = None, timeout_s: float = 600.0
+) -> dict[str, Any]:
+    """Run a peer tool (pinned with ``taskset`` to ``cpus``); return its output and CPU use.
+
+    Returns
+    -------
+    dict with ``command``, ``stdout``, ``stderr``, ``returncode``, ``wall_s``, ``cpu_s``
+    (user + system of the tool, from ``wait4``) and ``cpu_fraction`` (cpu_s / wall_s).
+
+    Raises
+    ------
+    benchlib.errors.ToolchainMissing  when the tool (or ``taskset``) is not installed.
+    benchlib.errors.LoadGenError      when it exits non-zero or runs past ``timeout_s``.
+    """
+    tool = argv[0]
+    if shutil.which(tool) is None:
+        raise ToolchainMissing(tool, "benchlib.peers", f"install it with {INSTALL_HINTS.get(tool, 'your package manager')}")
+    cmd = list(argv)
+    if cpus:
+        if shutil.which("taskset") is None:
+            raise ToolchainMissing("taskset", "benchlib.peers", INSTALL_HINTS["taskset"])
+        cmd = ["taskset", "-c", ",".join(str(c) for c in cpus)] + cmd
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise LoadGenError(f"{' '.join(cmd)} ran longer than {timeout_s:g} s") from None
+    wall = time.monotonic() - t0
+    # this child's CPU: communicate() reaped it, so it is the change in the children's totals
+    # (exact unless another thread of this process reaps children at the same time)
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = (ru.ru_utime + ru.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
+    stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
+    if proc.returncode != 0:
+        raise LoadGenError(f"{' '.join(cmd)} exited with {proc.returncode}:\n{stderr[-2000:]}{stdout[-2000:]}")
+    return {"command": cmd, "stdout": stdout, "stderr": stderr, "returncode": proc.returncode,
+            "wall_s": wall, "cpu_s": cpu_s, "cpu_fraction": cpu_s / wall if wall > 0 else None}
