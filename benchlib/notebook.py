@@ -10,7 +10,7 @@ from typing import Any, Iterable
 
 from benchlib.runner import ExperimentResult
 
-__all__ = ["design_markdown", "contracts_table", "provenance_markdown", "show", "status_table"]
+__all__ = ["contracts_table", "design_markdown", "provenance_markdown", "show", "status_table", "verdict_sentences"]
 
 
 def show(obj: Any) -> None:
@@ -121,3 +121,40 @@ def provenance_markdown(result: ExperimentResult) -> str:
         f"- benchlib git {str(git.get('sha'))[:12]}" + (" (uncommitted changes)" if git.get("dirty") else ""),
         f"- run started {p.get('collected_utc')}, finished {run.get('finished_utc', 'not finished')}",
     ])
+
+
+_METRIC_WORDS = {
+    "p50_ms": "median latency (p50)", "p90_ms": "p90 latency", "p99_ms": "p99 latency", "p999_ms": "p99.9 latency",
+    "mean_ms": "mean latency", "throughput_rps": "throughput", "error_rate": "error rate",
+    "service_p50_ms": "median service time",
+}
+
+
+def verdict_sentences(comparison: Any, *, metrics: Iterable[str] | None = None) -> str:
+    """The comparison's verdicts in words, one bullet per row, every figure from the table.
+
+    Example: "go vs py, median latency (p50): ratio 0.40 [0.32, 0.51] (-60%), exact
+    Wilcoxon signed-rank p = 0.031, Holm-adjusted 0.094 over 3 rows: insufficient trials".
+    """
+    table = comparison.table
+    if metrics is not None:
+        table = table[table["metric"].isin(list(metrics))]
+    lines = []
+    for _, r in table.iterrows():
+        what = _METRIC_WORDS.get(str(r["metric"]), str(r["metric"]))
+        cond = f" [{r['condition']}]" if "condition" in r and r["condition"] not in (None, "main") else ""
+        if r.get("effect") == "ratio" and r.get("ratio") == r.get("ratio"):
+            eff = (f"ratio {r['ratio']:.2f} [{r['ci_lo']:.2f}, {r['ci_hi']:.2f}] "
+                   f"({r['pct_change']:+.0f}%, {r['better']} is better)")
+        elif r.get("diff") == r.get("diff") and r.get("diff") is not None:
+            eff = f"difference {r['diff']:+.3g} [{r['diff_lo']:+.3g}, {r['diff_hi']:+.3g}]"
+        else:
+            eff = "no estimate"
+        p = r.get("p_raw")
+        ptxt = (f"{r.get('test', 'test')} p = {p:.3g}, {r.get('correction', '')}-adjusted {r['p_adj']:.3g} over "
+                f"{int(r.get('family_size', 1))} rows" if p == p and p is not None else "no test")
+        mde = r.get("mde_pct")
+        mde_txt = f"; smallest effect this design detects with 80% power: {mde:.1f}%" if (
+            isinstance(mde, float) and mde == mde and mde != float("inf") and str(r["verdict"]).startswith("~")) else ""
+        lines.append(f"- **{r['arm']} vs {r['baseline']}**{cond}, {what}: {eff}; {ptxt} → **{r['verdict']}**{mde_txt}")
+    return "\n".join(lines) if lines else "_No comparison rows (fewer than two arms ran)._"

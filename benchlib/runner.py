@@ -68,10 +68,10 @@ class ExperimentResult:
         """Per-trial summaries (one row per stored trial); see :func:`trial_summary`."""
         return self.store.summaries(trial_summary)
 
-    def latencies(self, *, max_per_arm: int = 200_000, seed: int = 0) -> Any:
+    def latencies(self, *, max_per_arm: int | None = 200_000, seed: int = 0) -> Any:
         """Measured-phase latencies of successful requests, pooled per condition and arm, for
-        plots (uniformly subsampled to ``max_per_arm`` rows). Columns: condition, arm,
-        block, latency_ms, service_time_ms."""
+        plots only (uniformly subsampled to ``max_per_arm`` rows per arm; ``None`` keeps all).
+        Columns: condition, arm, block, latency_ms, service_ms."""
         import pandas as pd
 
         rng = np.random.default_rng(seed)
@@ -84,16 +84,16 @@ class ExperimentResult:
             parts.setdefault((t.condition, t.arm), []).append(pd.DataFrame({
                 "condition": t.condition, "arm": t.arm, "block": t.block,
                 "latency_ms": (keep["t_done_ns"] - keep["t_intended_ns"]) / 1e6,
-                "service_time_ms": (keep["t_done_ns"] - keep["t_sent_ns"]) / 1e6,
+                "service_ms": (keep["t_done_ns"] - keep["t_sent_ns"]) / 1e6,
             }))
         frames = []
         for dfs in parts.values():
             df = pd.concat(dfs, ignore_index=True)
-            if len(df) > max_per_arm:
+            if max_per_arm is not None and len(df) > max_per_arm:
                 df = df.iloc[np.sort(rng.choice(len(df), max_per_arm, replace=False))]
             frames.append(df)
         if not frames:
-            return pd.DataFrame(columns=["condition", "arm", "block", "latency_ms", "service_time_ms"])
+            return pd.DataFrame(columns=["condition", "arm", "block", "latency_ms", "service_ms"])
         return pd.concat(frames, ignore_index=True)
 
     def not_run_table(self) -> Any:

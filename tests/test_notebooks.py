@@ -1,0 +1,85 @@
+"""Notebooks: statically well-formed, and the quickstart executed for real by papermill with
+tiny parameters, asserting on the stored rows, the comparison table and the HTML report."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from benchlib.report import list_notebooks, notebook_parameters, run_notebook
+
+NOTEBOOKS = list_notebooks(Path(__file__).resolve().parent.parent / "notebooks")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_committed_stripped_with_one_typed_parameters_cell(path: Path) -> None:
+    nb = nbformat.read(str(path), as_version=4)
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
+    for c in nb.cells:
+        if c.cell_type == "code":
+            assert not c.get("outputs") and not c.get("execution_count"), "outputs must be stripped"
+    params = notebook_parameters(path)
+    assert params, "the parameters cell declares parameters"
+    for name, p in params.items():
+        assert p["inferred_type_name"] not in (None, "None"), f"{name} needs a type annotation"
+        assert p["help"], f"{name} needs a help comment"
+    for required in ("runtime", "trials", "seed", "out_dir", "progress"):
+        assert required in params, f"every study notebook takes {required!r}"
+
+
+@pytest.mark.notebook
+@pytest.mark.integration
+def test_quickstart_runs_end_to_end_and_its_report_shows_this_runs_numbers(tmp_path: Path) -> None:
+    from benchlib import stats
+    from benchlib.store import RunStore
+
+    runs = tmp_path / "runs"
+    run = run_notebook("00_quickstart", {"trials": 2, "duration_s": 1.0, "warmup_s": 0.3, "connections": 4,
+                                         "out_dir": str(runs), "run_id": "nbtest", "seed": 3},
+                       reports_dir=tmp_path / "reports")
+    assert run.ok, run.error
+    assert run.html is not None and run.html.exists()
+
+    store = RunStore(runs / "00_quickstart" / "nbtest")
+    trials = store.trials()
+    assert len(trials) == 4 and {t.arm for t in trials} == {"go-nethttp", "python-aiohttp"}
+    for t in trials:
+        assert t.meta["status"] == "ok", t.meta.get("reason")
+        rows = t.rows()
+        assert (rows["phase"] == 1).sum() > 100 and (rows["error"] == 0).all()
+        assert t.meta["contract"]["ok"] and t.meta["cpus"]["server"] != t.meta["cpus"]["client"]
+    run_json = json.loads((store.path / "run.json").read_text())
+    assert run_json["provenance"]["cpu_model"] and run_json["provenance"]["git"]["sha"]
+    assert run_json["notebook_parameters"]["trials"] == 2
+
+    # the table in the report is the one computed from the stored trials of this run
+    from benchlib.runner import trial_summary
+
+    expected = stats.compare(store.summaries(trial_summary), baseline="python-aiohttp",
+                             metrics=("p50_ms", "p99_ms", "throughput_rps"), seed=3).to_text()
+    page = run.html.read_text()
+    first_row = next(line for line in expected.splitlines() if line.startswith("p50"))
+    ratio = re.search(r"(\d+\.\d\d) \[", first_row)
+    assert ratio and ratio.group(0) in page
+    assert "go-nethttp/python-aiohttp [95% CI]" in page and "Contract check" in page
+    nb = nbformat.read(str(run.executed), as_version=4)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
+    assert not errors
+
+
+def test_report_html_hides_code(tmp_path: Path) -> None:
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    from benchlib.report import export_html
+
+    nb = new_notebook(cells=[new_markdown_cell("# Title"), new_code_cell("secret_code_marker = 1\nprint('visible output')")])
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="visible output\n")]
+    path = tmp_path / "x.ipynb"
+    nbformat.write(nb, str(path))
+    html = export_html(path).read_text()
+    assert "visible output" in html and "secret_code_marker" not in html
