@@ -10,7 +10,7 @@ from typing import Any, Iterable
 
 from benchlib.runner import ExperimentResult
 
-__all__ = ["contracts_table", "design_markdown", "provenance_markdown", "show", "status_table", "verdict_sentences"]
+__all__ = ["contracts_table", "design_markdown", "provenance_markdown", "show", "footnotes_markdown", "status_table", "verdict_sentences", "verdict_table"]
 
 
 def show(obj: Any) -> None:
@@ -158,3 +158,39 @@ def verdict_sentences(comparison: Any, *, metrics: Iterable[str] | None = None) 
             isinstance(mde, float) and mde == mde and mde != float("inf") and str(r["verdict"]).startswith("~")) else ""
         lines.append(f"- **{r['arm']} vs {r['baseline']}**{cond}, {what}: {eff}; {ptxt} → **{r['verdict']}**{mde_txt}")
     return "\n".join(lines) if lines else "_No comparison rows (fewer than two arms ran)._"
+
+
+def verdict_table(comparison: Any) -> Any:
+    """The comparison as a readable table for HTML reports (formatted strings), one row per
+    condition x metric x arm; footnote marks refer to ``comparison.footnotes``."""
+    import pandas as pd
+
+    from benchlib.stats.report import fmt_p, fmt_pct, fmt_value
+
+    rows = []
+    for _, r in comparison.table.iterrows():
+        unit = str(r.get("unit", ""))
+        if r.get("effect") == "ratio":
+            eff = f"{r['ratio']:.3g} [{r['ci_lo']:.3g}, {r['ci_hi']:.3g}]" if r["ratio"] == r["ratio"] else "–"
+            change = fmt_pct(r["pct_change"], signed=True) if r["pct_change"] == r["pct_change"] else "–"
+        else:
+            eff = f"{r['diff']:+.3g} [{r['diff_lo']:+.3g}, {r['diff_hi']:+.3g}]" if r["diff"] == r["diff"] else "–"
+            change = "–"
+        rows.append({
+            "condition": r.get("condition", ""),
+            "metric": f"{_METRIC_WORDS.get(str(r['metric']), r['metric'])} ({r['better']} is better)",
+            "baseline": f"{r['baseline']}: {fmt_value(r['centre_baseline'], unit)} ± {fmt_pct(r['pm_baseline'])}",
+            "arm": f"{r['arm']}: {fmt_value(r['centre_arm'], unit)} ± {fmt_pct(r['pm_arm'])}",
+            "arm / baseline [95% CI]": eff,
+            "change": change,
+            "p (raw)": fmt_p(r["p_raw"]),
+            f"p ({r.get('correction', 'adj')})": fmt_p(r["p_adj"]),
+            "verdict": str(r["verdict"]) + (f" ({r['notes']})" if r.get("notes") else ""),
+        })
+    return pd.DataFrame(rows)
+
+
+def footnotes_markdown(comparison: Any) -> str:
+    """The comparison's diagnostic footnotes as a Markdown list ("" when there are none)."""
+    notes = list(comparison.footnotes)
+    return "**Notes**\n\n" + "\n".join(f"- {n}" for n in notes) if notes else ""
