@@ -21,6 +21,7 @@ A response that cannot be parsed is an error of one of these kinds (names as in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 __all__ = [
@@ -51,6 +52,22 @@ _ERROR = 7
 _CHUNK_CRLF = 8  # reading the CRLF after chunk data
 
 _MAX_CHUNK_LINE = 4096
+
+#: Parsed response heads, shared by the parsers of a process, keyed by their settings;
+#: each maps a head's bytes to (status, state, remaining, keep_alive).
+_HEAD_CACHE_SIZE = 256
+
+
+class _Caches(dict):  # type: ignore[type-arg]
+    def __missing__(self, key: tuple[bool, int]) -> dict[bytes, tuple[int, int, int, bool]]:
+        self[key] = {}
+        return self[key]
+
+
+_HEAD_CACHES: dict[tuple[bool, int], dict[bytes, tuple[int, int, int, bool]]] = _Caches()
+
+#: Header lines: a name (no control characters, spaces or colons), a colon, a value.
+_HEADER_LINES = re.compile(rb"(?:[^\x00-\x20:\x7f]+:[^\r\n]*\r\n)*[^\x00-\x20:\x7f]+:[^\r\n]*")
 
 
 def build_request(
@@ -124,11 +141,13 @@ class ResponseParser:
         "_state",
         "_buf",
         "_remaining",
+        "_cache",
     )
 
     def __init__(self, *, max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES, head_request: bool = False) -> None:
         self.max_header_bytes = max_header_bytes
         self.head_request = head_request
+        self._cache = _HEAD_CACHES[(head_request, max_header_bytes)]
         self.reset()
 
     def reset(self) -> None:
@@ -171,19 +190,40 @@ class ResponseParser:
             if end + 4 > self.max_header_bytes:
                 return self._fail("protocol", f"response head larger than {self.max_header_bytes} bytes")
             self._buf = b""
-            r = self._parse_head(buf, end)
-            if r != NEED_MORE:
-                return r
-            rest = buf[end + 4 :]
-            if self.status < 200:
-                # 1xx informational: skip it and parse the real response that follows.
-                self._state = _HEAD
-                self.status = 0
-                return self.feed_again(rest)
+            # A server sends the same head again and again (bar its Date header, once a
+            # second): a head parsed before is looked up instead of parsed again.
+            head = buf[:end]
+            cache = self._cache
+            hit = cache.get(head)
+            if hit is None:
+                r = self._parse_head(buf, end)
+                if r != NEED_MORE:
+                    return r
+                if self.status < 200:
+                    # 1xx informational: skip it and parse the real response that follows.
+                    self._state = _HEAD
+                    self.status = 0
+                    return self.feed_again(buf[end + 4 :])
+                if len(cache) >= _HEAD_CACHE_SIZE:
+                    cache.clear()
+                cache[head] = (self.status, self._state, self._remaining, self.keep_alive)
+            else:
+                self.status, self._state, self._remaining, self.keep_alive = hit
             state = self._state
-            if not rest:
+            n = len(buf) - end - 4
+            if state == _LENGTH:
+                remaining = self._remaining
+                if n == remaining:
+                    self._remaining = 0
+                    self._state = _DONE
+                    return COMPLETE
+                if n < remaining:
+                    self._remaining = remaining - n
+                    return NEED_MORE
+                return self._fail("protocol", f"{n - remaining} bytes more than Content-Length")
+            if n == 0:
                 return COMPLETE if state == _DONE else NEED_MORE
-            data = rest
+            data = buf[end + 4 :]
         elif state == _DONE:
             return self._fail("protocol", "bytes received after the end of the response")
         elif state == _ERROR:
@@ -232,7 +272,23 @@ class ResponseParser:
         conn_close = http10
         if line_end < end:
             head = buf[line_end + 2 : end].lower()
-            for h in head.split(b"\r\n"):
+            if _HEADER_LINES.fullmatch(head) is None:
+                return self._fail("protocol", f"malformed header line in {head[:60]!r}")
+            i = head.find(b"content-length:")
+            # fast path: no Transfer-Encoding, no Connection, one Content-Length at a line start
+            if (
+                b"transfer-encoding" not in head
+                and b"connection" not in head
+                and (i == 0 or (i > 0 and head[i - 2 : i] == b"\r\n"))
+                and head.find(b"content-length:", i + 15) < 0
+            ):
+                j = head.find(b"\r\n", i)
+                v = (head[i + 15 : j] if j >= 0 else head[i + 15 :]).strip()
+                if not v.isdigit() or len(v) > 18:
+                    return self._fail("protocol", f"invalid Content-Length {v[:40]!r}")
+                length = int(v)
+                head = b""
+            for h in head.split(b"\r\n") if head else ():
                 colon = h.find(b":")
                 if colon <= 0 or h[colon - 1 : colon] in (b" ", b"\t") or h[:1] in (b" ", b"\t"):
                     return self._fail("protocol", f"malformed header line {h[:60]!r}")
