@@ -16,7 +16,9 @@ from benchlib.errors import LoadSpecError, ParameterError
 
 __all__ = [
     "Arm",
+    "CROSS_CHECK_TOOLS",
     "Condition",
+    "CrossCheck",
     "Experiment",
     "RUNTIME_NAMES",
     "LOAD_MODELS",
@@ -259,6 +261,34 @@ class Arm:
             raise ParameterError(f"unknown log_sink {self.log_sink!r}; valid: {', '.join(LOG_SINKS)}")
 
 
+CROSS_CHECK_TOOLS = ("wrk", "k6", "ab", "hey", "h2load")
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """A peer load tool run against the same service instance within each trial, beside
+    benchlib's own load (the order alternates by block, so neither always runs first).
+
+    Attributes
+    ----------
+    tool: one of :data:`CROSS_CHECK_TOOLS`.
+    options: keyword arguments for the tool's ``run_*`` function in :mod:`benchlib.peers`
+        (e.g. ``(("threads", 2), ("connections", 100), ("duration_s", 30))`` for wrk).
+    arms: the arms to cross-check (``None``: all).
+    """
+
+    tool: str
+    options: tuple[tuple[str, Any], ...] = ()
+    arms: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.tool not in CROSS_CHECK_TOOLS:
+            raise ParameterError(f"unknown cross-check tool {self.tool!r}; valid: {', '.join(CROSS_CHECK_TOOLS)}")
+
+    def applies_to(self, arm: str) -> bool:
+        return self.arms is None or arm in self.arms
+
+
 @dataclass(frozen=True)
 class Condition:
     """One load condition of an experiment: a LoadSpec and the endpoint it is applied to.
@@ -269,11 +299,13 @@ class Condition:
     load: the LoadSpec. Its request (method, path, body, headers) is replaced by the arm's
         endpoint from the service manifest, so one condition fits services whose paths differ.
     endpoint: the manifest endpoint to load (``None``: the arm's, else the service's first).
+    cross_check: a peer tool run on the same instance in every trial (see :class:`CrossCheck`).
     """
 
     name: str
     load: LoadSpec
     endpoint: str | None = None
+    cross_check: CrossCheck | None = None
 
     def __post_init__(self) -> None:
         import re

@@ -38,13 +38,13 @@ from benchlib.errors import (
     ToolchainMissing,
 )
 from benchlib.manifest import Endpoint, ResolvedService, get_manifest
-from benchlib.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
 from benchlib.progress import ProgressCallback, make_progress
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
 from benchlib.schema import ROW_DTYPE
 from benchlib.store import RunStore, StoredTrial
 
-__all__ = ["ExperimentResult", "request_for", "run_experiment"]
+__all__ = ["ExperimentResult", "cross_check_summary", "request_for", "run_cross_check", "run_experiment", "trial_summary"]
 
 
 @dataclass
@@ -122,6 +122,7 @@ def trial_summary(trial: StoredTrial) -> dict[str, Any]:
     if len(rows):
         duration = (meta.get("load") or {}).get("measured_duration_s")
         row.update(summarize_trial(rows, duration_s=duration))
+    row.update(cross_check_summary(meta))
     return row
 
 
@@ -230,8 +231,17 @@ class _Executor:
                 from benchlib.model import Target
 
                 spec = request_for(condition.load, endpoint)
+                check = condition.cross_check if (condition.cross_check and
+                                                  condition.cross_check.applies_to(arm.name)) else None
+                peer_first = check is not None and planned.block % 2 == 1
+                if check is not None and peer_first:
+                    meta["cross_check"] = run_cross_check(check, target_url + endpoint.path, self.cpus.client,
+                                                          order="before")
                 result = run_load(spec, Target(handle.host, handle.port), client_cpus=self.cpus.client,
                                   seed=self.exp.seed * 1_000_003 + planned.seq)
+                if check is not None and not peer_first:
+                    meta["cross_check"] = run_cross_check(check, target_url + endpoint.path, self.cpus.client,
+                                                          order="after")
                 rows = result.rows
                 meta["load"] = result.meta
                 alive = handle.alive()
@@ -260,6 +270,41 @@ class _Executor:
         meta["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self.store.write_trial(rows, meta)
         return meta
+
+
+def run_cross_check(check: CrossCheck, url: str, cpus: Sequence[int], *, order: str) -> dict[str, Any]:
+    """Run ``check``'s peer tool against ``url`` pinned to ``cpus``; its parsed report plus
+    ``order`` (before/after benchlib's load). A tool that is missing or fails is recorded as
+    ``{"error": ...}``: the trial itself stands."""
+    import importlib
+
+    module = importlib.import_module(f"benchlib.peers.{check.tool}")
+    func = getattr(module, f"run_{check.tool}")
+    try:
+        out = dict(func(url, cpus=list(cpus), **dict(check.options)))
+    except BenchlibError as exc:
+        return {"tool": check.tool, "order": order, "error": f"{type(exc).__name__}: {exc}"}
+    out.pop("stdout", None) if len(str(out.get("stdout", ""))) > 20_000 else None
+    return {**out, "tool": check.tool, "order": order}
+
+
+def cross_check_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The cross-check's headline figures for the summaries table: ``xcheck_tool``,
+    ``xcheck_rps``, ``xcheck_p50_ms``, ``xcheck_p99_ms``, ``xcheck_error``."""
+    x = meta.get("cross_check")
+    if not x:
+        return {}
+    if x.get("error"):
+        return {"xcheck_tool": x.get("tool"), "xcheck_error": x["error"]}
+    pct = x.get("latency_percentiles_ms") or {}
+    trend = x.get("http_req_duration_ms") or {}
+    return {
+        "xcheck_tool": x.get("tool"), "xcheck_order": x.get("order"),
+        "xcheck_rps": x.get("requests_per_s", x.get("http_reqs_per_s")),
+        "xcheck_p50_ms": pct.get("50", trend.get("med", trend.get("p(50)"))),
+        "xcheck_p99_ms": pct.get("99", trend.get("p(99)")),
+        "xcheck_error": None,
+    }
 
 
 def _check_same_plan(store: RunStore, plan: list[PlannedTrial], params: Mapping[str, Any]) -> None:

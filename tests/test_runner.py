@@ -1,0 +1,110 @@
+"""The runner against real services on 127.0.0.1: blocked plan executed and stored, resume,
+arms that cannot run kept with the reason, a service dying mid-trial recorded as a failure,
+and the peer cross-check recorded beside benchlib's numbers."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from benchlib.errors import ParameterError
+from benchlib.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
+from benchlib.notebook import status_table
+from benchlib.runner import run_experiment
+
+pytestmark = pytest.mark.integration
+SERVICES = Path(__file__).resolve().parent.parent / "services"
+TINY = LoadSpec(connections=2, duration_s=0.6, warmup_s=0.2)
+
+
+@pytest.fixture()
+def services(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "services"
+    d.mkdir()
+    (d / "python-aiohttp-hello").symlink_to(SERVICES / "python-aiohttp-hello")
+    for name, toolchains, command in [
+        ("needs-dotnet", '["dotnet"]', '["dotnet", "run"]'),
+        ("dies-soon", '["python"]', '["{python}", "{service_dir}/server.py"]'),
+    ]:
+        (d / name).mkdir()
+        (d / name / "service.toml").write_text(textwrap.dedent(f"""
+            name = "{name}"
+            language = "python"
+            framework = "test"
+            toolchains = {toolchains}
+            [run]
+            command = {command}
+            port_env = "PORT"
+            [[endpoints]]
+            name = "hello"
+            path = "/"
+            [endpoints.contract]
+            status = 200
+        """))
+    (d / "dies-soon" / "server.py").write_text(textwrap.dedent("""
+        import os, threading, http.server
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            def do_GET(self):
+                self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers()
+                self.wfile.write(b"ok")
+            def log_message(self, *a): pass
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), H)
+        threading.Timer(0.5, lambda: os._exit(7)).start()
+        srv.serve_forever()
+    """))
+    monkeypatch.setenv("BENCHLIB_SERVICES", str(d))
+    return d
+
+
+def test_plan_runs_in_blocks_is_stored_and_resumes(services: Path, tmp_path: Path) -> None:
+    exp = Experiment("t-runner", (Arm("a", "python-aiohttp-hello"), Arm("b", "python-aiohttp-hello")),
+                     (Condition("main", TINY),), trials=2, seed=5, between_trials_s=0)
+    res = run_experiment(exp, run_id="r1", out_dir=tmp_path / "runs", progress=False)
+    trials = res.trials()
+    assert res.ran == 4 and [t.meta["seq"] for t in trials] == [0, 1, 2, 3]
+    assert all(t.meta["status"] == "ok" for t in trials)
+    run = res.store.read_run()
+    assert [p["arm"] for p in run["plan"]] == [t.arm for t in trials] and run["status"] == "complete"
+    summaries = res.summaries()
+    assert len(summaries) == 4 and (summaries["n"] > 0).all() and summaries["valid"].all()
+
+    again = run_experiment(exp, run_id="r1", out_dir=tmp_path / "runs", progress=False)
+    assert again.ran == 0 and again.skipped == 4
+    with pytest.raises(ParameterError, match="different parameters"):
+        run_experiment(Experiment("t-runner", exp.arms, exp.conditions, trials=3, seed=5), run_id="r1",
+                       out_dir=tmp_path / "runs", progress=False)
+
+
+def test_unrunnable_arm_is_kept_with_its_reason_and_a_dying_service_is_a_recorded_failure(
+        services: Path, tmp_path: Path) -> None:
+    exp = Experiment("t-runner2", (Arm("ok", "python-aiohttp-hello"), Arm("dotnet", "needs-dotnet"),
+                                   Arm("dies", "dies-soon")),
+                     (Condition("main", LoadSpec(connections=2, duration_s=1.5, warmup_s=0.1, timeout_s=1)),),
+                     trials=1, seed=1, between_trials_s=0)
+    if shutil.which("dotnet"):
+        pytest.skip("dotnet is installed here")
+    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False)
+    assert "dotnet" in res.unavailable and "install the .NET 8 SDK" in res.unavailable["dotnet"]
+    by_arm = {t.arm: t for t in res.trials()}
+    assert set(by_arm) == {"ok", "dies"}
+    assert by_arm["ok"].meta["status"] == "ok"
+    dies = by_arm["dies"].meta
+    assert dies["status"] == "failed" and ("died" in dies["reason"] or "ServiceStartError" in dies["reason"])
+    table = status_table(res)
+    assert "not run: no dotnet toolchain" in " ".join(table["reasons"])
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="needs wrk (apt-get install wrk)")
+def test_cross_check_runs_wrk_on_the_same_instance_alternating_order(services: Path, tmp_path: Path) -> None:
+    check = CrossCheck("wrk", (("threads", 1), ("connections", 2), ("duration_s", 1)))
+    exp = Experiment("t-runner3", (Arm("a", "python-aiohttp-hello"),), (Condition("main", TINY, cross_check=check),),
+                     trials=2, seed=1, between_trials_s=0)
+    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False)
+    orders = [t.meta["cross_check"]["order"] for t in res.trials()]
+    assert orders == ["after", "before"]
+    s = res.summaries()
+    assert (s["xcheck_tool"] == "wrk").all() and (s["xcheck_rps"] > 0).all() and (s["xcheck_p50_ms"] > 0).all()
