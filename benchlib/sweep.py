@@ -23,13 +23,14 @@ def capacity(summaries: Any, *, arms: Iterable[str] | None = None, metric: str =
     Raises ParameterError when an arm has no valid trial or the column is missing.
     """
     df = summaries
+    all_arms = sorted(df["arm"].unique()) if "arm" in df.columns else []
     if metric not in df.columns:
         raise ParameterError(f"summaries have no column {metric!r}; valid: {', '.join(map(str, df.columns))}")
     if "valid" in df.columns:
         df = df[df["valid"].astype(bool)]
     if condition is not None:
         df = df[df["condition"] == condition]
-    wanted = list(arms) if arms is not None else sorted(df["arm"].unique())
+    wanted = list(arms) if arms is not None else all_arms
     out = {}
     for arm in wanted:
         vals = df.loc[df["arm"] == arm, metric].dropna()
