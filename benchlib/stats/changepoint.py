@@ -2,9 +2,13 @@
 
 The measured requests, in the order they were due, are cut into windows of equal request
 count; each window is reduced to the median of its log latencies. An exact optimal
-partitioning (the problem PELT solves, here in O(W^2) for W <= 200 windows) with a squared
-error cost, the noise variance estimated robustly from successive differences and a
-BIC-type penalty finds level shifts. A trial is flagged as not steady when a shift of more
+partitioning (the problem PELT solves, here in O(W^2) for W <= 100 windows) with a squared
+error cost, the noise variance estimated robustly from successive differences (corrected
+for the correlation of neighbouring windows) and a BIC-type penalty finds level shifts.
+Calibrated on simulated AR(1) trials of 20,000 requests: false alarms 0-2% (lag-1 up to
+0.97), a 30% shift in the first 20% found 97-100% of the time. Short trials (2,000
+requests) with strongly autocorrelated latency raise more false alarms (about 5% at lag-1
+0.9): their window medians genuinely wander. A trial is flagged as not steady when a shift of more
 than ``min_shift`` (default 10%) is found (Barrett et al. 2017; Killick et al. 2012).
 """
 
@@ -25,6 +29,8 @@ MIN_SHIFT = 0.10
 MIN_WINDOW_REQUESTS = 50
 MIN_WINDOWS = 8
 MAX_WINDOWS = 100
+#: Cap on the lag-1 correlation of window medians used to correct the noise estimate.
+MAX_WINDOW_RHO = 0.8
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,12 @@ def detect_changes(
         return ChangePoints(windows=int(med.size), window_size=size, steady=None)
     diffs = np.diff(med)
     sigma = float(np.median(np.abs(diffs - np.median(diffs)))) / 0.6745 / math.sqrt(2.0)
+    # successive window medians of autocorrelated requests are themselves correlated, which
+    # makes differences understate the noise: var(diff) = 2 sigma^2 (1 - rho)
+    e = med - np.median(med)
+    den = float(e @ e)
+    rho = float(e[:-1] @ e[1:]) / den if den > 0 else 0.0
+    sigma /= math.sqrt(1.0 - min(max(rho, 0.0), MAX_WINDOW_RHO))
     if not sigma > 0:
         sigma = float(np.std(med)) or 1e-12
     z = med / sigma

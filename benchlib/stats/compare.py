@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 import zlib
+from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 from benchlib.errors import ParameterError
 from benchlib.stats import footnotes as fn
@@ -77,16 +78,26 @@ def pair_design(trials: pd.DataFrame, baseline: str, arm: str, design: str) -> _
     return _Pair(True, aa, bb, len(a) + len(b) - 2 * len(common))
 
 
+@lru_cache(maxsize=256)
+def _median_ci_rank(n: int, confidence: float) -> int:
+    """1-based rank k of the order-statistic CI [x(k), x(n-k+1)] of a median (0 if none)."""
+    alpha2 = (1.0 - confidence) / 2.0
+    k = 0
+    while k + 1 <= n // 2 and float(special.bdtr(k, n, 0.5)) <= alpha2 * (1 + 1e-12):
+        k += 1
+    return k
+
+
 def _centre(x: np.ndarray, confidence: float, log: bool) -> tuple[float, float]:
     """Median of trials and the half-width of its order-statistic CI (relative % for log
-    metrics, absolute otherwise); NaN half-width when too few trials for that CI."""
+    metrics, absolute otherwise; as ``scipy.stats.quantile_test(...).confidence_interval``);
+    NaN half-width when there are too few trials for that CI."""
     c = float(np.median(x))
-    if x.size < 2:
+    k = _median_ci_rank(int(x.size), float(confidence)) if x.size >= 2 else 0
+    if k == 0:
         return c, math.nan
-    ci = stats.quantile_test(x, p=0.5).confidence_interval(confidence)
-    lo, hi = float(ci.low), float(ci.high)
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return c, math.nan
+    xs = np.sort(x)
+    lo, hi = float(xs[k - 1]), float(xs[x.size - k])
     if log:
         return c, 100.0 * max(hi / c - 1.0, 1.0 - lo / c) if c > 0 else math.nan
     return c, max(hi - c, c - lo)
@@ -440,10 +451,11 @@ def _outlier_note(pair: _Pair, metrics: Sequence[str]) -> str | None:
     col = cols[0]
     parts = []
     for frame in (pair.a, pair.b):
-        ser = frame[col].astype(float)
-        ser = ser[np.isfinite(ser) & (ser > 0)]
-        if len(ser) >= 3:
-            note = fn.outlier_note(ser, [fn.trial_label(frame.loc[i]) for i in ser.index], col)
+        vals = frame[col].to_numpy(dtype=float)
+        keep = np.isfinite(vals) & (vals > 0)
+        if keep.sum() >= 3:
+            labels = fn.trial_labels(frame)
+            note = fn.outlier_note(pd.Series(vals[keep]), [lab for lab, k in zip(labels, keep, strict=True) if k], col)
             if note:
                 parts.append(note)
     return "; ".join(parts) if parts else None

@@ -29,7 +29,7 @@ from benchlib.stats import diagnostics
 from benchlib.stats.exact import mann_whitney
 from benchlib.stats.summary import MIN_TAIL_COUNT
 
-__all__ = ["Footnote", "FootnoteBook", "trial_label", "trial_notes", "order_notes", "outlier_note",
+__all__ = ["Footnote", "FootnoteBook", "trial_label", "trial_labels", "trial_notes", "order_notes", "outlier_note",
            "error_rate_note", "omitted_note", "ACHIEVED_FRACTION", "AUTOCORR_NEFF_FRACTION"]
 
 #: A trial is saturated when it achieved less than this fraction of its offered rate.
@@ -80,6 +80,15 @@ def trial_label(rec: pd.Series) -> str:
     if "seq" in rec.index and pd.notna(rec.get("seq")):
         return f"{arm}/#{int(rec['seq'])}"
     return f"{arm}/row {rec.name}"
+
+
+def trial_labels(frame: pd.DataFrame) -> list[str]:
+    """:func:`trial_label` for every row of ``frame`` (fast path)."""
+    arms = frame["arm"].astype(str).tolist() if "arm" in frame.columns else ["?"] * len(frame)
+    for col, fmt in (("block", "{}/block {}"), ("seq", "{}/#{}")):
+        if col in frame.columns and frame[col].notna().all():
+            return [fmt.format(a, int(v)) for a, v in zip(arms, frame[col].tolist(), strict=True)]
+    return [f"{a}/row {i}" for a, i in zip(arms, frame.index.tolist(), strict=True)]
 
 
 def _fmt_list(items: list[str], most: int = 4) -> str:
@@ -176,13 +185,15 @@ def order_notes(trials: pd.DataFrame, baseline: str, arm: str) -> list[tuple[str
             "no_blocking",
             f"no run order or blocks recorded for {arm} and {baseline}: drift cannot be checked",
         ))
-    if "block" in pair.columns and "position" in pair.columns and pair["position"].notna().all():
-        blocks = pair.groupby("block")
-        firsts = [
-            str(g.sort_values("position", kind="stable")["arm"].iloc[0])
-            for _, g in blocks
-            if g["arm"].nunique() == 2
-        ]
+    if "block" in pair.columns and "position" in pair.columns and pair["position"].notna().all() and len(pair) >= 8:
+        blk = pair["block"].to_numpy()
+        pos = pair["position"].to_numpy(dtype=float)
+        arms = pair["arm"].astype(str).to_numpy()
+        firsts = []
+        for bval in np.unique(blk[pd.notna(blk)]):
+            sel = blk == bval
+            if len(set(arms[sel])) == 2:
+                firsts.append(str(arms[sel][np.argmin(pos[sel])]))
         if len(firsts) >= 4 and len(set(firsts)) == 1:
             out.append((
                 "order",

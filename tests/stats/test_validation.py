@@ -1,0 +1,173 @@
+"""The validation suite (statistics reference, section 5.11) on seeded simulations.
+
+Each test runs at a reduced size (R = 200 replicates; "quick", default test run) and at full
+size (R = 1,000; marked ``slow``). Bands are 99% Monte-Carlo bands for R; the seeds are
+fixed, so results are repeatable. ``python -m benchlib.stats.validation --full`` prints the
+same figures.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchlib.stats import compare, summarize_trial
+from benchlib.stats import validation as V
+from benchlib.stats.simulate import simulate_summaries, trial_latencies_ms, trial_rows
+
+SIZES = [pytest.param(200, id="quick"), pytest.param(1000, id="full", marks=pytest.mark.slow)]
+
+
+def _resamples(reps: int) -> int:
+    return 9999 if reps >= 1000 else 1999
+
+
+@pytest.mark.parametrize("reps", SIZES)
+@pytest.mark.parametrize(("phi", "trial_sd"), [(0.0, 0.0), (0.0, 0.03), (0.9, 0.0), (0.9, 0.03)])
+def test_aa_size_every_method_and_design(reps, phi, trial_sd):
+    """1. A/A size: rejection rate at alpha = 0.05 inside the band for every method and design."""
+    rates = V.aa_size(reps, phi=phi, trial_sd=trial_sd, n_resamples=_resamples(reps), seed=int(100 * phi + 1000 * trial_sd))
+    lo, hi = V.band(0.05, reps)
+    assert len(rates) == 6
+    for key, rate in rates.items():
+        assert lo <= rate <= hi, (key, rate, (lo, hi))
+
+
+@pytest.mark.parametrize("reps", SIZES)
+def test_holm_family_wise_rate(reps):
+    """1. Holm over a 20-row A/A family keeps the family-wise rate at or below the band."""
+    res = V.holm_family(reps)
+    assert res["fwer_holm"] <= V.band(0.05, reps)[1]
+    assert res["fwer_uncorrected"] > 0.3  # without correction most families light up
+
+
+@pytest.mark.parametrize("reps", [pytest.param(60, id="quick"), pytest.param(400, id="full", marks=pytest.mark.slow)])
+def test_pooled_request_tests_are_invalid(reps):
+    """2. The pitfall is real: pooled-request tests reject most identical pairs (phi = 0.9),
+    the trial-level test does not. Guards against "simplifying" the default."""
+    res = V.pooled_pitfall(reps)
+    assert res["pooled_mwu"] > 0.30 and res["pooled_ks"] > 0.30
+    assert res["trial_mwu"] <= V.band(0.05, reps)[1]
+
+
+@pytest.mark.parametrize("reps", SIZES)
+@pytest.mark.parametrize("ratio", [1.0, 1.05])
+def test_interval_coverage(reps, ratio):
+    """3. The ratio interval covers the true ratio at its achieved confidence (exact HL, Walsh,
+    Welch and BCa trial bootstrap; 10 trials per arm)."""
+    res = V.coverage(reps, ratio=ratio, n_resamples=_resamples(reps))
+    for key, r in res.items():
+        lo, hi = V.band(r["achieved"], reps)
+        assert lo <= r["coverage"] <= hi + 0.01, (key, r, (lo, hi))
+
+
+@pytest.mark.parametrize("reps", SIZES)
+def test_power_matches_plan(reps):
+    """4. A 5% slowdown at total CV ~5%: power >= 0.80 with 20 trials per arm; at 10 trials the
+    power lies within 0.07 of plan()'s prediction (0.10 at the quick size); a 10% slowdown at
+    10 trials has power >= 0.95; no wrong-direction significant results beyond 1%."""
+    tol = 0.07 if reps >= 1000 else 0.10
+    p20 = V.power_vs_plan(reps, ratio=1.05, trials=20)
+    p10 = V.power_vs_plan(reps, ratio=1.05, trials=10)
+    big = V.power_vs_plan(reps, ratio=1.10, trials=10)
+    assert 0.045 < p10["sigma"] < 0.06  # the model's total CV is about 5%
+    for design in ("unpaired", "paired"):
+        assert p20[design]["power"] >= (0.80 if reps >= 1000 else 0.77), p20
+        assert abs(p10[design]["power"] - p10[design]["predicted"]) <= tol, p10
+        assert big[design]["power"] >= (0.95 if reps >= 1000 else 0.93), big
+        for res in (p20, p10, big):
+            assert res[design]["type_s"] <= 0.01
+
+
+@pytest.mark.parametrize("reps", SIZES)
+def test_tail_only_change(reps):
+    """5. p99 x1.2 with the median unchanged: the p99 row (Holm over p50 and p99) is found with
+    power >= 0.8 at the planned trial count, and the p50 row keeps its size."""
+    res = V.tail_only(reps)
+    assert res["p99_power"] >= (0.80 if reps >= 1000 else 0.76), res
+    assert abs(res["p99_power"] - res["predicted"]) <= 0.07
+    assert res["p50_size"] <= V.band(0.05, reps)[1]
+
+
+@pytest.mark.parametrize("reps", SIZES)
+def test_drift_is_handled_by_blocks(reps):
+    """6. Under a 10% session drift the default design (randomized blocks, paired) keeps A/A
+    size in the band; an unpaired analysis turns very conservative; AAAA/BBBB inflates size."""
+    rates = V.aa_size(reps, phi=0.9, trial_sd=0.0, drift=0.10, methods=("rank",), seed=7)
+    lo, hi = V.band(0.05, reps)
+    assert lo <= rates["rank/paired"] <= hi, rates
+    assert rates["rank/unpaired"] < 0.05
+    seq = V.aa_size(reps // 2, phi=0.0, trial_sd=0.0, drift=0.10, order="sequential", methods=("rank",),
+                    designs=("unpaired",), seed=8)
+    assert seq["rank/unpaired"] > 0.2
+
+
+def test_sequential_order_triggers_the_no_blocking_note():
+    """6. A deliberately blocked AAAA/BBBB run is flagged."""
+    df = simulate_summaries(np.random.default_rng(3), trials=10, design="sequential")
+    c = compare(df, baseline="A", metrics=("p50_ms",))
+    assert any(n.kind == "no_blocking" for n in c.notes)
+    blocks = simulate_summaries(np.random.default_rng(3), trials=10, design="blocks")
+    assert not any(n.kind == "no_blocking" for n in compare(blocks, baseline="A", metrics=("p50_ms",)).notes)
+
+
+@pytest.mark.parametrize("reps", [pytest.param(100, id="quick"), pytest.param(1000, id="full", marks=pytest.mark.slow)])
+def test_steady_state_detector(reps):
+    """11. A 30% level shift in the first 20% of a trial is found; stationary AR(1) trials
+    raise at most 5% false alarms."""
+    res = V.changepoint_rates(reps)
+    for phi in ("0", "0.9"):
+        assert res[f"false_alarm/phi={phi}"] <= 0.05, res
+        assert res[f"detect_30pct/phi={phi}"] >= 0.95, res
+
+
+def test_coordinated_omission_shows_in_open_loop_only_and_closed_loop_is_flagged():
+    """10. A server stalling 1 s every 10 s: the open-loop p99 (from intended start) shows the
+    stall, the closed-loop p99 does not, and a closed-loop comparison carries the warning."""
+    res = V.coordinated_omission()
+    assert res["open_p99_ms"] > 500.0
+    assert res["closed_p99_ms"] < 50.0
+    df = simulate_summaries(np.random.default_rng(4), trials=6)
+    df["load_model"] = "closed"
+    c = compare(df, baseline="A", metrics=("p99_ms",))
+    assert any(n.kind == "closed_loop" for n in c.notes)
+    assert "coordinated omission" in c.to_text()
+
+
+def test_single_trial_degraded_mode():
+    """13. One trial per arm: a block-bootstrap interval, with the between-run warning."""
+    rng = np.random.default_rng(5)
+    recs = []
+    for arm, f in (("A", 1.0), ("B", 1.1)):
+        s = summarize_trial(trial_rows(trial_latencies_ms(20000, rng, shift=f, phi=0.9), rate_rps=2000),
+                            block_bootstrap=200, seed=1)
+        recs.append({"condition": "c", "arm": arm, "block": 0, "position": 0, "seq": len(recs), "valid": True, **s})
+    c = compare(pd.DataFrame(recs), baseline="A", metrics=("p50_ms", "p99_ms"))
+    t = c.table
+    assert (t["design"] == "single trial").all()
+    assert np.isfinite(t["ci_lo"]).all() and (t["ci_lo"] < t["ratio"]).all() and (t["ratio"] < t["ci_hi"]).all()
+    assert t.loc[t["metric"] == "p50_ms", "ratio"].iloc[0] == pytest.approx(1.1, rel=0.08)
+    assert any(n.kind == "single_trial" for n in c.notes)
+    assert "between runs" in c.to_text()
+
+
+def test_compare_agrees_with_the_validated_estimator():
+    """The suite validates the estimator compare() calls; check they agree end to end."""
+    rng = np.random.default_rng(6)
+    sim = V.simulate_arm_pairs(rng, trials=10, phi=0.9, trial_sd=0.03, ratio=1.05)
+    recs = [{"condition": "c", "arm": arm, "block": i, "position": 0, "seq": 0, "valid": True, "p50_ms": v}
+            for arm, vals in (("A", sim["a"][:, 0]), ("B", sim["b"][:, 0])) for i, v in enumerate(vals)]
+    df = pd.DataFrame(recs)
+    for method in ("rank", "parametric", "bootstrap"):
+        for design in ("paired", "unpaired"):
+            r = compare(df, baseline="A", metrics=("p50_ms",), method=method, design=design, n_resamples=999,
+                        seed=1).table.iloc[0]
+            e = V._decide(sim["a"][:, 0], sim["b"][:, 0], method, design, 0.05, 0.95,
+                          np.random.default_rng(0), 999)
+            if method != "bootstrap":
+                assert r["p_raw"] == pytest.approx(e.pvalue)
+                assert math.log(r["ci_lo"]) == pytest.approx(e.lo)
+            assert math.log(r["ratio"]) == pytest.approx(e.effect)
