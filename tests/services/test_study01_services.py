@@ -1,0 +1,247 @@
+"""Study 01 (DotnetGoRustBenchmark): the MongoDB server and the services, for real.
+
+* FerretDB (a MongoDB wire-protocol server) builds, starts, is seeded with the study's user
+  document, answers a ``find`` for ``_id`` 1, enforces the study's admin/admin SCRAM
+  authentication and tells which server and backend it is (for provenance).
+* Every buildable service and variant starts against it and meets its manifest contract:
+  the faithful variants their published quirks, the fair ones one shared contract.
+* The faithful variants open a new MongoDB connection (and authenticate) for every request
+  and log every request; the fair ones reuse one pool and log nothing per request: checked
+  from FerretDB's own command counters and the services' log files.
+* The .NET service is reported unavailable, with the reason, where no .NET SDK exists.
+
+The manifest checks at the top are pure and fast; the rest is marked ``integration``. Cold
+builds are costly (FerretDB ~2 min, Rocket debug and release several minutes each on 2
+cores); they land in the build cache (``$BENCHLIB_CACHE``), so later runs take seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchlib import contract, toolchains
+from benchlib.errors import ToolchainMissing
+from benchlib.manifest import find_services_dir, load_manifest
+from benchlib.runtime import StartOptions, get_runtime
+from benchlib.runtime.local import free_port
+
+SERVICES_DIR = find_services_dir()
+FERRETDB_DIR = SERVICES_DIR / "ferretdb"
+STUDY_SERVICES = {
+    "go-gin-mongo": ("faithful", "fair"),
+    "rust-rocket-mongo": ("faithful", "fair"),
+    "dotnet-mvc-mongo": ("faithful", "fair"),
+    "python-starlette-mongo": ("fair",),
+    "node-fastify-mongo": ("fair",),
+}
+USER_DOC = {"_id": 1, "name": "Arthur", "surname": "Morgan", "email": "ArthurMorgan@mail.com"}
+SHARED_HELLO = '{"message":"Hello world!"}'
+SHARED_USER = '{"id":1,"name":"Arthur","surname":"Morgan","email":"ArthurMorgan@mail.com"}'
+#: The published quirks of the faithful variants: (helloWorld body, content type), (users body, content type).
+FAITHFUL = {
+    "go-gin-mongo": (('{"message":"Hello World!"}', "application/json; charset=utf-8"),
+                     ('{"Id":1,"Name":"Arthur","Surname":"Morgan","Email":"ArthurMorgan@mail.com"}',
+                      "application/json; charset=utf-8")),
+    "rust-rocket-mongo": (('{"message:" "Hello world!"}', "text/plain; charset=utf-8"),
+                          ('{"_id":1,"name":"Arthur","surname":"Morgan","email":"ArthurMorgan@mail.com"}',
+                           "application/json")),
+    "dotnet-mvc-mongo": (('{"message": "Hello World!"}', "text/plain; charset=utf-8"),
+                         (SHARED_USER, "application/json")),
+}
+CASES = [(s, v) for s, vs in STUDY_SERVICES.items() for v in vs]
+SERVER_CPUS = (1,) if (os.cpu_count() or 1) > 1 else (0,)
+DB_CPUS = (0,)
+
+
+# -- the manifests (pure) ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(STUDY_SERVICES))
+def test_manifest_declares_study01_and_needs_ferretdb(name: str) -> None:
+    m = load_manifest(SERVICES_DIR / name)
+    assert "01_rest_mongo" in m.studies and m.requires == ("ferretdb",)
+    assert m.variants == STUDY_SERVICES[name] and m.default_variant == "fair"
+    assert m.health_path == "/helloWorld" and m.dockerfile == "Dockerfile"
+    for v in m.variants:
+        r = m.resolve(v)
+        assert any("{dep.ferretdb.port}" in val and "admin:admin@" in val for val in r.run_env.values())
+        if r.build_command:  # build outputs go to the cache, never into the clone
+            assert any("{build_dir}" in a for a in r.build_command) or any(
+                "{build_dir}" in val for val in r.build_env.values())
+        assert [e.name for e in r.endpoints] == ["helloWorld", "users"]
+
+
+def test_fair_variants_share_one_contract() -> None:
+    for name in STUDY_SERVICES:
+        hello, users = load_manifest(SERVICES_DIR / name).resolve("fair").endpoints
+        assert (hello.path, hello.contract.body, hello.contract.content_type) == (
+            "/helloWorld", SHARED_HELLO, "application/json"), name
+        assert (users.path, users.contract.body, users.contract.content_type) == (
+            "/users/1", SHARED_USER, "application/json"), name
+    assert json.loads(SHARED_USER)["id"] == USER_DOC["_id"]
+
+
+@pytest.mark.parametrize("name", sorted(FAITHFUL))
+def test_faithful_contracts_are_the_published_quirks(name: str) -> None:
+    hello, users = load_manifest(SERVICES_DIR / name).resolve("faithful").endpoints
+    (hb, hct), (ub, uct) = FAITHFUL[name]
+    assert (hello.contract.body, hello.contract.content_type) == (hb, hct)
+    assert (users.contract.body, users.contract.content_type) == (ub, uct)
+
+
+def test_rust_faithful_hello_is_not_json() -> None:
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(FAITHFUL["rust-rocket-mongo"][0][0])
+
+
+def test_ferretdb_manifest() -> None:
+    m = load_manifest(FERRETDB_DIR)
+    assert m.health_kind == "tcp" and m.variants == ("sqlite", "mongo-official")
+    r = m.resolve()
+    assert r.post_start and r.post_start[0][1:3] == ("{service_dir}/seed.py", "seed")
+    assert "{build_dir}" in " ".join(r.build_command or ())
+    assert m.resolve("mongo-official").docker_build_args == {} and (FERRETDB_DIR / "Dockerfile.mongo").is_file()
+
+
+@pytest.mark.skipif(shutil.which("dotnet") is not None, reason="a .NET SDK is installed here: the service runs")
+def test_dotnet_is_reported_unavailable_with_the_reason() -> None:
+    m = load_manifest(SERVICES_DIR / "dotnet-mvc-mongo")
+    ok, why = toolchains.availability(m)
+    assert not ok and "dotnet" in why and ".NET 8 SDK" in why
+    with pytest.raises(ToolchainMissing) as err:
+        get_runtime("local").prepare(m.resolve("faithful"))
+    assert err.value.toolchain == "dotnet" and "docker" in err.value.hint
+
+
+# -- real servers ------------------------------------------------------------------------------
+
+def _seed_py(action: str, port: int, *extra: str) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, str(FERRETDB_DIR / "seed.py"), action, "--port", str(port), *extra],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _untracked_in_services() -> set[str]:
+    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--ignored", "--", *STUDY_SERVICES,
+                          "ferretdb"], cwd=SERVICES_DIR, capture_output=True, text=True, check=False)
+    return {line for line in out.stdout.splitlines() if line.startswith(("??", "!!"))}
+
+
+@pytest.fixture(scope="module")
+def clone_state() -> set[str]:
+    return _untracked_in_services()
+
+
+@pytest.fixture(scope="module")
+def ferretdb(clone_state: set[str], tmp_path_factory: pytest.TempPathFactory):
+    rt = get_runtime("local")
+    prepared = rt.prepare(load_manifest(FERRETDB_DIR).resolve("sqlite"))
+    log = tmp_path_factory.mktemp("ferretdb") / "ferretdb.log"
+    with rt.start(prepared, StartOptions(port=free_port(), cpus=DB_CPUS, log_path=log)) as handle:
+        yield handle
+
+
+@pytest.fixture(scope="module")
+def db_admin(ferretdb):
+    """One authenticated client for reading FerretDB's counters (so reading adds no conversation)."""
+    from pymongo import MongoClient
+
+    with MongoClient(ferretdb.host, ferretdb.port, username="admin", password="admin", directConnection=True,
+                     maxPoolSize=1) as client:
+        client.admin.command("ping")
+        yield client
+
+
+def _command_total(client: Any, command: str) -> int:
+    """How often FerretDB has run ``command`` since it started (its serverStatus counters)."""
+    status = client.admin.command("serverStatus")
+    return int(status["metrics"]["commands"].get(command, {}).get("total", 0))
+
+
+@pytest.mark.integration
+def test_ferretdb_is_seeded_answers_a_find_and_enforces_auth(ferretdb) -> None:
+    from pymongo import MongoClient
+    from pymongo.errors import OperationFailure
+
+    with MongoClient(ferretdb.host, ferretdb.port, username="admin", password="admin", directConnection=True) as c:
+        assert list(c["mongo"]["users"].find({"_id": 1})) == [USER_DOC]
+        assert c["mongo"]["users"].count_documents({}) == 1
+        assert isinstance(c["mongo"]["users"].find_one()["_id"], int)
+    with MongoClient(ferretdb.host, ferretdb.port, directConnection=True) as anonymous:
+        with pytest.raises(OperationFailure) as err:
+            anonymous["mongo"]["users"].find_one({"_id": 1})
+        assert err.value.code == 13  # Unauthorized
+    with MongoClient(ferretdb.host, ferretdb.port, username="admin", password="wrong", directConnection=True) as bad:
+        with pytest.raises(OperationFailure) as err:
+            bad["mongo"]["users"].find_one({"_id": 1})
+        assert err.value.code == 18  # AuthenticationFailed
+    # seeding is idempotent: a second run keeps exactly one document
+    assert _seed_py("seed", ferretdb.port)["count"] == 1
+
+
+@pytest.mark.integration
+def test_ferretdb_identity_for_provenance(ferretdb) -> None:
+    info = _seed_py("info", ferretdb.port)
+    assert info["server"] == "ferretdb" and info["ferretdb_version"] == "v1.24.2"
+    assert info["backend"].startswith("SQLite 3.") and info["debug_build"] is False
+    assert info["mongodb_compat_version"].startswith("7.0.")
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize(("name", "variant"), CASES, ids=[f"{s}-{v}" for s, v in CASES])
+def test_service_meets_its_contract(ferretdb, db_admin, name: str, variant: str, tmp_path: Path) -> None:
+    manifest = load_manifest(SERVICES_DIR / name)
+    ok, why = toolchains.availability(manifest)
+    if not ok:
+        pytest.skip(f"not run: {why}")
+    rt = get_runtime("local")
+    service = manifest.resolve(variant)
+    prepared = rt.prepare(service)
+    log = tmp_path / "service.log"
+    sasl_before = _command_total(db_admin, "saslContinue")
+    with rt.start(prepared, StartOptions(port=free_port(), cpus=SERVER_CPUS, log_sink="file", log_path=log,
+                                         deps={"ferretdb": ferretdb})) as h:
+        base = f"http://{h.host}:{h.port}"
+        for endpoint in service.endpoints:
+            report = contract.verify(base, endpoint)  # raises ContractError listing every difference
+            assert report.ok
+        import httpx
+
+        lines_before = len(log.read_bytes().splitlines())
+        sasl_mid = _command_total(db_admin, "saslContinue")
+        n = 10
+        with httpx.Client(base_url=base, trust_env=False, timeout=30) as client:
+            for _ in range(n):
+                assert client.get("/users/1").status_code == 200
+                assert client.get("/helloWorld").status_code == 200
+        sasl_after = _command_total(db_admin, "saslContinue")
+        lines_after = len(log.read_bytes().splitlines())
+        assert h.alive()
+    new_auths = sasl_after - sasl_mid
+    new_log_lines = lines_after - lines_before
+    if variant == "faithful" and name in ("go-gin-mongo", "rust-rocket-mongo"):
+        # a new client per request: a new connection and a SCRAM conversation every time (the
+        # drivers start it inside the handshake, speculativeAuthenticate, and finish it with two
+        # saslContinue commands)
+        assert new_auths >= 2 * n
+        # one (Gin) or several (Rocket debug) log lines per request
+        assert new_log_lines >= 2 * n
+    elif variant == "fair":
+        # one pool, authenticated at start (or on first use): no new conversation per request
+        assert new_auths == 0 and sasl_mid - sasl_before <= 8
+        assert new_log_lines == 0, log.read_text()[-2000:]
+
+
+@pytest.mark.integration
+def test_nothing_was_written_inside_the_clone(ferretdb, clone_state: set[str]) -> None:
+    # runs after the service tests of this module (pytest keeps the file's order)
+    assert _untracked_in_services() == clone_state
