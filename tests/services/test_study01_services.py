@@ -245,3 +245,38 @@ def test_service_meets_its_contract(ferretdb, db_admin, name: str, variant: str,
 def test_nothing_was_written_inside_the_clone(ferretdb, clone_state: set[str]) -> None:
     # runs after the service tests of this module (pytest keeps the file's order)
     assert _untracked_in_services() == clone_state
+
+
+def _seed_tables() -> list[list[list[str]]] | None:
+    seed = SERVICES_DIR.parent.parent / "shared" / "seeds" / "000_317109363e0847ee.txt"
+    if not seed.is_file():
+        return None
+    readme = json.loads(seed.read_text())["readme"]
+    tables, current = [], []
+    for line in readme.splitlines():
+        if line.startswith("|") and "---" not in line:
+            current.append([c.strip() for c in line.strip("|").split("|")])
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+def test_reference_csv_holds_the_seed_tables() -> None:
+    """data/reference/01_rest_mongo.csv equals the two tables in the seed's README."""
+    from benchlib.reference import load_reference
+
+    tables = _seed_tables()
+    if tables is None:
+        pytest.skip("the seed file (shared/seeds/000_317109363e0847ee.txt) is not beside the clone")
+    df = load_reference("01_rest_mongo")
+    assert len(tables) == 2 and len(df) == 6
+    cols = ["min_ms", "avg_ms", "med_ms", "max_ms", "p50_ms", "p95_ms", "p99_ms"]
+    for table, endpoint in zip(tables, ["/helloWorld", "/users/1"]):
+        header, *rows = table
+        assert header[1:] == ["min [ms]", "avg [ms]", "med [ms]", "max [ms]", "p(50) [ms]", "p(95) [ms]", "p(99) [ms]"]
+        for row in rows:
+            ours = df[(df.endpoint == endpoint) & (df.impl == row[0])]
+            assert len(ours) == 1, (endpoint, row[0])
+            assert [float(x.replace(",", ".")) for x in row[1:]] == ours[cols].iloc[0].tolist()
+    assert df.requests_offered.tolist() == [1000, 1000, 1000, 100, 100, 100]
