@@ -254,8 +254,9 @@ def _seed_tables() -> list[list[list[str]]] | None:
     readme = json.loads(seed.read_text())["readme"]
     tables, current = [], []
     for line in readme.splitlines():
-        if line.startswith("|") and "---" not in line:
-            current.append([c.strip() for c in line.strip("|").split("|")])
+        if line.startswith("|"):
+            if "---" not in line:  # the separator row belongs to the table but holds no cells
+                current.append([c.strip() for c in line.strip("|").split("|")])
         elif current:
             tables.append(current)
             current = []
