@@ -332,7 +332,8 @@ def build_meta(
             reasons.setdefault(k, v)
     wmeta = [
         {k: w.get(k) for k in ("worker", "pid", "cpus", "cpu_s", "wall_s", "cpu_fraction", "spin_ns", "records",
-                                "record_buffer_bytes", "unsolicited_responses", "idle_connect_failures")}
+                                "record_buffer_bytes", "peak_rss_growth_bytes", "unsolicited_responses",
+                                "idle_connect_failures")}
         for w in workers
     ]
     n_all = len(rows)

@@ -55,12 +55,14 @@ def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | No
             pipe.send(("progress", info))
 
         engine = Engine(cfg, start_ns, progress)
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         cpu0 = _cpu_s()
         wall0 = time.monotonic_ns()
         uvloop.run(engine.run())
         wall1 = time.monotonic_ns()
         cpu1 = _cpu_s()
-        rows = records_to_rows(engine.records, cfg.worker, t0_ns)
+        rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        rows = records_to_rows(engine.records, t0_ns)
         np.save(rows_path, rows, allow_pickle=False)
         lags = np.frombuffer(engine.lags, dtype=np.int64) if len(engine.lags) else np.zeros(0, np.int64)
         np.save(rows_path + ".lag.npy", lags, allow_pickle=False)
@@ -74,8 +76,9 @@ def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | No
                 "wall_s": (wall1 - wall0) / 1e9,
                 "traffic_wall_s": traffic_wall_ns / 1e9,
                 "cpu_fraction": (cpu1 - cpu0) / ((wall1 - wall0) / 1e9),
-                "record_buffer_bytes": engine.records.buffer_info()[1] * engine.records.itemsize,
+                "record_buffer_bytes": engine.records.__alloc__(),
                 "records": len(rows),
+                "peak_rss_growth_bytes": rss1 - rss0,
             }
         )
         pipe.send(("done", stats))
