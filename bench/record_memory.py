@@ -4,7 +4,7 @@
 Runs one closed-model trial of ``--requests`` requests (one worker) against a local test
 server and prints, from the worker's own accounting:
 
-* the record buffer's bytes per request (the engine's ``array('q')``, growth slack included);
+* the record buffer's allocated bytes per request (the engine's ``bytearray``, growth slack included);
 * the worker's peak-RSS growth during the traffic divided by the requests (everything the
   process kept per request, measured by the kernel);
 * the merged ``ROW_DTYPE`` rows' bytes per request in the parent.
@@ -37,7 +37,8 @@ def main() -> None:
     w = r.meta["worker_stats"][0]
     n = w["records"]
     print(f"requests recorded: {n:,} ({r.meta['achieved_rps']:,.0f} req/s)")
-    print(f"record buffer in use: {w['record_buffer_bytes'] / n:.1f} bytes/request (array('q'), 5 int64 words)")
+    print(f"record buffer allocated: {w['record_buffer_bytes'] / n:.1f} bytes/request "
+          "(bytearray of 38-byte ROW_DTYPE records, growth slack included)")
     print(f"worker peak RSS growth during traffic: {w['peak_rss_growth_bytes'] / n:.1f} bytes/request")
     print(f"merged rows in the parent: {r.rows.nbytes / len(r.rows):.1f} bytes/request (ROW_DTYPE)")
 
