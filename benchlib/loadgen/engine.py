@@ -510,6 +510,16 @@ class Engine:
         """Run the trial to its end (all requests recorded)."""
         loop = asyncio.get_running_loop()
         self.done = loop.create_future()
+
+        def on_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+            # a bug of ours in a callback must end the trial with its traceback, not hang it
+            exc = context.get("exception")
+            if exc is None or isinstance(exc, OSError):
+                return  # transport-level noise, already accounted for per request
+            if self.done is not None and not self.done.done():
+                self.done.set_exception(exc)
+
+        loop.set_exception_handler(on_exception)
         wait = (self.start_ns - _clock()) / 1e9
         if wait > 0.002:
             await asyncio.sleep(wait - 0.002)
@@ -542,6 +552,8 @@ class Engine:
                     await asyncio.wait_for(asyncio.shield(self.done), timeout=max(remaining, 0.1))
                 except asyncio.TimeoutError:
                     self._abandon()
+            if self.done.done() and self.done.exception() is not None:
+                raise self.done.exception()  # type: ignore[misc]
         finally:
             sweeper.cancel()
             if runner is not None:

@@ -152,6 +152,7 @@ def run_load(
     scratch = _scratch_dir()
     procs: list[Any] = []
     pipes: list[Any] = []
+    completed = False
     try:
         for w, cfg in enumerate(cfgs):
             wcpus = [cpus[w % len(cpus)]] if cpus else None
@@ -186,8 +187,13 @@ def run_load(
         rows = rows[np.argsort(rows["t_intended_ns"], kind="stable")]
         lag = np.concatenate(lags) if lags else np.zeros(0, np.int64)
         meta = build_meta(spec, rows, lag, stats, cpus, t0)
+        completed = True
         return LoadResult(rows=rows, meta=meta)
     finally:
+        if not completed:  # an error or Ctrl-C: stop the workers now, not after their trial
+            for p in procs:
+                if p.is_alive():
+                    p.kill()
         for pipe in pipes:
             try:
                 pipe.close()

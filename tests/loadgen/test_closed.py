@@ -63,3 +63,26 @@ def test_closed_request_count(hello_target):
     assert result.meta["requests"]["measure"] == 1234
     assert result.meta["requests"]["warmup"] == 100
     assert np.all(result.rows["error"] == 0)
+
+
+def test_an_exception_in_on_progress_stops_the_trial_at_once(hello_target):
+    import time
+
+    def boom(info):
+        raise KeyboardInterrupt("stop")
+
+    t = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_load(LoadSpec(connections=2, duration_s=30, warmup_s=0), hello_target, on_progress=boom)
+    assert time.monotonic() - t < 10, "the workers are killed, not waited for"
+
+
+def test_works_from_inside_a_running_event_loop(hello_target):
+    """As in a Jupyter kernel: run_load called from a coroutine on a running loop."""
+    import asyncio
+
+    async def main():
+        return run_load(LoadSpec(connections=2, duration_s=None, requests=50, warmup_s=0), hello_target)
+
+    r = asyncio.run(main())
+    assert r.meta["requests"]["measure"] == 50
