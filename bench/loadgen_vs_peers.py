@@ -254,7 +254,8 @@ def main() -> None:
     ap.add_argument("--period-s", type=float, default=5.0)
     ap.add_argument("--stall-rate", type=float, default=500.0)
     ap.add_argument("--stall-connections", type=int, default=50)
-    ap.add_argument("--no-stall", action="store_true")
+    ap.add_argument("--no-stall", action="store_true", help="skip the coordinated-omission demo")
+    ap.add_argument("--no-compare", action="store_true", help="skip the throughput comparison")
     ap.add_argument("--json", type=Path, help="also write the results here")
     ap.add_argument("--cache", type=Path, default=Path(os.environ.get("BENCHLIB_CACHE", Path.home() / ".cache" / "benchlib")) / "bench")
     args = ap.parse_args()
@@ -265,11 +266,13 @@ def main() -> None:
     wrk_v = subprocess.run(["wrk", "-v"], capture_output=True, text=True)
     print(f"benchlib load generator vs peers; {go}; {(wrk_v.stdout or wrk_v.stderr).splitlines()[0]}; "
           f"python {sys.version.split()[0]}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}")
-    server = Server(binary, args.server_cpu)
-    try:
-        results = compare(args, server)
-    finally:
-        server.stop()
+    results: dict[str, Any] = {}
+    if not args.no_compare:
+        server = Server(binary, args.server_cpu)
+        try:
+            results = compare(args, server)
+        finally:
+            server.stop()
     if not args.no_stall:
         results["stall"] = stall_demo(args)
     if args.json:

@@ -38,7 +38,7 @@ def lag_percentiles(lag_ns: np.ndarray) -> dict[str, int | None]:
     keys = ["p50", "p90", "p99", "p99.9", "max"]
     if lag_ns.size == 0:
         return {k: None for k in keys}
-    vals = np.percentile(lag_ns, LAG_PERCENTILES, method="higher")
+    vals = np.percentile(lag_ns, LAG_PERCENTILES, method="inverted_cdf")
     return {k: int(v) for k, v in zip(keys, vals)}
 
 
