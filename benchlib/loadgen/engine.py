@@ -32,6 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from benchlib.loadgen.http1 import _DONE as _P_DONE
+from benchlib.loadgen.http1 import _HEAD as _P_HEAD
+from benchlib.loadgen.http1 import _LENGTH as _P_LENGTH
 from benchlib.loadgen.http1 import COMPLETE, NEED_MORE, ResponseParser, build_request
 from benchlib.loadgen.schedule import arrival_offsets_ns, segments_for
 from benchlib.schema import ERROR_CODES, ROW_DTYPE
@@ -134,39 +137,40 @@ class _Conn(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         parser = self.parser
+        if parser._state == _P_HEAD and not parser._buf and self.busy:
+            # The hot path, inlined from ResponseParser.feed: a whole Content-Length response
+            # in one piece whose head the parser has seen before. The parser's state is left
+            # untouched (ready for the next response).
+            end = data.find(b"\r\n\r\n")
+            if end > 0:
+                hit = parser._cache.get(data[:end])
+                if hit is not None and hit[1] == _P_LENGTH and len(data) - end - 4 == hit[2]:
+                    now = _clock()
+                    eng = self.eng
+                    t_int = self.t_int
+                    nb = len(data)
+                    eng.rec(eng.pack(t_int, self.t_sent, now, nb if nb < _MAX_I32 else _MAX_I32, self.cid,
+                                     hit[0], 0, t_int >= eng.t_measure, eng.worker))
+                    if hit[3] and eng.closed_model and eng.keep_alive and (now < eng.t_simple_stop or eng.may_send(now)):
+                        self.t_int = now
+                        self.t_sent = _clock()
+                        self.transport.write(eng.request)  # type: ignore[union-attr]
+                        return
+                    # not the closed model's next request: let the general path below finish
+                    # the bookkeeping, from a parser that has consumed this response
+                    parser.status = hit[0]
+                    parser.keep_alive = hit[3]
+                    parser.nbytes = nb
+                    parser._state = _P_DONE
+                    self._finish(now, recorded=True)
+                    return
         r = parser.feed(data)
         if r == 0:  # NEED_MORE
             return
         now = _clock()
         eng = self.eng
         if r == 1 and self.busy:  # COMPLETE
-            t_int = self.t_int
-            nb = parser.nbytes
-            eng.rec(eng.pack(t_int, self.t_sent, now, nb if nb < _MAX_I32 else _MAX_I32, self.cid,
-                             parser.status, 0, t_int >= eng.t_measure, eng.worker))
-            if parser.keep_alive and eng.keep_alive:
-                parser.restart()
-                # the closed model's hot path: the next request goes out on this connection
-                # now (still busy, still in flight: nothing else to update)
-                if eng.closed_model and (now < eng.t_simple_stop or eng.may_send(now)):
-                    self.t_int = now
-                    self.t_sent = _clock()
-                    self.transport.write(eng.request)  # type: ignore[union-attr]
-                    return
-                self.busy = False
-                eng.inflight -= 1
-                if eng.closed_model:
-                    eng.idle.append(self)
-                    eng.check_done()
-                else:
-                    eng.conn_free(self, now)
-                return
-            self.busy = False
-            eng.inflight -= 1
-            parser.reset()
-            self.dead = True
-            self.transport.close()  # type: ignore[union-attr]
-            eng.conn_gone(self, now)
+            self._finish(now, recorded=False)
             return
         if not self.busy:
             # bytes nobody asked for: the server misbehaves; nothing to record against
@@ -181,6 +185,40 @@ class _Conn(asyncio.Protocol):
                    _PARSER_ERRORS.get(parser.error, _E_PROTOCOL))
         eng.note_reason(parser.error, parser.reason)
         self._kill()
+        eng.conn_gone(self, now)
+
+    def _finish(self, now: int, recorded: bool) -> None:
+        """A complete response: record it (unless done), then send the next request,
+        free the connection or close it."""
+        parser = self.parser
+        eng = self.eng
+        t_int = self.t_int
+        if not recorded:
+            nb = parser.nbytes
+            eng.rec(eng.pack(t_int, self.t_sent, now, nb if nb < _MAX_I32 else _MAX_I32, self.cid,
+                             parser.status, 0, t_int >= eng.t_measure, eng.worker))
+        if parser.keep_alive and eng.keep_alive:
+            parser.restart()
+            # the closed model's hot path: the next request goes out on this connection
+            # now (still busy, still in flight: nothing else to update)
+            if eng.closed_model and (now < eng.t_simple_stop or eng.may_send(now)):
+                self.t_int = now
+                self.t_sent = _clock()
+                self.transport.write(eng.request)  # type: ignore[union-attr]
+                return
+            self.busy = False
+            eng.inflight -= 1
+            if eng.closed_model:
+                eng.idle.append(self)
+                eng.check_done()
+            else:
+                eng.conn_free(self, now)
+            return
+        self.busy = False
+        eng.inflight -= 1
+        parser.reset()
+        self.dead = True
+        self.transport.close()  # type: ignore[union-attr]
         eng.conn_gone(self, now)
 
     def eof_received(self) -> bool | None:
