@@ -73,12 +73,27 @@ class BootstrapShift:
     boot: np.ndarray
     z0: float
     accel: float
+    n: int = 0
+    df: int = 0
+
+    def _z(self, tail: float) -> float:
+        """Normal quantile of a tail probability, expanded for small samples (Hesterberg's
+        expanded bootstrap: ``sqrt(n / (n - 1)) * t_{df}`` in place of ``z``)."""
+        if self.n >= 2 and self.df >= 1:
+            return float(math.sqrt(self.n / (self.n - 1.0)) * stats.t.ppf(tail, self.df))
+        return float(stats.norm.ppf(tail))
+
+    def _tail(self, z: float) -> float:
+        """Inverse of :meth:`_z`."""
+        if self.n >= 2 and self.df >= 1:
+            return float(stats.t.cdf(z / math.sqrt(self.n / (self.n - 1.0)), self.df))
+        return float(stats.norm.cdf(z))
 
     def interval(self, confidence: float) -> tuple[float, float]:
         """Two-sided BCa interval at ``confidence``."""
         alpha = (1.0 - confidence) / 2.0
         ends = []
-        for z_a in (stats.norm.ppf(alpha), stats.norm.ppf(1.0 - alpha)):
+        for z_a in (self._z(alpha), self._z(1.0 - alpha)):
             w = self.z0 + z_a
             level = float(stats.norm.cdf(self.z0 + w / (1.0 - self.accel * w)))
             ends.append(float(np.quantile(self.boot, min(max(level, 0.0), 1.0))))
@@ -95,7 +110,8 @@ class BootstrapShift:
         if den <= 0:
             return float(2.0 / (b + 1))
         z = zg / den - self.z0
-        return float(min(1.0, 2.0 * min(stats.norm.cdf(z), stats.norm.sf(z))))
+        tail = self._tail(z)
+        return float(min(1.0, 2.0 * min(tail, 1.0 - tail)))
 
 
 def bootstrap_shift(
@@ -105,6 +121,7 @@ def bootstrap_shift(
     paired: bool,
     n_resamples: int = 9999,
     rng: np.random.Generator,
+    expand: bool = True,
 ) -> BootstrapShift:
     """Trial-level bootstrap of the Hodges-Lehmann shift of ``b`` against ``a``.
 
@@ -120,6 +137,12 @@ def bootstrap_shift(
         Bootstrap replicates.
     rng:
         Seeded generator.
+    expand:
+        Widen the interval for small samples (Hesterberg 2015, "expanded percentile"):
+        the bootstrap distribution of a statistic from n values is too narrow by about
+        sqrt((n-1)/n) and ignores the uncertainty of the scale, so the normal quantile in
+        the BCa formula is replaced by ``sqrt(n/(n-1)) t_{df}``. Without it the A/A rejection
+        rate with 10 trials per arm was 7-9% at a nominal 5%.
     """
     a = np.asarray(a, dtype=float)
     chunks = []
@@ -149,6 +172,10 @@ def bootstrap_shift(
     prop = (np.count_nonzero(boot < theta) + np.count_nonzero(boot <= theta)) / (2.0 * boot.size)
     prop = min(max(prop, 0.5 / boot.size), 1.0 - 0.5 / boot.size)
     z0 = float(stats.norm.ppf(prop))
+    if expand:
+        n_small = a.size if paired else min(a.size, b.size)  # type: ignore[union-attr]
+        df = a.size - 1 if paired else a.size + b.size - 2  # type: ignore[union-attr]
+        return BootstrapShift(theta, boot, z0, _jackknife_acceleration(jack), n_small, df)
     return BootstrapShift(theta, boot, z0, _jackknife_acceleration(jack))
 
 

@@ -311,8 +311,9 @@ def compare(
             bad = bad[bad[k] == v] if len(bad) else bad
         if len(bad):
             reasons = ""
-            if "invalid_reason" in bad.columns:
-                rs = sorted(set(map(str, bad["invalid_reason"].dropna())))
+            rcol = next((c for c in ("invalid_reason", "reason") if c in bad.columns), None)
+            if rcol is not None:
+                rs = sorted(set(map(str, bad[rcol].dropna())))
                 reasons = f" ({'; '.join(rs[:3])})" if rs else ""
             book.add("invalid", f"{len(bad)} invalid trial(s) in {key_text} left out{reasons}", group_rows)
     _adjust_and_decide(rows, extras, by, alpha, correction, margin, method, power, family, book, infos)
@@ -449,16 +450,14 @@ def _outlier_note(pair: _Pair, metrics: Sequence[str]) -> str | None:
     if not cols:
         return None
     col = cols[0]
-    parts = []
+    hits: list[str] = []
     for frame in (pair.a, pair.b):
         vals = frame[col].to_numpy(dtype=float)
         keep = np.isfinite(vals) & (vals > 0)
         if keep.sum() >= 3:
             labels = fn.trial_labels(frame)
-            note = fn.outlier_note(pd.Series(vals[keep]), [lab for lab, k in zip(labels, keep, strict=True) if k], col)
-            if note:
-                parts.append(note)
-    return "; ".join(parts) if parts else None
+            hits += fn.outlier_hits(pd.Series(vals[keep]), [lab for lab, k in zip(labels, keep, strict=True) if k])
+    return fn.outlier_note(hits, col)
 
 
 def _arm_order(summaries: pd.DataFrame, g: pd.DataFrame) -> list[str]:

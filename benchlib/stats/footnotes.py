@@ -29,7 +29,7 @@ from benchlib.stats import diagnostics
 from benchlib.stats.exact import mann_whitney
 from benchlib.stats.summary import MIN_TAIL_COUNT
 
-__all__ = ["Footnote", "FootnoteBook", "trial_label", "trial_labels", "trial_notes", "order_notes", "outlier_note",
+__all__ = ["Footnote", "FootnoteBook", "trial_label", "trial_labels", "trial_notes", "order_notes", "outlier_note", "outlier_hits",
            "error_rate_note", "omitted_note", "ACHIEVED_FRACTION", "AUTOCORR_NEFF_FRACTION"]
 
 #: A trial is saturated when it achieved less than this fraction of its offered rate.
@@ -203,14 +203,18 @@ def order_notes(trials: pd.DataFrame, baseline: str, arm: str) -> list[tuple[str
     return out
 
 
-def outlier_note(values: pd.Series, labels: Sequence[str], metric: str) -> str | None:
-    """A note naming trials whose log value is more than 3 MADs from their arm's median."""
+def outlier_hits(values: pd.Series, labels: Sequence[str]) -> list[str]:
+    """Trials whose log value is more than 3 MADs from their arm's median: ``"B/block 3 (+3.4 MAD)"``."""
     dist = diagnostics.outlier_trials(np.log(values.to_numpy(dtype=float)))
-    hits = [f"{lab} ({d:+.1f} MAD)" for lab, d in zip(labels, dist, strict=True) if abs(d) > diagnostics.OUTLIER_MADS]
+    return [f"{lab} ({d:+.1f} MAD)" for lab, d in zip(labels, dist, strict=True) if abs(d) > diagnostics.OUTLIER_MADS]
+
+
+def outlier_note(hits: Sequence[str], metric: str) -> str | None:
+    """The note naming outlier trials (None when there are none)."""
     if not hits:
         return None
     return (
-        f"outlier trial(s) by log {metric}: {_fmt_list(hits)} from the arm's median of trials "
+        f"outlier trial(s) by log {metric}: {_fmt_list(list(hits))} from their arm's median of trials "
         "(kept; rank methods are robust to them)"
     )
 

@@ -187,6 +187,7 @@ def simulate_summaries(
     quantiles: Sequence[float] = (0.5, 0.9, 0.99),
     tail_factors: Mapping[str, float] | None = None,
     condition: str = "sim",
+    rate_rps: float = 1000.0,
     **latency: float,
 ) -> pd.DataFrame:
     """Per-trial summaries of a simulated study, in the shape :func:`benchlib.stats.compare`
@@ -204,6 +205,9 @@ def simulate_summaries(
         Run order, see :func:`block_order`.
     drift:
         Total session drift on the log scale (0.10 = about 10%).
+    rate_rps:
+        Offered rate recorded per trial (``offered_rps``); the achieved ``throughput_rps``
+        is within about 0.1% below it.
     **latency:
         Passed to :func:`trial_latencies_ms` (``sigma``, ``phi``, ``trial_sd``,
         ``spike_rate``, ``median_ms``).
@@ -228,7 +232,8 @@ def simulate_summaries(
             "valid": True,
             "n": n_req,
             "mean_ms": float(lat.mean()),
-            "throughput_rps": 1000.0 * (1.0 + rng.normal(0.0, 0.001)),
+            "offered_rps": rate_rps,
+            "throughput_rps": rate_rps * (1.0 - abs(rng.normal(0.0, 0.001))),
             "error_rate": 0.0,
         }
         for q, v in zip(quantiles, qs, strict=True):

@@ -27,45 +27,49 @@ def _resamples(reps: int) -> int:
 
 @pytest.mark.parametrize("reps", SIZES)
 @pytest.mark.parametrize(("phi", "trial_sd"), [(0.0, 0.0), (0.0, 0.03), (0.9, 0.0), (0.9, 0.03)])
-def test_aa_size_every_method_and_design(reps, phi, trial_sd):
+def test_aa_size_every_method_and_design(reps, phi, trial_sd, figures):
     """1. A/A size: rejection rate at alpha = 0.05 inside the band for every method and design."""
     rates = V.aa_size(reps, phi=phi, trial_sd=trial_sd, n_resamples=_resamples(reps), seed=int(100 * phi + 1000 * trial_sd))
     lo, hi = V.band(0.05, reps)
+    figures.update(rates)
     assert len(rates) == 6
     for key, rate in rates.items():
         assert lo <= rate <= hi, (key, rate, (lo, hi))
 
 
 @pytest.mark.parametrize("reps", SIZES)
-def test_holm_family_wise_rate(reps):
+def test_holm_family_wise_rate(reps, figures):
     """1. Holm over a 20-row A/A family keeps the family-wise rate at or below the band."""
     res = V.holm_family(reps)
+    figures.update(res)
     assert res["fwer_holm"] <= V.band(0.05, reps)[1]
     assert res["fwer_uncorrected"] > 0.3  # without correction most families light up
 
 
 @pytest.mark.parametrize("reps", [pytest.param(60, id="quick"), pytest.param(400, id="full", marks=pytest.mark.slow)])
-def test_pooled_request_tests_are_invalid(reps):
+def test_pooled_request_tests_are_invalid(reps, figures):
     """2. The pitfall is real: pooled-request tests reject most identical pairs (phi = 0.9),
     the trial-level test does not. Guards against "simplifying" the default."""
     res = V.pooled_pitfall(reps)
+    figures.update(res)
     assert res["pooled_mwu"] > 0.30 and res["pooled_ks"] > 0.30
     assert res["trial_mwu"] <= V.band(0.05, reps)[1]
 
 
 @pytest.mark.parametrize("reps", SIZES)
 @pytest.mark.parametrize("ratio", [1.0, 1.05])
-def test_interval_coverage(reps, ratio):
+def test_interval_coverage(reps, ratio, figures):
     """3. The ratio interval covers the true ratio at its achieved confidence (exact HL, Walsh,
     Welch and BCa trial bootstrap; 10 trials per arm)."""
     res = V.coverage(reps, ratio=ratio, n_resamples=_resamples(reps))
+    figures.update(res)
     for key, r in res.items():
         lo, hi = V.band(r["achieved"], reps)
         assert lo <= r["coverage"] <= hi + 0.01, (key, r, (lo, hi))
 
 
 @pytest.mark.parametrize("reps", SIZES)
-def test_power_matches_plan(reps):
+def test_power_matches_plan(reps, figures):
     """4. A 5% slowdown at total CV ~5%: power >= 0.80 with 20 trials per arm; at 10 trials the
     power lies within 0.07 of plan()'s prediction (0.10 at the quick size); a 10% slowdown at
     10 trials has power >= 0.95; no wrong-direction significant results beyond 1%."""
@@ -73,6 +77,7 @@ def test_power_matches_plan(reps):
     p20 = V.power_vs_plan(reps, ratio=1.05, trials=20)
     p10 = V.power_vs_plan(reps, ratio=1.05, trials=10)
     big = V.power_vs_plan(reps, ratio=1.10, trials=10)
+    figures.update({"5%@20": p20, "5%@10": p10, "10%@10": big})
     assert 0.045 < p10["sigma"] < 0.06  # the model's total CV is about 5%
     for design in ("unpaired", "paired"):
         assert p20[design]["power"] >= (0.80 if reps >= 1000 else 0.77), p20
@@ -83,17 +88,18 @@ def test_power_matches_plan(reps):
 
 
 @pytest.mark.parametrize("reps", SIZES)
-def test_tail_only_change(reps):
+def test_tail_only_change(reps, figures):
     """5. p99 x1.2 with the median unchanged: the p99 row (Holm over p50 and p99) is found with
     power >= 0.8 at the planned trial count, and the p50 row keeps its size."""
     res = V.tail_only(reps)
+    figures.update(res)
     assert res["p99_power"] >= (0.80 if reps >= 1000 else 0.76), res
     assert abs(res["p99_power"] - res["predicted"]) <= 0.07
     assert res["p50_size"] <= V.band(0.05, reps)[1]
 
 
 @pytest.mark.parametrize("reps", SIZES)
-def test_drift_is_handled_by_blocks(reps):
+def test_drift_is_handled_by_blocks(reps, figures):
     """6. Under a 10% session drift the default design (randomized blocks, paired) keeps A/A
     size in the band; an unpaired analysis turns very conservative; AAAA/BBBB inflates size."""
     rates = V.aa_size(reps, phi=0.9, trial_sd=0.0, drift=0.10, methods=("rank",), seed=7)
@@ -102,6 +108,7 @@ def test_drift_is_handled_by_blocks(reps):
     assert rates["rank/unpaired"] < 0.05
     seq = V.aa_size(reps // 2, phi=0.0, trial_sd=0.0, drift=0.10, order="sequential", methods=("rank",),
                     designs=("unpaired",), seed=8)
+    figures.update({"blocks": rates, "sequential": seq})
     assert seq["rank/unpaired"] > 0.2
 
 
@@ -115,19 +122,21 @@ def test_sequential_order_triggers_the_no_blocking_note():
 
 
 @pytest.mark.parametrize("reps", [pytest.param(100, id="quick"), pytest.param(1000, id="full", marks=pytest.mark.slow)])
-def test_steady_state_detector(reps):
+def test_steady_state_detector(reps, figures):
     """11. A 30% level shift in the first 20% of a trial is found; stationary AR(1) trials
     raise at most 5% false alarms."""
     res = V.changepoint_rates(reps)
+    figures.update(res)
     for phi in ("0", "0.9"):
         assert res[f"false_alarm/phi={phi}"] <= 0.05, res
         assert res[f"detect_30pct/phi={phi}"] >= 0.95, res
 
 
-def test_coordinated_omission_shows_in_open_loop_only_and_closed_loop_is_flagged():
+def test_coordinated_omission_shows_in_open_loop_only_and_closed_loop_is_flagged(figures):
     """10. A server stalling 1 s every 10 s: the open-loop p99 (from intended start) shows the
     stall, the closed-loop p99 does not, and a closed-loop comparison carries the warning."""
     res = V.coordinated_omission()
+    figures.update(res)
     assert res["open_p99_ms"] > 500.0
     assert res["closed_p99_ms"] < 50.0
     df = simulate_summaries(np.random.default_rng(4), trials=6)
