@@ -76,12 +76,12 @@ def sweep(run_id: str | None = None, *, client: Any | None = None, all_owners: b
         ``str(result)`` is a summary to print, one line per container.
     """
     from benchlib.errors import RuntimeUnavailable
-    from benchlib.runtime.docker import connect, iter_benchlib_containers, owner_alive
+    from benchlib.runtime.docker import iter_benchlib_containers, owner_alive, shared_client
 
     result = SweepResult()
     if client is None:
         try:
-            client = connect(timeout_s=30)
+            client = shared_client()
         except RuntimeUnavailable as exc:
             result.errors.append(f"docker: {exc}")
     if client is not None:

@@ -178,9 +178,9 @@ def _try_pull(client: Any, ref: str) -> tuple[str | None, str]:
 def _client(client: Any | None) -> Any:
     if client is not None:
         return client
-    from benchlib.runtime.docker import connect
+    from benchlib.runtime.docker import shared_client
 
-    return connect()
+    return shared_client()
 
 
 def bootstrap_base_image(

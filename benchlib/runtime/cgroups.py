@@ -590,7 +590,7 @@ def create(name: str, limits: Limits, cpus: Sequence[int] = (), *,
         :meth:`~CgroupHandle.preexec`; call :meth:`~CgroupHandle.remove` after they exit.
     """
     s = system or detect()
-    leaf = _clean_name(name)
+    leaf = f"{_clean_name(name)}.p{os.getpid()}"  # the owner's pid: sweep() spares live owners
     handle = CgroupHandle(name=leaf, version=s.version, limits=limits, cpus=tuple(sorted(set(cpus))))
     if s.version == "none":
         handle.reasons["all"] = "no cgroup file system is mounted"
@@ -728,9 +728,11 @@ def _create_v2(h: CgroupHandle, base: Path, s: CgroupSystem) -> None:
 
 # ----------------------------------------------------------------------------- sweep
 
-def sweep(system: CgroupSystem | None = None) -> list[str]:
+def sweep(system: CgroupSystem | None = None, *, min_age_s: float = 600.0) -> list[str]:
     """Remove leftover, empty ``benchlib/<name>`` cgroups below this process's cgroups
-    (left by a killed run). Cgroups that still hold processes are kept.
+    (left by a killed run). Cgroups that still hold processes are kept, and so are empty
+    ones whose creating process is alive and that are younger than ``min_age_s`` seconds
+    (another benchlib process may be about to start a service in them).
 
     Returns
     -------
@@ -747,6 +749,13 @@ def sweep(system: CgroupSystem | None = None) -> list[str]:
         for d in children:
             if (_read(d / "cgroup.procs") or "").strip():
                 continue
+            m = re.search(r"\.p(\d+)$", d.name)
+            if m and int(m.group(1)) != os.getpid() and Path(f"/proc/{m.group(1)}").exists():
+                try:
+                    if time.time() - d.stat().st_mtime < min_age_s:
+                        continue
+                except OSError:
+                    continue
             try:
                 d.rmdir()
                 removed.append(str(d))

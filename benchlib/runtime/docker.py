@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import atexit
 import configparser
+import gc
 import hashlib
 import json
 import os
@@ -46,6 +47,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -66,6 +68,7 @@ __all__ = [
     "connect",
     "detect_ca_bundle",
     "owner_label",
+    "shared_client",
 ]
 
 #: The seeds ran every service with 1 CPU and 512 MB; the default when no limit is asked for.
@@ -110,19 +113,60 @@ def connect(base_url: str | None = None, *, timeout_s: float = 120.0) -> Any:
             import paramiko  # noqa: F401
         except ImportError:
             kwargs["use_ssh_client"] = True  # the ssh binary instead of paramiko
-    try:
-        if base_url is None:
-            client = docker.from_env(**kwargs)
-        else:
-            client = docker.DockerClient(base_url=base_url, **kwargs)
-        client.ping()
-    except Exception as exc:  # DockerException, requests/ssh transport errors
-        reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+    reason = None
+    sock_path = url[len("unix://"):] if url.startswith("unix://") else None
+    if sock_path is not None and not os.path.exists(sock_path):
+        reason = f"{sock_path} does not exist"
+    else:
+        # docker-py leaves the socket of a failed connection unclosed; its ResourceWarning
+        # says nothing to our users, so it is silenced (and collected) here.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            try:
+                if base_url is None:
+                    client = docker.from_env(**kwargs)
+                else:
+                    client = docker.DockerClient(base_url=base_url, **kwargs)
+                client.ping()
+            except Exception as exc:  # DockerException, requests/ssh transport errors
+                reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+            if reason is not None:
+                gc.collect()
+    if reason is not None:
         raise RuntimeUnavailable(
             f"runtime=\"docker\" was asked for, but no Docker engine answers at {_redact(url)} ({reason}); "
             + _START_HINT
-        ) from None
+        )
     return client
+
+
+_SHARED: dict[str, Any] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_client(base_url: str | None = None) -> Any:
+    """One connected client per endpoint for this process (closed at exit), so runtimes
+    created and dropped by runs do not each leave a connection pool behind."""
+    key = base_url or os.environ.get("DOCKER_HOST") or ""
+    with _SHARED_LOCK:
+        client = _SHARED.get(key)
+        if client is None:
+            client = _SHARED[key] = connect(base_url)
+        return client
+
+
+def _close_shared_clients() -> None:
+    with _SHARED_LOCK:
+        clients = list(_SHARED.values())
+        _SHARED.clear()
+    for c in clients:
+        try:
+            c.close()
+        except Exception:  # noqa: BLE001 - at exit
+            pass
+
+
+atexit.register(_close_shared_clients)  # registered first, so it runs after container removal
 
 
 def _engine_is_local(url: str) -> bool:
@@ -543,7 +587,7 @@ class DockerRuntime:
     def client(self) -> Any:
         """The connected ``docker.DockerClient`` (connects on first use)."""
         if self._client is None:
-            self._client = connect(self.base_url)
+            self._client = shared_client(self.base_url)
         return self._client
 
     @property
@@ -926,12 +970,10 @@ class DockerRuntime:
                      ("memory", "memory.limit_in_bytes"), ("memory", "memory.memsw.limit_in_bytes")]
             paths = {(c, n): f"/sys/fs/cgroup/{c}/{n}" for c, n in pairs}
         script = 'for f in "$@"; do printf "==%s\\n" "$f"; cat "$f" 2>/dev/null; done'
-        res = container.exec_run(["sh", "-c", script, "sh", *paths.values()], stdout=True, stderr=False)
-        if res.exit_code not in (0, None):
-            raise RuntimeError(f"docker exec exited with {res.exit_code}")
+        output = _exec_output(container, ["sh", "-c", script, "sh", *paths.values()])
         found: dict[str, str] = {}
         current = None
-        for line in res.output.decode("utf-8", "replace").splitlines():
+        for line in output.decode("utf-8", "replace").splitlines():
             if line.startswith("=="):
                 current = line[2:]
                 continue
@@ -944,6 +986,28 @@ class DockerRuntime:
             return found.get(path) if path else None
 
         return read
+
+
+def _exec_output(container: Any, cmd: list[str]) -> bytes:
+    """``docker exec`` of ``cmd``; its stdout. (``Container.exec_run`` leaves its socket open.)
+
+    Raises RuntimeError when the command exits with a non-zero code."""
+    from docker.utils.socket import STDOUT, frames_iter
+
+    api = container.client.api
+    exec_id = api.exec_create(container.id, cmd, stdout=True, stderr=False)["Id"]
+    sock = api.exec_start(exec_id, socket=True)
+    try:
+        out = b"".join(data for stream, data in frames_iter(sock, tty=False) if stream == STDOUT)
+    finally:
+        response = getattr(sock, "_response", None)
+        if response is not None:
+            response.close()
+        sock.close()
+    code = api.exec_inspect(exec_id).get("ExitCode")
+    if code not in (0, None):
+        raise RuntimeError(f"docker exec {cmd[0]} exited with code {code}")
+    return out
 
 
 def _limits_from_env() -> Limits | None:

@@ -1,0 +1,100 @@
+"""Shared fixtures of the runtime tests.
+
+Tests marked ``docker`` need a real Docker engine. When none answers they are skipped with
+the reason and the command that starts one (``sudo scripts/docker-engine.sh start``); every
+other test runs as usual.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+import pytest
+
+
+@functools.lru_cache(maxsize=1)
+def docker_unavailable_reason() -> str | None:
+    """``None`` when a Docker engine answers, else why not (cached for the session)."""
+    try:
+        from benchlib.errors import RuntimeUnavailable
+        from benchlib.runtime.docker import connect
+    except ImportError as exc:  # pragma: no cover - docker is a dependency
+        return f"the Docker SDK is not importable: {exc}"
+    try:
+        connect(timeout_s=10).close()
+    except RuntimeUnavailable as exc:
+        return f"{exc} (the docker-marked tests need an engine: `sudo scripts/docker-engine.sh start`)"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("docker") is not None:
+        reason = docker_unavailable_reason()
+        if reason is not None:
+            pytest.skip(f"no Docker engine: {reason}")
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Any:
+    """A connected ``docker.DockerClient`` (the engine of ``$DOCKER_HOST``)."""
+    from benchlib.runtime.docker import connect
+
+    reason = docker_unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"no Docker engine: {reason}")
+    client = connect()
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def base_image(docker_client: Any) -> str:
+    """``debian:bookworm-slim`` in the engine: pulled, imported from the cached tarball, or
+    created with debootstrap (the first run on a fresh machine: about a minute)."""
+    from benchlib.images import DEFAULT_BASE_IMAGE, bootstrap_base_image
+
+    result = bootstrap_base_image(DEFAULT_BASE_IMAGE, client=docker_client)
+    print(f"\nbase image: {result}")
+    return result.image_id
+
+
+@pytest.fixture(scope="session")
+def docker_runtime(docker_client: Any, base_image: str) -> Any:
+    """A DockerRuntime on the default engine, checked (so leftovers of dead runs are swept)."""
+    from benchlib.runtime.docker import DockerRuntime
+
+    rt = DockerRuntime()
+    rt.check()
+    return rt
+
+
+@pytest.fixture(scope="session")
+def prepared_services(docker_runtime: Any) -> dict[str, Any]:
+    """Both quickstart services built (or their cached images reused), with build times."""
+    import time
+
+    from benchlib.manifest import get_manifest
+
+    out = {}
+    for name in ("go-nethttp-hello", "python-aiohttp-hello"):
+        t0 = time.monotonic()
+        prepared = docker_runtime.prepare(get_manifest(name).resolve())
+        print(f"\n{name}: {'built' if prepared.built else 'cached'} in {time.monotonic() - t0:.1f} s "
+              f"({prepared.info['tag']})")
+        out[name] = prepared
+    return out
+
+
+@pytest.fixture()
+def run_id(request: pytest.FixtureRequest) -> str:
+    """A run id unique to the test (labels its containers), swept afterwards."""
+    import re
+
+    rid = "t" + re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40] + f"-{os.getpid()}"
+    yield rid
+    if docker_unavailable_reason() is None:
+        from benchlib.cleanup import sweep
+
+        sweep(rid, include_cgroups=False)
