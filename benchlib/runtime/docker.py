@@ -67,6 +67,7 @@ __all__ = [
     "SEED_LIMITS",
     "connect",
     "detect_ca_bundle",
+    "engine_unavailable_reason",
     "owner_label",
     "shared_client",
 ]
@@ -138,6 +139,16 @@ def connect(base_url: str | None = None, *, timeout_s: float = 120.0) -> Any:
             + _START_HINT
         )
     return client
+
+
+def engine_unavailable_reason(base_url: str | None = None, *, timeout_s: float = 10.0) -> str | None:
+    """``None`` when a Docker engine answers at ``base_url`` (default ``$DOCKER_HOST``), else
+    why not and how to start one (for skip messages and ``benchlib services``)."""
+    try:
+        connect(base_url, timeout_s=timeout_s).close()
+    except RuntimeUnavailable as exc:
+        return str(exc)
+    return None
 
 
 _SHARED: dict[str, Any] = {}

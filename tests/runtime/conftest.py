@@ -17,16 +17,12 @@ import pytest
 @functools.lru_cache(maxsize=1)
 def docker_unavailable_reason() -> str | None:
     """``None`` when a Docker engine answers, else why not (cached for the session)."""
-    try:
-        from benchlib.errors import RuntimeUnavailable
-        from benchlib.runtime.docker import connect
-    except ImportError as exc:  # pragma: no cover - docker is a dependency
-        return f"the Docker SDK is not importable: {exc}"
-    try:
-        connect(timeout_s=10).close()
-    except RuntimeUnavailable as exc:
-        return f"{exc} (the docker-marked tests need an engine: `sudo scripts/docker-engine.sh start`)"
-    return None
+    from benchlib.runtime.docker import engine_unavailable_reason
+
+    reason = engine_unavailable_reason()
+    if reason is None:
+        return None
+    return f"{reason} (the docker-marked tests need an engine: `sudo scripts/docker-engine.sh start`)"
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
