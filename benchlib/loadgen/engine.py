@@ -381,6 +381,10 @@ class Engine:
     def open_conn(self, t_int: int | None, delay_ns: int = 0) -> None:
         """Open a connection; send the request due at ``t_int`` on it (``None``: pool it)."""
         self.nconns += 1
+        if t_int is not None:
+            # in flight from now on, not from when the task first runs: the trial must not
+            # be declared over while this request waits for its connection
+            self.inflight += 1
         asyncio.get_running_loop().create_task(self._open(t_int, delay_ns))
 
     async def _open(self, t_int: int | None, delay_ns: int) -> None:
@@ -392,8 +396,6 @@ class Engine:
         self.next_cid += self.cfg.workers
         conn = _Conn(self, cid)
         loop = asyncio.get_running_loop()
-        if t_int is not None:
-            self.inflight += 1
         t_try = _clock()
         try:
             await asyncio.wait_for(
@@ -415,8 +417,7 @@ class Engine:
             if self.closed_model:
                 self._retry_slot(now)
             elif self.pending and self.nconns < self.cfg.connections:
-                self.nconns += 1
-                loop.create_task(self._open(self.pending.popleft(), CONNECT_RETRY_NS))
+                self.open_conn(self.pending.popleft(), CONNECT_RETRY_NS)
             elif self.stopping:
                 self.check_done()
             return

@@ -83,3 +83,23 @@ def test_refused_connections_after_the_server_dies():
     assert errs["connect"] >= 10, errs
     # a refused slot retries every 10 ms, so the rows stay bounded
     assert errs["connect"] <= 2 * 1.5 / 0.010 + 10
+
+
+def test_connect_timeout_when_the_accept_queue_is_full():
+    """A listener that never accepts: once its queue is full, SYNs are dropped and
+    connection attempts time out (recorded as ``timeout`` rows, one per attempt)."""
+    import socket
+
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(0)
+    try:
+        spec = LoadSpec(model="closed", connections=2, duration_s=1.0, warmup_s=0, connect_timeout_s=0.3)
+        r = run_load(spec, Target("127.0.0.1", lst.getsockname()[1]))
+    finally:
+        lst.close()
+    rows = r.rows
+    assert len(rows) >= 2 and np.all(rows["error"] == ERROR_CODES["timeout"])
+    waited = (rows["t_done_ns"] - rows["t_sent_ns"]) / 1e9
+    assert np.all(waited >= 0.29) and np.all(waited < 1.0)
+    assert "connect_timeout" in r.meta["error_examples"]

@@ -72,3 +72,11 @@ def test_waiting_for_a_free_connection_counts():
     # the schedule lag is about the client's dispatching, not the wait for a connection
     # (its value depends on CPU contention, so only its presence is asserted here)
     assert r.meta["schedule_lag_ns"]["p50"] is not None
+
+
+def test_open_model_connection_per_request_http10(hello_target):
+    spec = LoadSpec(model="open", rate_rps=200, duration_s=0.5, warmup_s=0, connections=8,
+                    keep_alive=False, http_version="1.0")
+    r = run_load(spec, hello_target)
+    assert len(r.rows) == 100 and np.all(r.rows["error"] == 0)
+    assert len(np.unique(r.rows["conn"])) == 100
