@@ -60,7 +60,7 @@ def test_response_timeout():
     rows = r.rows
     assert len(rows) >= 4 and np.all(rows["error"] == ERROR_CODES["timeout"])
     waited = (rows["t_done_ns"] - rows["t_sent_ns"]) / 1e9
-    assert np.all(waited >= 0.3) and np.all(waited < 0.3 + 0.25)
+    assert np.all(waited >= 0.3) and np.all(waited < 0.3 + 0.6)  # sweep granularity + a busy machine
 
 
 def test_refused_connections_after_the_server_dies():
