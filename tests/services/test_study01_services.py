@@ -281,3 +281,57 @@ def test_reference_csv_holds_the_seed_tables() -> None:
             assert len(ours) == 1, (endpoint, row[0])
             assert [float(x.replace(",", ".")) for x in row[1:]] == ours[cols].iloc[0].tolist()
     assert df.requests_offered.tolist() == [1000, 1000, 1000, 100, 100, 100]
+
+
+def _docker_unavailable() -> str | None:
+    try:
+        from benchlib.errors import RuntimeUnavailable
+        from benchlib.runtime.docker import connect
+    except ImportError as exc:  # pragma: no cover - docker is a dependency
+        return f"the Docker SDK is not importable: {exc}"
+    try:
+        connect(timeout_s=10).close()
+    except RuntimeUnavailable as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.docker
+@pytest.mark.integration
+@pytest.mark.timeout(3600)
+def test_docker_ferretdb_and_go_services_meet_their_contracts() -> None:
+    """The Docker path on this machine: FerretDB and the Go API built from their Dockerfiles
+    on the locally bootstrapped debian:bookworm-slim (Go toolchain and modules through the Go
+    module proxy), seeded from the host, both variants checked against their contracts."""
+    why = _docker_unavailable()
+    if why is not None:
+        pytest.skip(f"no Docker engine: {why}")
+    rt = get_runtime("docker")
+    db_prepared = rt.prepare(load_manifest(FERRETDB_DIR).resolve("sqlite"))
+    with rt.start(db_prepared, StartOptions(port=free_port(), cpus=DB_CPUS)) as db:
+        assert _seed_py("info", db.port)["ferretdb_version"] == "v1.24.2"
+        for variant in ("faithful", "fair"):
+            service = load_manifest(SERVICES_DIR / "go-gin-mongo").resolve(variant)
+            prepared = rt.prepare(service)
+            with rt.start(prepared, StartOptions(port=free_port(), cpus=SERVER_CPUS, deps={"ferretdb": db})) as h:
+                for endpoint in service.endpoints:
+                    assert contract.verify(f"http://{h.host}:{h.port}", endpoint).ok
+
+
+@pytest.mark.docker
+@pytest.mark.integration
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("name", ["python-starlette-mongo", "node-fastify-mongo"])
+def test_docker_extra_rows_meet_the_shared_contract(ferretdb, name: str) -> None:
+    """The Python and Node.js images (Debian's python3 / nodejs + npm, packages from PyPI and
+    npm) against the local FerretDB: containers use the host's network, so a local
+    dependency serves them as well."""
+    why = _docker_unavailable()
+    if why is not None:
+        pytest.skip(f"no Docker engine: {why}")
+    rt = get_runtime("docker")
+    service = load_manifest(SERVICES_DIR / name).resolve("fair")
+    prepared = rt.prepare(service)
+    with rt.start(prepared, StartOptions(port=free_port(), cpus=SERVER_CPUS, deps={"ferretdb": ferretdb})) as h:
+        for endpoint in service.endpoints:
+            assert contract.verify(f"http://{h.host}:{h.port}", endpoint).ok
