@@ -65,6 +65,15 @@ def remove_stale(root: Path) -> list[Path]:
     return removed
 
 
+def normalize_listen(listen: str) -> str:
+    """``HOST:PORT`` with an IPv6 host put in brackets (``::1:27017`` -> ``[::1]:27017``)."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit():
+        raise SystemExit(f"launch.py: --listen {listen!r}: expected HOST:PORT")
+    host = host.strip("[]")
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def ferretdb_argv(binary: str, listen: str, data_dir: Path, *, auth: bool, user: str, password: str,
                   log_level: str) -> list[str]:
     """The FerretDB command line (SQLite backend, no telemetry, no debug HTTP listener)."""
@@ -107,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warn", "error"])
     args = parser.parse_args(argv)
 
+    listen = normalize_listen(args.listen)
     root = (args.data_root or default_data_root()).resolve()
     root.mkdir(parents=True, exist_ok=True)
     remove_stale(root)
@@ -117,9 +127,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"launch.py: {args.binary!r} not found: install MongoDB's mongod, or use the Docker "
                   "runtime (Dockerfile.mongo), or this service's 'sqlite' variant (FerretDB)", file=sys.stderr)
             return 127
-        cmd = mongod_argv(args.binary, args.listen, data_dir)
+        cmd = mongod_argv(args.binary, listen, data_dir)
     else:
-        cmd = ferretdb_argv(args.binary, args.listen, data_dir, auth=not args.no_auth, user=args.user,
+        cmd = ferretdb_argv(args.binary, listen, data_dir, auth=not args.no_auth, user=args.user,
                             password=args.password, log_level=args.log_level)
     print(f"launch.py: data directory {data_dir}", flush=True)
     try:

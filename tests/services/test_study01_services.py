@@ -335,3 +335,62 @@ def test_docker_extra_rows_meet_the_shared_contract(ferretdb, name: str) -> None
     with rt.start(prepared, StartOptions(port=free_port(), cpus=SERVER_CPUS, deps={"ferretdb": ferretdb})) as h:
         for endpoint in service.endpoints:
             assert contract.verify(f"http://{h.host}:{h.port}", endpoint).ok
+
+
+def _launch_module() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ferretdb_launch", FERRETDB_DIR / "launch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_launch_command_lines(tmp_path: Path) -> None:
+    launch = _launch_module()
+    assert launch.normalize_listen("::1:27017") == "[::1]:27017"
+    assert launch.normalize_listen("127.0.0.1:5") == "127.0.0.1:5"
+    with pytest.raises(SystemExit, match="HOST:PORT"):
+        launch.normalize_listen("localhost")
+    argv = launch.ferretdb_argv("/b/ferretdb", "127.0.0.1:9", tmp_path, auth=True, user="admin", password="admin",
+                                log_level="info")
+    assert f"--sqlite-url=file:{tmp_path}/" in argv and f"--state-dir={tmp_path}" in argv
+    assert {"--handler=sqlite", "--debug-addr=-", "--telemetry=disable", "--test-enable-new-auth",
+            "--setup-database=admin", "--setup-username=admin", "--setup-password=admin"} <= set(argv)
+    assert "--test-enable-new-auth" not in launch.ferretdb_argv("/b/f", "h:1", tmp_path, auth=False, user="",
+                                                                password="", log_level="info")
+    assert launch.mongod_argv("mongod", "127.0.0.1:9", tmp_path)[:6] == ["mongod", "--auth", "--bind_ip",
+                                                                         "127.0.0.1", "--port", "9"]
+    stale = tmp_path / f"{launch.PREFIX}999999999-x"  # no such pid
+    stale.mkdir()
+    mine = tmp_path / f"{launch.PREFIX}{os.getpid()}-y"
+    mine.mkdir()
+    assert launch.remove_stale(tmp_path) == [stale] and mine.is_dir()
+
+
+@pytest.mark.integration
+def test_launcher_removes_its_data_directory(tmp_path: Path) -> None:
+    import signal
+    import socket
+    import time
+
+    prepared = get_runtime("local").prepare(load_manifest(FERRETDB_DIR).resolve("sqlite"))
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(FERRETDB_DIR / "launch.py"), "--binary",
+                             str(prepared.build_dir / "ferretdb"), "--listen", f"127.0.0.1:{port}",
+                             "--data-root", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        dirs = list(tmp_path.iterdir())
+        assert len(dirs) == 1 and (dirs[0] / "state.json").is_file()  # FerretDB's state is in there too
+        assert any(p.suffix == ".sqlite" for p in dirs[0].iterdir())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+    assert list(tmp_path.iterdir()) == []
