@@ -243,7 +243,7 @@ def stall_demo(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--pairs", type=int, default=7, help="A B pairs per configuration (at least 5)")
     ap.add_argument("--duration-s", type=float, default=5.0)
     ap.add_argument("--warmup-s", type=float, default=1.0)
     ap.add_argument("--connections", type=int, default=50)

@@ -5,7 +5,8 @@ end of the freeze with probability s/P, its wait then uniform on (0, s). So
 P(wait > w) = (s - w) / P for 0 <= w < s, and the q-quantile of the wait is
 s - (1 - q) P: p99 = 0.5 - 0.025 = 0.475 s, p90 = 0.5 - 0.25 = 0.25 s (plus the ordinary
 response time, under a millisecond here). Tolerance: 40 ms, from the 5 ms arrival grid,
-the server's timer granularity, and scheduling noise on a shared 2-core machine.
+the server's timer granularity, and scheduling noise on a shared 2-core machine; a trial
+whose own guard shows a starved client may be repeated (twice at most).
 
 Closed model, same server: the few requests in flight during a freeze are the only ones
 that see it, so its p99 is far below the truth; the trial is flagged
@@ -31,21 +32,37 @@ def analytic_wait_quantile(q: float, stall_s: float = STALL_S, period_s: float =
     return max(stall_s - (1 - q) * period_s, 0.0)
 
 
+def _contended(meta: dict) -> bool:
+    """The trial's own guard saw a starved client (a busy shared machine)."""
+    lag = meta["schedule_lag_ns"]
+    return (not meta["valid"]) or (lag["p99.9"] or 0) > 20_000_000
+
+
 def test_open_model_matches_analytic_and_closed_model_is_flagged():
     with serve("stall", cpus=server_cpus(), stall_s=STALL_S, period_s=PERIOD_S) as (host, port):
         target = Target(host, port)
         open_spec = LoadSpec(model="open", rate_rps=200, duration_s=4 * PERIOD_S, warmup_s=0.5,
                              connections=256, timeout_s=5)
-        op = run_load(open_spec, target, client_cpus=client_cpus())
+        # On a machine shared with other work the client or server can be starved for tens
+        # of milliseconds; such a trial (flagged by its own guard) may be repeated, twice at
+        # most. An uncontended trial outside the tolerance fails at once.
+        misses = []
+        for attempt in range(3):
+            op = run_load(open_spec, target, client_cpus=client_cpus())
+            lat = op.latency_ns() / 1e9
+            assert len(lat) == 2000 and op.meta["errors"]["timeout"] == 0
+            p50, p90, p99 = np.percentile(lat, [50, 90, 99])
+            ok = (abs(p99 - analytic_wait_quantile(0.99)) < TOL_S and abs(p90 - analytic_wait_quantile(0.90)) < TOL_S
+                  and p50 < 0.02)
+            if ok:
+                break
+            misses.append((round(p50, 4), round(p90, 4), round(p99, 4), op.meta["schedule_lag_ns"]))
+            assert _contended(op.meta), f"uncontended open-model trial off the analytic values: {misses[-1]}"
+        else:
+            raise AssertionError(f"three contended attempts, all off the analytic values: {misses}")
+        assert op.meta["coordinated_omission_risk"] is False
         closed_spec = LoadSpec(model="closed", connections=4, duration_s=2 * PERIOD_S, warmup_s=0.5, timeout_s=5)
         cl = run_load(closed_spec, target, client_cpus=client_cpus())
-    lat = op.latency_ns() / 1e9
-    assert len(lat) == 2000 and op.meta["errors"]["timeout"] == 0
-    p50, p90, p99 = np.percentile(lat, [50, 90, 99])
-    assert abs(p99 - analytic_wait_quantile(0.99)) < TOL_S, p99
-    assert abs(p90 - analytic_wait_quantile(0.90)) < TOL_S, p90
-    assert p50 < 0.02
-    assert op.meta["coordinated_omission_risk"] is False
     # the closed model under-reports the tail and says it may
     closed_p99 = np.percentile(cl.latency_ns() / 1e9, 99)
     assert closed_p99 < analytic_wait_quantile(0.99) / 2, closed_p99
