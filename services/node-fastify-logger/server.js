@@ -8,9 +8,18 @@
 // request logging writes TWO lines per request ("incoming request" when it arrives,
 // "request completed" with the response time when it is done), plus one "Server listening"
 // line at start. HOST and PORT give the listen address. One process, one event loop.
+//
+// Usage: node server.js [NODE_MODULES_DIR]. The local runtime passes the node_modules that
+// build.js installed into the build cache; in the container (no argument) the usual lookup
+// finds /app/node_modules.
 'use strict';
 
-const fastify = require('fastify')({ logger: true });
+const path = require('node:path');
+const { createRequire } = require('node:module');
+
+const modulesDir = process.argv[2];
+const load = modulesDir ? createRequire(path.join(path.resolve(modulesDir), '..', 'package.json')) : require;
+const fastify = load('fastify')({ logger: true });
 
 const BODY = 'Hello, World! This is a cool web test!';
 
