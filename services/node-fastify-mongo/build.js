@@ -2,7 +2,7 @@
 //
 // Copies package.json and the committed package-lock.json to OUT_DIR/app and runs `npm ci`
 // there (production dependencies only), so node_modules lives in the benchlib build cache,
-// never inside the clone. server.js finds it through NODE_PATH (set in service.toml).
+// never inside the clone. server.js loads from there (`--deps-dir OUT_DIR/app`, in service.toml).
 'use strict';
 
 const fs = require('node:fs');

@@ -8,11 +8,16 @@
 // One process, fastify without its logger (no per-request log line), and one MongoClient
 // connected at start whose pool serves every request: the shared "fair" contract of the
 // study's implementations. HOST/PORT give the listen address, CONNECTION_STRING the MongoDB
-// URL. Dependencies come from the build cache through NODE_PATH (see build.js).
+// URL. Locally the dependencies come from the build cache: `--deps-dir DIR` names the folder
+// holding node_modules (see build.js); in the container they sit beside server.js.
 'use strict';
 
-const Fastify = require('fastify');
-const { MongoClient } = require('mongodb');
+const depsIdx = process.argv.indexOf('--deps-dir');
+const load = depsIdx > 0
+  ? (name) => require(require.resolve(name, { paths: [process.argv[depsIdx + 1]] }))
+  : require;
+const Fastify = load('fastify');
+const { MongoClient } = load('mongodb');
 
 async function main() {
   const url = process.env.CONNECTION_STRING;
