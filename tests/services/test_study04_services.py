@@ -8,8 +8,11 @@
   starts pinned to one CPU through the local runtime, listens on loopback only, meets its
   contract, sends exactly the headers and wire bytes recorded in its manifest, and writes
   its log lines, one per request (fastify: two), to the log the runtime captures.
+* The same in containers (marked ``docker``): Go, Python and Node images build from
+  ``debian:bookworm-slim`` with toolchains from the registries; the Rust image needs the
+  official ``rust`` image (Docker Hub) and is skipped, with the reason, where it is missing.
 
-The last part is marked ``integration``. Cold Rust builds are costly (actix debug about
+The real-server parts are marked ``integration`` (or ``docker``). Cold Rust builds are costly (actix debug about
 1-2 min, release 4-9 min on 2 busy cores); they land in the build cache, so later runs take
 seconds.
 """
@@ -28,6 +31,7 @@ from typing import Callable
 import pytest
 
 from benchlib import contract, toolchains
+from benchlib.errors import BuildError, ParameterError, RuntimeUnavailable
 from benchlib.manifest import find_services_dir, load_manifest
 from benchlib.reference import load_reference
 from benchlib.runtime import StartOptions, get_runtime
@@ -178,6 +182,15 @@ def _raw_get(host: str, port: int) -> tuple[bytes, bytes]:
     return head + b"\r\n\r\n", body
 
 
+def _assert_wire(name: str, head: bytes, body: bytes) -> None:
+    """The response has exactly the header names (in order) and the size in :data:`WIRE`."""
+    names, wire_bytes = WIRE[name]
+    header_lines = head.decode("latin-1").split("\r\n")[1:-2]
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert [line.split(":", 1)[0].lower() for line in header_lines] == names
+    assert body == BODY.encode() and len(head) + len(body) == wire_bytes
+
+
 def _listening_addresses(pid: int) -> set[str]:
     """The local addresses of every TCP socket ``pid`` listens on (via ``ss``)."""
     out = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, check=True).stdout
@@ -226,8 +239,10 @@ def test_service_builds_meets_its_contract_and_logs_every_request(
         pytest.skip(f"not run: {why}")
     rt = get_runtime("local")
     service = manifest.resolve(variant)
+    t0 = time.monotonic()
     prepared = rt.prepare(service)
-    print(f"\n{name} ({variant}): {prepared.info.get('build')} in {prepared.info.get('build_s')} s")
+    print(f"\n{name} ({variant}): prepare {time.monotonic() - t0:.1f} s ({prepared.info.get('build')}; "
+          f"last build took {prepared.info.get('build_s')} s)")
     log = tmp_path / "service.log"
     patterns = LOG_LINES[name]
     n = 25
@@ -240,11 +255,7 @@ def test_service_builds_meets_its_contract_and_logs_every_request(
         assert report.ok and report.body == BODY.encode()
         head, body = _raw_get(h.host, h.port)
         print(head.decode() + body.decode())
-        names, wire_bytes = WIRE[name]
-        header_lines = head.decode("latin-1").split("\r\n")[1:-2]
-        assert head.startswith(b"HTTP/1.1 200 OK\r\n")
-        assert [line.split(":", 1)[0].lower() for line in header_lines] == names
-        assert body == BODY.encode() and len(head) + len(body) == wire_bytes
+        _assert_wire(name, head, body)
         if name == "rust-actix-logger":
             # actix's default worker count follows the CPU affinity: one worker on one CPU
             threads = [p.read_text().strip() for p in Path(f"/proc/{h.proc.pid}/task").glob("*/comm")]
@@ -291,3 +302,47 @@ def test_nothing_was_written_inside_the_clone(clone_state: set[str]) -> None:
     # runs after the service tests of this module (pytest keeps the file's order)
     assert _untracked_in_services() == clone_state
 
+
+
+def _docker_unavailable() -> str | None:
+    try:
+        from benchlib.runtime.docker import connect
+
+        connect(timeout_s=10).close()
+    except (ImportError, RuntimeUnavailable) as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("name", sorted(STUDY_SERVICES))
+def test_container_meets_its_contract_and_logs_every_request(name: str, tmp_path: Path) -> None:
+    reason = _docker_unavailable()
+    if reason is not None:
+        pytest.skip(f"no Docker engine: {reason}")
+    rt = get_runtime("docker")
+    service = load_manifest(SERVICES_DIR / name).resolve()
+    t0 = time.monotonic()
+    try:
+        prepared = rt.prepare(service)
+    except (ParameterError, BuildError) as exc:
+        if name == "rust-actix-logger" and "cannot be pulled" in str(exc):
+            pytest.skip(f"not run: {exc}")  # the official rust image (Docker Hub) is needed
+        raise
+    print(f"\n{name}: image {prepared.info.get('tag')} ready in {time.monotonic() - t0:.1f} s")
+    log = tmp_path / "container.log"
+    n = 25
+    with rt.start(prepared, StartOptions(port=free_port(), cpus=SERVER_CPUS, log_path=log)) as h:
+        base = f"http://{h.host}:{h.port}"
+        assert contract.verify(base, service.endpoint("hello")).ok
+        _assert_wire(name, *_raw_get(h.host, h.port))
+        import httpx
+
+        with httpx.Client(base_url=base, trust_env=False, timeout=30) as client:
+            for _ in range(n):
+                assert client.get("/").text == BODY
+    # the container's log (stdout and stderr) is saved at stop: our n requests, the contract
+    # check, the raw request and the health probe(s) that reached the server
+    counts = _count_lines(log.read_text(errors="replace"), LOG_LINES[name])
+    assert all(n + 3 <= c <= n + 8 for c in counts), (counts, log.read_text()[-2000:])
