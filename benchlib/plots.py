@@ -241,7 +241,8 @@ def percentiles(
     ax.set_xticks(ticks)
     ax.set_xticklabels([_pct_label(1.0 - 10.0 ** (-t)) for t in ticks])
     ax.set_yscale("log")
-    ax.set_xlabel("percentile (nines scale; each curve ends where 50 requests lie beyond it)")
+    ax.set_xlabel("percentile (nines scale)")
+    ax.set_title(f"each curve ends where fewer than {min_tail} requests lie beyond", fontsize="small")
     ax.set_ylabel(_label(x) + ", log scale")
     if hue is not None:
         ax.legend(title=hue)
@@ -273,13 +274,17 @@ def shift_plot(shift: pd.DataFrame, *, ax: Any = None, hue: str | None = "arm", 
     ax = _axes(ax)
     use_hue = hue if hue is not None and hue in shift.columns else None
     groups = [(None, shift)] if use_hue is None else list(shift.groupby(use_hue, sort=False))
+    unbounded = False
     for level, g in groups:
         g = g.sort_values("decile")
         pct = 100.0 * (g["ratio"] - 1.0)
         lo = 100.0 * (g["ci_lo"] - 1.0)
         hi = 100.0 * (g["ci_hi"] - 1.0)
         line = ax.plot(100.0 * g["decile"], pct, marker="o", label=str(level) if level is not None else None)[0]
-        ax.fill_between(100.0 * g["decile"], lo.clip(-100, 1e4), hi.clip(-100, 1e4), alpha=0.2, color=line.get_color())
+        finite = np.isfinite(lo) & np.isfinite(hi)
+        ax.fill_between(100.0 * g["decile"], lo.where(finite), hi.where(finite), alpha=0.2, color=line.get_color())
+        if not finite.all():
+            unbounded = True
         if "significant" in g.columns:
             sig = g[g["significant"].astype(bool)]
             ax.scatter(100.0 * sig["decile"], 100.0 * (sig["ratio"] - 1.0), s=80, facecolors="none",
@@ -290,6 +295,8 @@ def shift_plot(shift: pd.DataFrame, *, ax: Any = None, hue: str | None = "arm", 
                    label=f"±{100 * margin:g}% margin")
     ax.set_xlabel("decile of latency (%)")
     ax.set_ylabel("arm vs baseline (% change, per-trial deciles)")
+    if unbounded:
+        ax.set_title("shaded: simultaneous intervals (missing where too few trials bound them)", fontsize="small")
     ax.set_xticks([10, 20, 30, 40, 50, 60, 70, 80, 90])
     ax.legend()
     ax.grid(True, alpha=0.3)

@@ -192,7 +192,7 @@ def order_notes(trials: pd.DataFrame, baseline: str, arm: str) -> list[tuple[str
         firsts = []
         for bval in np.unique(blk[pd.notna(blk)]):
             sel = blk == bval
-            if len(set(arms[sel])) == 2:
+            if len(set(arms[sel])) == 2 and len(set(pos[sel])) == int(sel.sum()):
                 firsts.append(str(arms[sel][np.argmin(pos[sel])]))
         if len(firsts) >= 4 and len(set(firsts)) == 1:
             out.append((

@@ -171,7 +171,8 @@ def summarize_trial(
         requests above it is NaN and listed in ``omitted``.
     duration_s:
         The measured phase's length in seconds, if the caller knows it (the load spec's
-        measured duration); else from the rows: first intended start to last completion.
+        measured duration); else from the rows: the span of send times, extended by one
+        mean interval (``(last - first sent) * n / (n - 1)``).
     deciles:
         Also keep the nine deciles ``d1_ms`` ... ``d9_ms`` (for the shift function).
     min_shift:
@@ -198,7 +199,7 @@ def summarize_trial(
     >>> from benchlib.stats.simulate import trial_rows
     >>> s = summarize_trial(trial_rows(np.full(2000, 4.0), rate_rps=1000.0))
     >>> s["n"], s["p50_ms"], round(s["throughput_rps"])
-    (2000, 4.0, 999)
+    (2000, 4.0, 1000)
     """
     qs = [float(q) for q in quantiles]
     for q in qs:
@@ -225,8 +226,10 @@ def summarize_trial(
     ok = ~transport & ~http_bad
     n_ok = int(np.count_nonzero(ok))
     if duration_s is None:
-        span_ns = int(t_done.max() - t_int.min())
-        duration_s = span_ns / 1e9 if span_ns > 0 else math.nan
+        # the sending span, extended by one mean interval: n requests sent over it is the
+        # achieved rate (not skewed by how long the last responses took)
+        span_ns = int(t_sent.max() - t_sent.min())
+        duration_s = span_ns / 1e9 * n / (n - 1) if n > 1 and span_ns > 0 else math.nan
     out.update(
         n_ok=n_ok,
         n_errors=n - n_ok,

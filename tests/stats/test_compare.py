@@ -218,3 +218,29 @@ def test_one_trial_per_arm_is_insufficient_without_block_bootstrap():
     df = _two_arms([10.0], [11.0], blocks=False)
     r = compare(df, baseline="A", metrics=("p50_ms",)).table.iloc[0]
     assert r["verdict"].startswith("insufficient trials (need ≥ 4")
+
+
+def test_json_is_byte_identical_across_processes(tmp_path):
+    """12. Determinism across runs: two interpreters with different hash seeds write the same bytes."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, sys\n"
+        "from benchlib.stats import compare\n"
+        "from benchlib.stats.simulate import simulate_summaries\n"
+        "df = simulate_summaries(np.random.default_rng(5), arms={'A': 1.0, 'B': 1.04, 'C': 0.97}, trials=6,"
+        " phi=0.5, trial_sd=0.02)\n"
+        "df['error_rate'] = 0.0\n"
+        "c = compare(df, baseline='A', metrics=('p50_ms', 'p99_ms', 'error_rate'), method='bootstrap',"
+        " n_resamples=999, seed=9)\n"
+        "sys.stdout.write(c.to_json())\n"
+    )
+    digests = set()
+    for hashseed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hashseed}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+        digests.add(hashlib.sha256(out.stdout.encode()).hexdigest())
+    assert len(digests) == 1
