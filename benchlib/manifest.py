@@ -279,7 +279,7 @@ def load_manifest(path: str | Path) -> Manifest:
     ManifestError
         naming the file, the field and what was expected.
     """
-    path = Path(path)
+    path = Path(path).absolute()
     if path.is_dir():
         path = path / "service.toml"
     try:
