@@ -88,7 +88,9 @@ def _fmt_ratio(r: float, lo: float, hi: float) -> str:
         return "–"
     digits = 3 if np.isfinite(hi - lo) and (hi - lo) < 0.1 else 2
     def one(v: float) -> str:
-        return f"{v:.{digits}f}" if np.isfinite(v) else ("∞" if v > 0 else "0")
+        if not np.isfinite(v):
+            return "∞" if v > 0 else "0"
+        return "0" if v == 0 else f"{v:.{digits}f}"
     return f"{one(r)} [{one(lo)}, {one(hi)}]"
 
 

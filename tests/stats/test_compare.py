@@ -244,3 +244,14 @@ def test_json_is_byte_identical_across_processes(tmp_path):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
         digests.add(hashlib.sha256(out.stdout.encode()).hexdigest())
     assert len(digests) == 1
+
+
+def test_quantile_omitted_in_every_trial():
+    df = simulate_summaries(np.random.default_rng(10), trials=6)
+    df["p999_ms"] = np.nan
+    df["omitted"] = "p999_ms"
+    c = compare(df, baseline="A", metrics=("p50_ms", "p999_ms"))
+    r = c.table[c.table["metric"] == "p999_ms"].iloc[0]
+    assert r["verdict"] == "omitted (no values)"
+    assert any("50,000 successful requests per trial" in f for f in c.footnotes)
+    assert c.table["family_size"].tolist() == [1, 1]  # the omitted row is not a test
