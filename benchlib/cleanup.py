@@ -20,7 +20,7 @@ first start.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 __all__ = ["SweepResult", "sweep"]
 
@@ -52,6 +52,16 @@ class SweepResult:
         lines += [f"  kept {c['name']} (run {c['run_id']}: {c['why']})" for c in self.kept]
         lines += [f"  note: {e}" for e in self.errors]
         return "\n".join(lines)
+
+    def __iter__(self) -> Iterator[str]:
+        """One line per removed object (containers, then cgroups)."""
+        for c in self.removed:
+            yield f"container {c['name']} (run {c['run_id']}, {c['service']}, was {c['status']}: {c['why']})"
+        for d in self.cgroups_removed:
+            yield f"cgroup {d}"
+
+    def __len__(self) -> int:
+        return len(self.removed) + len(self.cgroups_removed)
 
     def to_dict(self) -> dict[str, Any]:
         return {"removed": self.removed, "kept": self.kept, "cgroups_removed": self.cgroups_removed,

@@ -146,6 +146,10 @@ stop)
         kill -KILL "$pid" 2>/dev/null || true
     fi
     rm -f "$pid_file"
+    # dockerd leaves its bind mount of the host network namespace behind; remove it.
+    if [ -e "$exec_root/netns/default" ] && grep -q " $exec_root/netns/default " /proc/self/mounts; then
+        umount "$exec_root/netns/default" 2>/dev/null || true
+    fi
     echo "stopped dockerd pid $pid (unix://$socket)"
     ;;
 status)

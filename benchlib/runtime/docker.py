@@ -378,6 +378,7 @@ class DockerHandle:
         self._sampler_stop = threading.Event()
         self._sampler: threading.Thread | None = None
         self._removed = False
+        self._final_log: bytes | None = None
         with _LIVE_LOCK:
             _LIVE.add(self)
 
@@ -395,9 +396,11 @@ class DockerHandle:
             return False
 
     def logs_tail(self, lines: int = 40) -> str:
-        """The container's last ``lines`` lines of stdout/stderr."""
+        """The container's last ``lines`` lines of stdout/stderr (kept after it is removed)."""
         if self.options.log_sink == "discard":
             return "(log discarded: log_sink='discard')"
+        if self._final_log is not None:
+            return "\n".join(self._final_log.decode("utf-8", "replace").rstrip().splitlines()[-lines:])
         try:
             return str(self.container.logs(stdout=True, stderr=True, tail=lines).decode("utf-8", "replace")).rstrip()
         except Exception as exc:  # noqa: BLE001
@@ -454,12 +457,16 @@ class DockerHandle:
 
     # -- stop -----------------------------------------------------------------------------
     def _save_log(self) -> None:
-        path = self.options.log_path
-        if path is None or self.options.log_sink == "discard":
+        """Keep the container's log (for :meth:`logs_tail` after removal, and in ``log_path``)."""
+        if self.options.log_sink == "discard":
             return
         try:
             data = self.container.logs(stdout=True, stderr=True)
         except Exception:  # noqa: BLE001
+            return
+        self._final_log = data[-256 * 1024:]
+        path = self.options.log_path
+        if path is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "ab") as fh:

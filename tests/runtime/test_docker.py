@@ -294,6 +294,7 @@ def test_container_killed_mid_trial_is_recorded_and_removed(docker_runtime: Dock
     info = h.stop()
     assert info.died_early and info.exit_code == 137 and not info.oom_killed
     assert "exited on its own with code 137" in info.detail
+    assert "go-nethttp-hello listening on 127.0.0.1" in h.logs_tail(5)  # kept after removal
     assert _containers(docker_client, run_id) == []
 
 
@@ -335,7 +336,8 @@ def test_runner_records_a_service_killed_mid_trial_and_leaves_no_container(
 # ----------------------------------------------------------------------------- sweep and exit paths
 
 _CHILD = """\
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C, even when started in the background
 from benchlib.manifest import get_manifest
 from benchlib.runtime.base import StartOptions
 from benchlib.runtime.docker import DockerRuntime
@@ -384,9 +386,14 @@ def test_sweep_removes_leftovers_of_a_killed_run_but_not_of_a_live_one(
 def test_signals_remove_the_containers(sig: int, docker_client: Any, prepared_services: dict[str, Any],
                                        run_id: str) -> None:
     proc, _ = _child_with_container(run_id)
-    assert len(_containers(docker_client, run_id)) == 1
-    proc.send_signal(sig)
-    proc.communicate(timeout=60)
+    try:
+        assert len(_containers(docker_client, run_id)) == 1
+        proc.send_signal(sig)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert _containers(docker_client, run_id) == []
 
 
