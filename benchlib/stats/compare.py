@@ -170,7 +170,7 @@ def _check_identity(g: pd.DataFrame, by: Sequence[str], key_text: str) -> None:
 def compare(
     summaries: pd.DataFrame,
     *,
-    baseline: str,
+    baseline: str | None = None,
     metrics: Sequence[str] = DEFAULT_METRICS,
     design: str = "auto",
     method: str = "rank",
@@ -185,8 +185,9 @@ def compare(
     family: str = "all",
     better: Mapping[str, str] | None = None,
     shift: bool = True,
+    contrasts: Sequence[tuple[str, str]] | None = None,
 ) -> Comparison:
-    """Compare every arm with ``baseline`` on each metric, across trials.
+    """Compare every arm with ``baseline`` (or the ``contrasts``) on each metric, across trials.
 
     Parameters
     ----------
@@ -197,7 +198,7 @@ def compare(
         columns (``change_point``, ``mvalue``, ``n_eff``, ``offered_rps``, ``load_model``,
         ``error_rate``...) feed the footnotes when present.
     baseline:
-        The arm every other arm is compared with.
+        The arm every other arm is compared with (``None`` when ``contrasts`` are given).
     metrics:
         Summary columns to compare. ``*_ms``/``*_s`` (lower is better) and ``*_rps``
         (higher is better) are compared as ratios arm/baseline on the log scale;
@@ -234,6 +235,12 @@ def compare(
         Directions for metrics whose name does not say (``{"cpu_pct": "lower"}``).
     shift:
         Also compute the shift function across deciles when ``d1_ms``..``d9_ms`` exist.
+    contrasts:
+        Instead of ``baseline``: explicit ``(baseline, arm)`` pairs, so that one family (one
+        Holm adjustment) can hold comparisons against different baselines, e.g.
+        ``[("go-fair", "rust-fair"), ("rust-fair", "rust-faithful")]``. In each group the
+        pairs whose two arms have valid trials are compared, in the given order; a pair
+        with an arm missing there is skipped and said in a note.
 
     Returns
     -------
@@ -255,7 +262,8 @@ def compare(
         raise ParameterError("metrics is empty; name at least one summary column")
     infos = {m: metric_info(m, better) for m in metrics}
     data, invalid = _prepare(summaries, by, metrics)
-    baseline = str(baseline)
+    baseline = None if baseline is None else str(baseline)
+    pair_list = _check_contrasts(baseline, contrasts)
     book = fn.FootnoteBook()
     rows: list[dict[str, Any]] = []
     extras: list[dict[str, Any]] = []  # per-row internals used after adjustment
@@ -269,19 +277,30 @@ def compare(
         key_text = ", ".join(f"{k}={v}" for k, v in labels.items()) or "the summaries"
         _check_identity(g, by, key_text)
         arms = _arm_order(summaries, g)
-        if baseline not in arms:
-            raise ParameterError(f"baseline {baseline!r} has no valid trial in {key_text}; arms there: {arms}")
-        others = [a for a in arms if a != baseline]
-        if not others:
-            raise ParameterError(f"only the baseline {baseline!r} has valid trials in {key_text}; nothing to compare")
+        if pair_list is None:
+            if baseline not in arms:
+                raise ParameterError(f"baseline {baseline!r} has no valid trial in {key_text}; arms there: {arms}")
+            here = [(str(baseline), a) for a in arms if a != baseline]
+            if not here:
+                raise ParameterError(f"only the baseline {baseline!r} has valid trials in {key_text}; nothing to compare")
+        else:
+            here = [(b, a) for b, a in pair_list if b in arms and a in arms]
+            for b, a in pair_list:
+                if (b, a) not in here:
+                    gone = " and ".join(x for x in (b, a) if x not in arms)
+                    book.add("missing_contrast", f"{a} vs {b} in {key_text}: not compared, {gone} has no valid trial "
+                             "there")
+            if not here:
+                raise ParameterError(f"none of the contrasts has valid trials of both arms in {key_text}; "
+                                     f"arms there: {arms}")
         group_rows: list[int] = []
-        for arm in others:
-            pair = pair_design(g, baseline, arm, design)
+        for base, arm in here:
+            pair = pair_design(g, base, arm, design)
             pair_rows: list[int] = []
             for metric in metrics:
                 idx = len(rows)
                 row, extra = _row(
-                    pair, labels, baseline, arm, metric, infos[metric], method, confidence, alpha,
+                    pair, labels, base, arm, metric, infos[metric], method, confidence, alpha,
                     seed, n_resamples, book, idx, g,
                 )
                 rows.append(row)
@@ -290,19 +309,19 @@ def compare(
             group_rows.extend(pair_rows)
             if pair.dropped:
                 book.add("unpaired_trials",
-                         f"{pair.dropped} trial(s) of {arm} or {baseline} in {key_text} had no partner in their "
+                         f"{pair.dropped} trial(s) of {arm} or {base} in {key_text} had no partner in their "
                          "block and are left out of the paired analysis", pair_rows)
             note = _outlier_note(pair, metrics)
             if note:
                 book.add("outlier", note, pair_rows)
-            for kind, text in fn.order_notes(g, baseline, arm):
+            for kind, text in fn.order_notes(g, base, arm):
                 book.add(kind, text, pair_rows)
             if "error_rate" in g.columns:
-                note = fn.error_rate_note(pair.a["error_rate"], pair.b["error_rate"], baseline, arm, alpha)
+                note = fn.error_rate_note(pair.a["error_rate"], pair.b["error_rate"], base, arm, alpha)
                 if note:
                     lat_rows = [i for i in pair_rows if infos[rows[i]["metric"]].unit in ("ms", "s")]
                     book.add("error_rates", note, lat_rows or pair_rows)
-            pairs.append(PairInfo(labels, baseline, arm, pair.paired, len(pair.a), len(pair.b), pair_rows,
+            pairs.append(PairInfo(labels, base, arm, pair.paired, len(pair.a), len(pair.b), pair_rows,
                                   _context(pd.concat([pair.a, pair.b]))))
         for kind, text in fn.trial_notes(g):
             book.add(kind, text, group_rows)
@@ -329,14 +348,39 @@ def compare(
         from benchlib.stats.shift import shift_function_table
 
         shift_table = shift_function_table(
-            data, baseline=baseline, by=by, design=design, alpha=alpha, confidence=confidence, pairs=pairs
+            data, baseline=str(baseline), by=by, design=design, alpha=alpha, confidence=confidence, pairs=pairs
         )
     params = {
         "baseline": baseline, "metrics": list(metrics), "design": design, "method": method, "alpha": alpha,
         "confidence": confidence, "correction": correction, "margin": margin, "seed": int(seed), "by": list(by),
         "n_resamples": int(n_resamples), "power": power, "family": family,
     }
+    if pair_list is not None:
+        params["baseline"] = None
+        params["contrasts"] = [list(c) for c in pair_list]
     return Comparison(table=table, notes=book.notes, shift=shift_table, params=params, pairs=pairs)
+
+
+def _check_contrasts(baseline: str | None, contrasts: Sequence[tuple[str, str]] | None) -> list[tuple[str, str]] | None:
+    """The contrasts as a list of (baseline, arm) string pairs, or ``None`` for "every arm
+    vs ``baseline``"; exactly one of the two must be given."""
+    if contrasts is None:
+        if baseline is None:
+            raise ParameterError("compare needs baseline= (every arm against it) or contrasts= ((baseline, arm) pairs)")
+        return None
+    if baseline is not None:
+        raise ParameterError("give baseline= or contrasts=, not both (each contrast names its own baseline)")
+    out: list[tuple[str, str]] = []
+    for c in contrasts:
+        if isinstance(c, str) or len(c) != 2 or str(c[0]) == str(c[1]):
+            raise ParameterError(f"each contrast must be a (baseline, arm) pair of two different arms, got {c!r}")
+        pair = (str(c[0]), str(c[1]))
+        if pair in out:
+            raise ParameterError(f"contrast {pair!r} is given twice")
+        out.append(pair)
+    if not out:
+        raise ParameterError("contrasts is empty; give at least one (baseline, arm) pair")
+    return out
 
 
 def _row(

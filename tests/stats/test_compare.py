@@ -255,3 +255,41 @@ def test_quantile_omitted_in_every_trial():
     assert r["verdict"] == "omitted (no values)"
     assert any("50,000 successful requests per trial" in f for f in c.footnotes)
     assert c.table["family_size"].tolist() == [1, 1]  # the omitted row is not a test
+
+
+def test_contrasts_put_pairs_with_different_baselines_in_one_holm_family():
+    rng = np.random.default_rng(11)
+    df = simulate_summaries(rng, arms={"go": 1.0, "go-slow": 2.0, "rust": 1.0, "rust-slow": 3.0}, trials=10,
+                            trial_sd=0.02, sigma=0.1)
+    pairs = [("go", "rust"), ("go", "go-slow"), ("rust", "rust-slow")]
+    c = compare(df, contrasts=pairs, metrics=("p50_ms", "p90_ms"))
+    t = c.table
+    assert list(zip(t["baseline"], t["arm"])) == [p for p in pairs for _ in range(2)]
+    assert (t["family_size"] == 6).all()
+    expect = np.minimum(1, np.maximum.accumulate(np.sort(t["p_raw"].to_numpy()) * np.arange(6, 0, -1)))
+    assert np.sort(t["p_adj"].to_numpy()) == pytest.approx(expect)
+    # each row equals the same pair compared alone (before the adjustment)
+    alone = compare(df[df["arm"].isin(["rust", "rust-slow"])], baseline="rust", metrics=("p50_ms", "p90_ms")).table
+    mine = t[t["baseline"] == "rust"].reset_index(drop=True)
+    for col in ("ratio", "ci_lo", "ci_hi", "p_raw", "centre_baseline", "centre_arm"):
+        assert mine[col].to_numpy() == pytest.approx(alone[col].to_numpy())
+    assert mine["verdict"].str.startswith("slower").all()
+    assert "rust-slow vs rust (baseline)" in c.to_text()
+    assert c.params["contrasts"] == [list(p) for p in pairs] and c.params["baseline"] is None
+
+
+def test_contrasts_skip_a_pair_whose_arm_did_not_run_and_say_so():
+    rng = np.random.default_rng(12)
+    df = simulate_summaries(rng, arms={"go": 1.0, "rust": 1.1}, trials=8, trial_sd=0.02, sigma=0.1)
+    c = compare(df, contrasts=[("go", "rust"), ("go", "dotnet")], metrics=("p50_ms",))
+    assert list(c.table["arm"]) == ["rust"] and (c.table["family_size"] == 1).all()
+    assert any("dotnet vs go" in n and "dotnet has no valid trial" in n for n in c.footnotes)
+    with pytest.raises(ParameterError, match="none of the contrasts"):
+        compare(df, contrasts=[("go", "dotnet")], metrics=("p50_ms",))
+    with pytest.raises(ParameterError, match="not both"):
+        compare(df, baseline="go", contrasts=[("go", "rust")])
+    with pytest.raises(ParameterError, match="baseline= .* or contrasts="):
+        compare(df, metrics=("p50_ms",))
+    for bad in ([("go", "go")], [("go",)], ["go"], [("go", "rust"), ("go", "rust")], []):
+        with pytest.raises(ParameterError):
+            compare(df, contrasts=bad, metrics=("p50_ms",))
