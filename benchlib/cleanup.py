@@ -7,9 +7,10 @@ itself; one killed hard (SIGKILL, a crashed kernel, a closed laptop) leaves them
 :func:`sweep` removes them:
 
 - ``sweep(run_id)``: every container of that run;
-- ``sweep()``: containers whose owner process is gone (or that are no longer running),
-  but never those of a run still in progress on this machine, so two benchlib sessions
-  sharing an engine do not remove each other's services;
+- ``sweep()``: containers whose owner process is gone (and stopped ones started from
+  another machine), but never those of a benchlib process still running on this machine,
+  so two benchlib sessions sharing an engine do not remove each other's services (not even
+  one that just died and is about to be inspected by its owner);
 - ``sweep(all_owners=True)``: every benchlib container.
 
 It also removes empty ``benchlib/<name>`` cgroups left by killed local runs
@@ -74,7 +75,7 @@ def sweep(run_id: str | None = None, *, client: Any | None = None, all_owners: b
 
     Parameters
     ----------
-    run_id: remove every container of this run; ``None``: those of dead or finished runs.
+    run_id: remove every container of this run; ``None``: those whose owner process is gone.
     client: a ``docker.DockerClient`` (default: connect from the environment; when no engine
         answers, only cgroups are swept and the reason is in ``errors``).
     all_owners: with ``run_id=None``, remove every benchlib container, live runs' included.
@@ -109,10 +110,10 @@ def sweep(run_id: str | None = None, *, client: Any | None = None, all_owners: b
                 why = f"run {run_id} swept"
             elif all_owners:
                 why = "all benchlib containers swept"
-            elif c.status != "running":
-                why = "not running"
             elif alive is False:
                 why = "its benchlib process is gone"
+            elif alive is None and c.status != "running":
+                why = "not running (started from another machine)"
             else:
                 result.kept.append({**entry, "why": "its benchlib process is still running" if alive
                                     else "started from another machine (use all_owners=True)"})

@@ -24,7 +24,7 @@ from benchlib.manifest import load_manifest
 from benchlib.model import Arm, Condition, Experiment, Limits, LoadSpec
 from benchlib.runtime import get_runtime
 from benchlib.runtime.base import StartOptions
-from benchlib.runtime.docker import SEED_LIMITS, DockerRuntime, detect_ca_bundle
+from benchlib.runtime.docker import SEED_LIMITS, DockerRuntime, detect_ca_bundle, owner_label
 from benchlib.runtime.local import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -369,15 +369,20 @@ def test_sweep_removes_leftovers_of_a_killed_run_but_not_of_a_live_one(
     assert left.id == cid and left.status == "running"
     live = docker_runtime.start(prepared_services["go-nethttp-hello"],
                                 StartOptions(port=free_port(), cpus=(1,), run_id=run_id))
+    # a stopped container of a live owner (say, a service that just died, not yet inspected)
+    stopped = docker_client.containers.create(prepared_services["go-nethttp-hello"].image,
+                                              labels={"benchlib.run_id": run_id, "benchlib.owner": owner_label()})
     try:
         result = sweep(client=docker_client)
         assert [c["run_id"] for c in result.removed if c["run_id"] in (dead_run, run_id)] == [dead_run]
-        assert any(c["run_id"] == run_id and "still running" in c["why"] for c in result.kept)
+        kept = [c["name"] for c in result.kept if c["run_id"] == run_id and "still running" in c["why"]]
+        assert sorted(kept) == sorted([live.container.name, stopped.name])
         assert f"removed {left.name}" in str(result)
         assert _containers(docker_client, dead_run) == []
         assert live.alive()
     finally:
         live.stop()
+        stopped.remove(force=True)
     assert _containers(docker_client, run_id) == []
 
 
