@@ -243,6 +243,9 @@ class Arm:
     log_sink: where the service's stdout/stderr go: ``pipe`` (read by the runtime and kept),
         ``file`` (written by the service straight to a file), ``discard`` (``/dev/null``).
     env: extra environment variables for the service.
+    runtime: this arm's runtime (``"local"`` or ``"docker"``); ``None`` = the experiment's.
+        Lets one experiment compare runtimes in randomized blocks (harness overhead).
+    limits: this arm's resource limits; ``None`` = the experiment's.
     """
 
     name: str
@@ -251,6 +254,8 @@ class Arm:
     endpoint: str | None = None
     log_sink: str = "pipe"
     env: tuple[tuple[str, str], ...] = field(default=())
+    runtime: str | None = None
+    limits: Limits | None = None
 
     def __post_init__(self) -> None:
         import re
@@ -259,6 +264,10 @@ class Arm:
             raise ParameterError(f"arm name {self.name!r} must match [A-Za-z0-9._-]+ (it names files)")
         if self.log_sink not in LOG_SINKS:
             raise ParameterError(f"unknown log_sink {self.log_sink!r}; valid: {', '.join(LOG_SINKS)}")
+        if self.runtime is not None and self.runtime not in RUNTIME_NAMES:
+            raise ParameterError(f"arm {self.name!r}: unknown runtime {self.runtime!r}; valid: {', '.join(RUNTIME_NAMES)}")
+        if self.limits is not None and not isinstance(self.limits, Limits):
+            raise ParameterError(f"arm {self.name!r}: limits must be a Limits(...), got {self.limits!r}")
 
 
 CROSS_CHECK_TOOLS = ("wrk", "k6", "ab", "hey", "h2load")

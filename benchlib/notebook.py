@@ -30,30 +30,56 @@ def _fmt_cpus(cpus: Iterable[int]) -> str:
     return ",".join(str(c) for c in cpus)
 
 
+def _limits_text(lim: Any) -> str:
+    parts = [f"{lim.cpus:g} CPU" if lim.cpus else "", f"{lim.memory_mb} MB" if lim.memory_mb else ""]
+    return ", ".join(p for p in parts if p) or "none requested"
+
+
+def _enforced_text(enforced: dict[str, Any]) -> str:
+    """One line of what a runtime recorded as enforced (CPU set, quota, memory cap)."""
+    keys = [("cpuset", "CPU set"), ("cpu", "CPU quota"), ("memory", "memory")]
+    bits = [f"{label} {enforced[k]}" for k, label in keys if k in enforced]
+    if "cpus" in enforced:
+        bits.insert(0, f"CPUs {_fmt_cpus(enforced['cpus'])}")
+    if enforced.get("memory_mb"):
+        bits.append(f"cap {enforced['memory_mb']} MB")
+    if enforced.get("cpu_quota"):
+        bits.append(f"quota {enforced['cpu_quota']:g} CPU")
+    return "; ".join(str(b) for b in bits) or "nothing recorded"
+
+
 def design_markdown(result: ExperimentResult) -> str:
-    """How the run was measured: arms, load, design, runtime, CPUs, limits, where stored."""
+    """How the run was measured: arms (runtime, limits as requested and as enforced), load,
+    design, CPUs, where stored."""
     from benchlib.manifest import get_manifest
 
     exp = result.experiment
     run = result.store.read_run()
     cpus = run.get("cpus", {})
+    enforced: dict[str, dict[str, Any]] = {}
+    for t in result.trials():
+        if t.arm not in enforced and t.meta.get("enforced"):
+            enforced[t.arm] = dict(t.meta["enforced"])
     lines = [f"**Run** `{result.run_id}` of study `{exp.study}`, stored in `{result.store.path}`.", ""]
-    lines.append("| arm | service | variant | language | framework | log sink |")
-    lines.append("|---|---|---|---|---|---|")
+    lines.append("| arm | service | variant | language | framework | log sink | runtime | limits asked | enforced (read back) |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
     for arm in exp.arms:
         m = get_manifest(arm.service)
         variant = arm.variant or m.default_variant
-        lines.append(f"| {arm.name} | `{arm.service}` | {variant} | {m.language} | {m.framework} | {arm.log_sink} |")
+        lim = arm.limits or exp.limits
+        enf = _enforced_text(enforced[arm.name]) if arm.name in enforced else (
+            f"not run: {result.unavailable[arm.name]}" if arm.name in result.unavailable else "–")
+        lines.append(f"| {arm.name} | `{arm.service}` | {variant} | {m.language} | {m.framework} | {arm.log_sink} | "
+                     f"{arm.runtime or exp.runtime} | {_limits_text(lim)} | {enf} |")
     lines.append("")
     for c in exp.conditions:
-        lines.append(f"- condition **{c.name}**: {c.load.describe()}" + (f", endpoint `{c.endpoint}`" if c.endpoint else ""))
-    lim = exp.limits
-    limits = ", ".join(x for x in (f"{lim.cpus:g} CPU" if lim.cpus else "", f"{lim.memory_mb} MB" if lim.memory_mb else "") if x)
+        lines.append(f"- condition **{c.name}**: {c.load.describe()}" + (f", endpoint `{c.endpoint}`" if c.endpoint else "")
+                     + (f"; cross-check: {c.cross_check.tool}" if c.cross_check else ""))
     lines += [
         f"- design: {exp.trials} randomized, counterbalanced blocks per condition; each trial is a fresh service "
         "start with a fresh client and its own warm-up; the analysis pairs trials by block",
-        f"- runtime: `{exp.runtime}`; service on CPU {_fmt_cpus(cpus.get('server', []))}, load generator on CPU "
-        f"{_fmt_cpus(cpus.get('client', []))}" + (f"; limits: {limits}" if limits else "; no CPU quota or memory cap"),
+        f"- CPUs: service on {_fmt_cpus(cpus.get('server', []))}, load generator on "
+        f"{_fmt_cpus(cpus.get('client', []))}, dependencies on {_fmt_cpus(cpus.get('dependencies', []))}",
         f"- baseline: **{exp.baseline_arm}**; seed {exp.seed}",
     ]
     return "\n".join(lines)

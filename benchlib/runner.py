@@ -34,6 +34,7 @@ from benchlib.errors import (
     BuildError,
     ContractError,
     ParameterError,
+    RuntimeUnavailable,
     ServiceStartError,
     ToolchainMissing,
 )
@@ -155,12 +156,19 @@ class _Executor:
     def __init__(self, experiment: Experiment, runtime: Runtime, cpus: CpuPlan, store: RunStore,
                  progress: ProgressCallback) -> None:
         self.exp = experiment
-        self.runtime = runtime
+        self.runtimes: dict[str, Runtime] = {experiment.runtime: runtime}
         self.cpus = cpus
         self.store = store
         self.progress = progress
-        self.prepared: dict[tuple[str, str], Prepared] = {}  # (service, variant) -> build
+        self.prepared: dict[tuple[str, str, str], Prepared] = {}  # (runtime, service, variant) -> build
         self.unavailable: dict[str, str] = {}
+
+    def runtime_name(self, arm: Arm) -> str:
+        return arm.runtime or self.exp.runtime
+
+    def runtime_for(self, arm: Arm) -> Runtime:
+        """The arm's runtime (the experiment's unless the arm names its own), checked once."""
+        return self.runtimes_by_name(self.runtime_name(arm))
 
     def resolve(self, arm: Arm) -> ResolvedService:
         return get_manifest(arm.service).resolve(arm.variant)
@@ -170,39 +178,50 @@ class _Executor:
         for arm in self.exp.arms:
             try:
                 svc = self.resolve(arm)
+                rt = self.runtime_name(arm)
                 for dep in svc.manifest.requires:
-                    self._prepare(get_manifest(dep).resolve())
-                self._prepare(svc)
+                    self._prepare(rt, get_manifest(dep).resolve())
+                self._prepare(rt, svc)
             except ToolchainMissing as exc:
                 self.unavailable[arm.name] = f"no {exc.toolchain} toolchain ({exc.hint})"
+            except RuntimeUnavailable as exc:
+                self.unavailable[arm.name] = f"runtime {self.runtime_name(arm)!r} unavailable: {exc}"
             except BuildError as exc:
                 notes = "\n".join(getattr(exc, "__notes__", []))
                 self.unavailable[arm.name] = f"build failed: {exc}"
                 print(f"benchlib: {arm.name}: {exc}\n{notes}", flush=True)
 
-    def _prepare(self, svc: ResolvedService) -> Prepared:
-        key = (svc.name, svc.variant)
+    def _prepare(self, runtime: str, svc: ResolvedService) -> Prepared:
+        key = (runtime, svc.name, svc.variant)
         if key not in self.prepared:
-            self.prepared[key] = self.runtime.prepare(svc)
+            self.prepared[key] = self.runtimes_by_name(runtime).prepare(svc)
         return self.prepared[key]
+
+    def runtimes_by_name(self, name: str) -> Runtime:
+        if name not in self.runtimes:
+            rt = get_runtime(name)
+            rt.check()
+            self.runtimes[name] = rt
+        return self.runtimes[name]
 
     @contextlib.contextmanager
     def services(self, arm: Arm, condition: str, block: int) -> Iterator[tuple[ServiceHandle, ResolvedService, list[ServiceHandle]]]:
         """Start the arm's dependencies, then the arm's service; stop all on exit."""
         svc = self.resolve(arm)
         run_id = self.store.run_id
+        rt_name, rt = self.runtime_name(arm), self.runtime_for(arm)
         with contextlib.ExitStack() as stack:
             deps: dict[str, ServiceHandle] = {}
             for dep in svc.manifest.requires:
                 dsvc = get_manifest(dep).resolve()
-                h = self.runtime.start(self.prepared[(dsvc.name, dsvc.variant)], StartOptions(
+                h = rt.start(self.prepared[(rt_name, dsvc.name, dsvc.variant)], StartOptions(
                     port=_free_port(), cpus=self.cpus.dependencies, log_sink="pipe",
                     log_path=self.store.log_path(condition, arm.name, block).with_suffix(f".{dep}.log"),
-                    run_id=run_id))
+                    run_id=run_id, role="dependency"))
                 stack.enter_context(h)
                 deps[dep] = h
-            handle = self.runtime.start(self.prepared[(svc.name, svc.variant)], StartOptions(
-                port=_free_port(), cpus=self.cpus.server, limits=self.exp.limits, log_sink=arm.log_sink,
+            handle = rt.start(self.prepared[(rt_name, svc.name, svc.variant)], StartOptions(
+                port=_free_port(), cpus=self.cpus.server, limits=arm.limits or self.exp.limits, log_sink=arm.log_sink,
                 log_path=self.store.log_path(condition, arm.name, block), env=dict(arm.env), deps=deps,
                 run_id=run_id))
             stack.enter_context(handle)
@@ -215,7 +234,8 @@ class _Executor:
         arm = self.exp.arm(planned.arm)
         meta: dict[str, Any] = {
             **planned.to_dict(), "service": arm.service, "variant": arm.variant, "log_sink": arm.log_sink,
-            "runtime": self.exp.runtime, "limits": asdict(self.exp.limits), "cpus": self.cpus.to_dict(),
+            "runtime": self.runtime_name(arm), "limits": asdict(arm.limits or self.exp.limits),
+            "cpus": self.cpus.to_dict(),
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         rows = np.zeros(0, dtype=ROW_DTYPE)
@@ -224,6 +244,7 @@ class _Executor:
             with self.services(arm, planned.condition, planned.block) as (handle, svc, deps):
                 meta["variant"] = svc.variant
                 meta["enforced"] = dict(handle.enforced)
+                meta["dependencies"] = {d.name: {"port": d.port, "enforced": dict(d.enforced)} for d in deps}
                 endpoint = svc.endpoint(condition.endpoint or arm.endpoint)
                 meta["endpoint"] = {"name": endpoint.name, "method": endpoint.method, "path": endpoint.path}
                 target_url = f"http://{handle.host}:{handle.port}"
@@ -363,8 +384,11 @@ def run_experiment(
             "study": experiment.study, "run_id": store.run_id, "status": "running",
             "parameters": params, "notebook_parameters": dict(notebook_parameters or {}),
             "plan": [p.to_dict() for p in plan], "cpus": cpus.to_dict(),
-            "unavailable": ex.unavailable, "builds": {f"{k[0]}/{k[1]}": dict(v.info) for k, v in ex.prepared.items()},
+            "unavailable": ex.unavailable,
+            "builds": {(f"{k[1]}/{k[2]}" if k[0] == experiment.runtime else f"{k[0]}:{k[1]}/{k[2]}"): dict(v.info)
+                       for k, v in ex.prepared.items()},
             "runtime": runtime.provenance(), "provenance": _provenance.collect(toolchain_names),
+            **({"runtimes": {n: r.provenance() for n, r in ex.runtimes.items()}} if len(ex.runtimes) > 1 else {}),
         })
     conditions = {c.name: c for c in experiment.conditions}
     result = ExperimentResult(experiment, store, dict(ex.unavailable))

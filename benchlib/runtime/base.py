@@ -55,6 +55,8 @@ class StartOptions:
     env: extra environment variables.
     deps: handles of the services this one requires, by name (for ``{dep.NAME.port}``).
     run_id: labels containers and processes of one run (for clean-up).
+    role: ``"service"`` (under test) or ``"dependency"`` (a database it needs); runtimes apply
+        their default limits to services only.
     """
 
     port: int
@@ -65,6 +67,7 @@ class StartOptions:
     env: Mapping[str, str] = field(default_factory=dict)
     deps: Mapping[str, ServiceHandle] = field(default_factory=dict)
     run_id: str = ""
+    role: str = "service"
 
 
 @dataclass(frozen=True)
