@@ -10,7 +10,7 @@ from typing import Any, Iterable
 
 from benchlib.runner import ExperimentResult
 
-__all__ = ["contracts_table", "design_markdown", "provenance_markdown", "show", "footnotes_markdown", "status_table", "verdict_sentences", "verdict_table"]
+__all__ = ["compare_valid", "contracts_table", "design_markdown", "provenance_markdown", "show", "footnotes_markdown", "status_table", "verdict_sentences", "verdict_table"]
 
 
 def show(obj: Any) -> None:
@@ -124,7 +124,7 @@ def contracts_table(result: ExperimentResult) -> Any:
                     "contract": "ok" if c.get("ok") else "; ".join(c.get("problems", []))})
     for arm, why in result.unavailable.items():
         out.append({"condition": "-", "arm": arm, "contract": f"not run: {why}"})
-    return pd.DataFrame(out)
+    return pd.DataFrame(out).fillna("")
 
 
 def provenance_markdown(result: ExperimentResult) -> str:
@@ -162,6 +162,8 @@ def verdict_sentences(comparison: Any, *, metrics: Iterable[str] | None = None) 
     Example: "go vs py, median latency (p50): ratio 0.40 [0.32, 0.51] (-60%), exact
     Wilcoxon signed-rank p = 0.031, Holm-adjusted 0.094 over 3 rows: insufficient trials".
     """
+    if comparison is None:
+        return "_No comparison could be made in this run (see the status table: arms not run or without valid trials)._"
     table = comparison.table
     if metrics is not None:
         table = table[table["metric"].isin(list(metrics))]
@@ -186,15 +188,17 @@ def verdict_sentences(comparison: Any, *, metrics: Iterable[str] | None = None) 
     return "\n".join(lines) if lines else "_No comparison rows (fewer than two arms ran)._"
 
 
-def verdict_table(comparison: Any) -> Any:
+def verdict_table(comparison: Any, result: ExperimentResult | None = None) -> Any:
     """The comparison as a readable table for HTML reports (formatted strings), one row per
-    condition x metric x arm; footnote marks refer to ``comparison.footnotes``."""
+    condition x metric x arm; footnote marks refer to ``comparison.footnotes``. With
+    ``result``, arms that did not run are added as rows "not run: <why>" (never dropped)."""
     import pandas as pd
 
     from benchlib.stats.report import fmt_p, fmt_pct, fmt_value
 
     rows = []
-    for _, r in comparison.table.iterrows():
+    table = comparison.table if comparison is not None else pd.DataFrame()
+    for _, r in table.iterrows():
         unit = str(r.get("unit", ""))
         if r.get("effect") == "ratio":
             eff = f"{r['ratio']:.3g} [{r['ci_lo']:.3g}, {r['ci_hi']:.3g}]" if r["ratio"] == r["ratio"] else "–"
@@ -213,10 +217,42 @@ def verdict_table(comparison: Any) -> Any:
             f"p ({r.get('correction', 'adj')})": fmt_p(r["p_adj"]),
             "verdict": str(r["verdict"]) + (f" ({r['notes']})" if r.get("notes") else ""),
         })
-    return pd.DataFrame(rows)
+    if result is not None:
+        for arm, why in result.unavailable.items():
+            for c in result.experiment.conditions:
+                rows.append({"condition": c.name, "metric": "all", "arm": arm, "verdict": f"not run: {why}"})
+    return pd.DataFrame(rows).fillna("")
 
 
 def footnotes_markdown(comparison: Any) -> str:
     """The comparison's diagnostic footnotes as a Markdown list ("" when there are none)."""
-    notes = list(comparison.footnotes)
+    notes = list(comparison.footnotes) if comparison is not None else []
     return "**Notes**\n\n" + "\n".join(f"- {n}" for n in notes) if notes else ""
+
+
+def compare_valid(result: ExperimentResult, summaries: Any, *, baseline: str | None = None, **kwargs: Any) -> Any:
+    """:func:`benchlib.stats.compare` over the conditions where the baseline and at least one
+    other arm have valid trials. Conditions where that is not so are shown with the reason
+    (arms not run, trials failed or invalid) and left out; returns ``None`` when none is left.
+
+    ``kwargs`` go to ``compare`` unchanged (metrics, seed, correction, ...).
+    """
+    from benchlib import stats
+
+    base = baseline or result.experiment.baseline_arm
+    valid = summaries[summaries["valid"].astype(bool)] if len(summaries) else summaries
+    keep = []
+    for cond in [c.name for c in result.experiment.conditions]:
+        arms = sorted(set(valid.loc[valid["condition"] == cond, "arm"])) if len(valid) else []
+        if base in arms and len(arms) >= 2:
+            keep.append(cond)
+            continue
+        why = [f"{a}: not run ({r})" for a, r in result.unavailable.items()]
+        bad = summaries[(summaries["condition"] == cond) & ~summaries["valid"].astype(bool)] if len(summaries) else summaries
+        for arm, g in (bad.groupby("arm") if len(bad) else []):
+            why.append(f"{arm}: {len(g)} trial(s) {', '.join(sorted(set(g['status'].astype(str))))}")
+        show(f"**No comparison in condition `{cond}`**: arms with valid trials there: {arms or 'none'} "
+             f"(baseline `{base}`). " + ("; ".join(why) if why else ""))
+    if not keep:
+        return None
+    return stats.compare(summaries[summaries["condition"].isin(keep)], baseline=base, **kwargs)

@@ -27,8 +27,10 @@ def test_notebook_is_committed_stripped_with_one_typed_parameters_cell(path: Pat
     for name, p in params.items():
         assert p["inferred_type_name"] not in (None, "None"), f"{name} needs a type annotation"
         assert p["help"], f"{name} needs a help comment"
-    for required in ("runtime", "trials", "seed", "out_dir", "progress"):
+    for required in ("trials", "seed", "out_dir", "run_id", "progress"):
         assert required in params, f"every study notebook takes {required!r}"
+    if not path.stem.startswith("9"):  # 9x notebooks compare runtimes themselves
+        assert "runtime" in params, "study notebooks take 'runtime'"
 
 
 @pytest.mark.notebook
@@ -84,3 +86,24 @@ def test_report_html_hides_code(tmp_path: Path) -> None:
     nbformat.write(nb, str(path))
     html = export_html(path).read_text()
     assert "visible output" in html and "secret_code_marker" not in html
+
+
+@pytest.mark.notebook
+@pytest.mark.integration
+@pytest.mark.docker
+def test_harness_overhead_notebook_compares_local_and_docker_arms(tmp_path: Path) -> None:
+    from benchlib.store import RunStore
+
+    runs = tmp_path / "runs"
+    run = run_notebook("90_harness_overhead", {"trials": 2, "duration_s": 1.0, "warmup_s": 0.3, "connections": 4,
+                                               "open_rate_rps": 0.0, "out_dir": str(runs), "run_id": "nb90"},
+                       reports_dir=tmp_path / "reports")
+    assert run.ok, run.error
+    trials = RunStore(runs / "90_harness_overhead" / "nb90").trials()
+    assert {t.arm for t in trials} == {"local", "docker-host", "docker-1cpu"}
+    by_arm = {t.arm: t.meta for t in trials if t.block == 0}
+    assert by_arm["local"]["runtime"] == "local" and by_arm["docker-1cpu"]["runtime"] == "docker"
+    assert all(m["status"] == "ok" for m in by_arm.values()), {a: m.get("reason") for a, m in by_arm.items()}
+    assert by_arm["docker-1cpu"]["enforced"]["cpu_quota"] == pytest.approx(1.0)
+    page = run.html.read_text()
+    assert "docker-1cpu" in page and "arm / baseline [95% CI]" in page

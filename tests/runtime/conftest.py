@@ -1,35 +1,15 @@
 """Shared fixtures of the runtime tests.
 
-Tests marked ``docker`` need a real Docker engine. When none answers they are skipped with
-the reason and the command that starts one (``sudo scripts/docker-engine.sh start``); every
-other test runs as usual.
+Tests marked ``docker`` need a real Docker engine; ``tests/conftest.py`` skips them with the
+reason when none answers.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 from typing import Any
 
 import pytest
-
-
-@functools.lru_cache(maxsize=1)
-def docker_unavailable_reason() -> str | None:
-    """``None`` when a Docker engine answers, else why not (cached for the session)."""
-    from benchlib.runtime.docker import engine_unavailable_reason
-
-    reason = engine_unavailable_reason()
-    if reason is None:
-        return None
-    return f"{reason} (the docker-marked tests need an engine: `sudo scripts/docker-engine.sh start`)"
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("docker") is not None:
-        reason = docker_unavailable_reason()
-        if reason is not None:
-            pytest.skip(f"no Docker engine: {reason}")
 
 
 @pytest.fixture(scope="session")
@@ -37,7 +17,9 @@ def docker_client() -> Any:
     """A connected ``docker.DockerClient`` (the engine of ``$DOCKER_HOST``)."""
     from benchlib.runtime.docker import connect
 
-    reason = docker_unavailable_reason()
+    from benchlib.runtime.docker import engine_unavailable_reason
+
+    reason = engine_unavailable_reason()
     if reason is not None:
         pytest.skip(f"no Docker engine: {reason}")
     client = connect()
@@ -90,7 +72,9 @@ def run_id(request: pytest.FixtureRequest) -> str:
 
     rid = "t" + re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40] + f"-{os.getpid()}"
     yield rid
-    if docker_unavailable_reason() is None:
+    from benchlib.runtime.docker import engine_unavailable_reason
+
+    if engine_unavailable_reason() is None:
         from benchlib.cleanup import sweep
 
         sweep(rid, include_cgroups=False)
