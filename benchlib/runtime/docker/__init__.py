@@ -34,31 +34,36 @@
 
 from __future__ import annotations
 
-import atexit
-import configparser
-import gc
-import hashlib
-import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import tempfile
-import threading
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
-from urllib.parse import urlparse
+from typing import Any, Mapping
 
 from benchlib import buildcache
 from benchlib.errors import BuildError, ParameterError, RuntimeUnavailable, ServiceStartError
 from benchlib.manifest import ResolvedService
 from benchlib.model import Limits
 from benchlib.runtime import cgroups
-from benchlib.runtime.base import Prepared, StartOptions, StopInfo, format_placeholders
+from benchlib.runtime.base import Prepared, StartOptions, format_placeholders
+from benchlib.runtime.docker.context import CA_FILE_NAME, _content_hash, _context_files, _sha256_file, detect_ca_bundle
+from benchlib.runtime.docker.engine import (
+    _engine_is_local,
+    _install_exit_hooks,
+    _redact,
+    _remote_host,
+    connect,
+    engine_unavailable_reason,
+    iter_benchlib_containers,
+    owner_alive,
+    owner_label,
+    shared_client,
+)
+from benchlib.runtime.docker.handle import DockerHandle, _exec_output, _tail
+
 
 __all__ = [
     "CA_FILE_NAME",
@@ -68,481 +73,15 @@ __all__ = [
     "connect",
     "detect_ca_bundle",
     "engine_unavailable_reason",
+    "iter_benchlib_containers",
+    "owner_alive",
     "owner_label",
     "shared_client",
 ]
 
 #: The seeds ran every service with 1 CPU and 512 MB; the default when no limit is asked for.
 SEED_LIMITS = Limits(cpus=1.0, memory_mb=512)
-#: Name of the extra CA bundle in the build context (the Dockerfiles look for it).
-CA_FILE_NAME = "extra-ca-certificates.crt"
-_CA_ENV = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE")
-_IGNORED_DIRS = buildcache.IGNORED_DIRS
-_START_HINT = (
-    "start an engine (as root: `scripts/docker-engine.sh start`, or `systemctl start docker`), "
-    "point DOCKER_HOST at one (unix://, tcp://, ssh://user@host), or use runtime=\"local\""
-)
 
-
-# ----------------------------------------------------------------------------- connection
-
-def _redact(url: str) -> str:
-    p = urlparse(url)
-    if p.password:
-        return url.replace(p.password, "***")
-    return url
-
-
-def connect(base_url: str | None = None, *, timeout_s: float = 120.0) -> Any:
-    """A ``docker.DockerClient`` for ``base_url`` (default: ``$DOCKER_HOST`` or the local
-    socket), checked with a ping.
-
-    Raises
-    ------
-    RuntimeUnavailable
-        saying which endpoint did not answer, why, and how to start an engine or to use
-        ``runtime="local"`` instead.
-    """
-    try:
-        import docker
-    except ImportError:  # pragma: no cover - a declared dependency
-        raise RuntimeUnavailable("the docker runtime needs the Docker SDK: pip install docker") from None
-    url = base_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    kwargs: dict[str, Any] = {"version": "auto", "timeout": int(timeout_s)}
-    if url.startswith("ssh://"):
-        try:
-            import paramiko  # noqa: F401
-        except ImportError:
-            kwargs["use_ssh_client"] = True  # the ssh binary instead of paramiko
-    reason = None
-    sock_path = url[len("unix://"):] if url.startswith("unix://") else None
-    if sock_path is not None and not os.path.exists(sock_path):
-        reason = f"{sock_path} does not exist"
-    else:
-        # docker-py leaves the socket of a failed connection unclosed; its ResourceWarning
-        # says nothing to our users, so it is silenced (and collected) here.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ResourceWarning)
-            try:
-                if base_url is None:
-                    client = docker.from_env(**kwargs)
-                else:
-                    client = docker.DockerClient(base_url=base_url, **kwargs)
-                client.ping()
-            except Exception as exc:  # DockerException, requests/ssh transport errors
-                reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-            if reason is not None:
-                gc.collect()
-    if reason is not None:
-        raise RuntimeUnavailable(
-            f"runtime=\"docker\" was asked for, but no Docker engine answers at {_redact(url)} ({reason}); "
-            + _START_HINT
-        )
-    return client
-
-
-def engine_unavailable_reason(base_url: str | None = None, *, timeout_s: float = 10.0) -> str | None:
-    """``None`` when a Docker engine answers at ``base_url`` (default ``$DOCKER_HOST``), else
-    why not and how to start one (for skip messages and ``benchlib services``)."""
-    try:
-        connect(base_url, timeout_s=timeout_s).close()
-    except RuntimeUnavailable as exc:
-        return str(exc)
-    return None
-
-
-_SHARED: dict[str, Any] = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def shared_client(base_url: str | None = None) -> Any:
-    """One connected client per endpoint for this process (closed at exit), so runtimes
-    created and dropped by runs do not each leave a connection pool behind."""
-    key = base_url or os.environ.get("DOCKER_HOST") or ""
-    with _SHARED_LOCK:
-        client = _SHARED.get(key)
-        if client is None:
-            client = _SHARED[key] = connect(base_url)
-        return client
-
-
-def _close_shared_clients() -> None:
-    with _SHARED_LOCK:
-        clients = list(_SHARED.values())
-        _SHARED.clear()
-    for c in clients:
-        try:
-            c.close()
-        except Exception:  # noqa: BLE001 - at exit
-            pass
-
-
-atexit.register(_close_shared_clients)  # registered first, so it runs after container removal
-
-
-def _engine_is_local(url: str) -> bool:
-    """Is the engine on this machine? (unix socket, or tcp to a loopback address)."""
-    if url.startswith(("http+unix://", "unix://", "npipe://", "http+docker://")):
-        return True
-    host = urlparse(url.replace("tcp://", "http://")).hostname or ""
-    return host in ("localhost", "127.0.0.1", "::1")
-
-
-def _remote_host(url: str) -> str | None:
-    p = urlparse(url.replace("tcp://", "http://"))
-    return p.hostname
-
-
-# ----------------------------------------------------------------------------- CA bundle
-
-def _pip_cert() -> str | None:
-    files = [os.environ.get("PIP_CONFIG_FILE") or "", "/etc/pip.conf", "/etc/xdg/pip/pip.conf",
-             str(Path.home() / ".config/pip/pip.conf"), str(Path.home() / ".pip/pip.conf")]
-    found = None
-    for f in files:
-        if not f or not os.path.isfile(f):
-            continue
-        cp = configparser.ConfigParser()
-        try:
-            cp.read(f)
-        except configparser.Error:
-            continue
-        for section in ("global", "install"):
-            if cp.has_option(section, "cert"):
-                found = cp.get(section, "cert")
-    return found
-
-
-def detect_ca_bundle(setting: str | os.PathLike[str] | None = "auto") -> Path | None:
-    """The extra CA bundle to add to Docker build contexts, or ``None``.
-
-    Parameters
-    ----------
-    setting: a path (used as is), ``"none"``/``""``/``None`` (no bundle), or ``"auto"``:
-        ``$BENCHLIB_BUILD_CA_BUNDLE`` (a path or ``none``), else the first of
-        ``$SSL_CERT_FILE``, ``$REQUESTS_CA_BUNDLE``, ``$PIP_CERT``, ``$CURL_CA_BUNDLE`` and
-        pip's ``cert`` setting that names an existing file.
-
-    Raises
-    ------
-    ParameterError
-        when an explicitly given path does not exist.
-    """
-    if setting is None:
-        return None
-    value = str(setting)
-    if value == "auto":
-        env = os.environ.get("BENCHLIB_BUILD_CA_BUNDLE")
-        if env is not None:
-            value = env
-        else:
-            for name in _CA_ENV:
-                path = os.environ.get(name)
-                if path and os.path.isfile(path):
-                    return Path(path)
-            pip_cert = _pip_cert()
-            return Path(pip_cert) if pip_cert and os.path.isfile(pip_cert) else None
-    if value.lower() in ("", "none", "off", "0"):
-        return None
-    path = Path(value).expanduser()
-    if not path.is_file():
-        raise ParameterError(f"CA bundle {str(path)!r} does not exist; give a PEM file, \"auto\" or \"none\"")
-    return path
-
-
-# ----------------------------------------------------------------------------- owners & exit
-
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
-    except OSError:
-        return "noboot"
-
-
-def _start_ticks(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def owner_label(pid: int | None = None) -> str:
-    """``<hostname>/<boot id>/<pid>/<start ticks>``: which process started a container, so a
-    sweep can tell a live run's containers from a dead one's."""
-    pid = pid or os.getpid()
-    return f"{socket.gethostname()}/{_boot_id()}/{pid}/{_start_ticks(pid) or '?'}"
-
-
-def owner_alive(label: str) -> bool | None:
-    """``True``/``False`` if the owner in ``label`` runs on this machine (since this boot) and
-    is (not) alive; ``None`` if it cannot be told (another machine, or an old label)."""
-    parts = label.split("/")
-    if len(parts) != 4 or parts[0] != socket.gethostname() or parts[1] != _boot_id():
-        return None
-    try:
-        pid = int(parts[2])
-    except ValueError:
-        return None
-    return _start_ticks(pid) == parts[3]
-
-
-_LIVE: set[DockerHandle] = set()
-_LIVE_LOCK = threading.Lock()
-_HOOKS_INSTALLED = False
-
-
-def _remove_live_containers() -> None:
-    with _LIVE_LOCK:
-        handles = list(_LIVE)
-    for h in handles:
-        try:
-            h.kill_and_remove()
-        except Exception:  # noqa: BLE001 - best effort at exit
-            pass
-
-
-def _install_exit_hooks() -> None:
-    """atexit, plus a SIGTERM handler (only if SIGTERM has its default action and this is the
-    main thread) that removes live containers and then terminates as SIGTERM would."""
-    global _HOOKS_INSTALLED
-    if _HOOKS_INSTALLED:
-        return
-    _HOOKS_INSTALLED = True
-    atexit.register(_remove_live_containers)
-    if threading.current_thread() is not threading.main_thread():
-        return
-    try:
-        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-            return
-
-        def on_term(signum: int, frame: Any) -> None:
-            _remove_live_containers()
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-
-        signal.signal(signal.SIGTERM, on_term)
-    except (ValueError, OSError):  # pragma: no cover - not the main interpreter
-        pass
-
-
-# ----------------------------------------------------------------------------- build context
-
-def _context_files(directory: Path, dockerfile: str) -> list[str]:
-    """Files sent as the build context: ``.dockerignore`` rules if the service has one, else
-    everything but build outputs and dot folders."""
-    from docker.utils.build import exclude_paths
-
-    ignore = directory / ".dockerignore"
-    if ignore.is_file():
-        patterns = [ln.strip() for ln in ignore.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-        return sorted(exclude_paths(str(directory), patterns, dockerfile=dockerfile))
-    out: list[str] = []
-    for root, dirs, names in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if d not in _IGNORED_DIRS and not d.startswith("."))
-        for n in sorted(names):
-            out.append(str((Path(root) / n).relative_to(directory)))
-    return sorted(out)
-
-
-def _content_hash(directory: Path, files: list[str], extra: Mapping[str, Any]) -> str:
-    h = hashlib.sha256(json.dumps(dict(extra), sort_keys=True, default=str).encode())
-    for rel in files:
-        h.update(rel.encode() + b"\0")
-        h.update((directory / rel).read_bytes())
-        h.update(b"\0")
-    return h.hexdigest()[:12]
-
-
-def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-# ----------------------------------------------------------------------------- the handle
-
-class DockerHandle:
-    """A running, healthy container (see :class:`benchlib.runtime.base.ServiceHandle`)."""
-
-    def __init__(self, runtime: DockerRuntime, container: Any, service: ResolvedService, host: str, port: int,
-                 options: StartOptions, limits: Limits) -> None:
-        self.runtime = runtime
-        self.container = container
-        self.service = service
-        self.name = service.name
-        self.host = host
-        self.port = port
-        self.options = options
-        self.limits = limits
-        self.enforced: dict[str, Any] = {"runtime": "docker"}
-        self._stopped: StopInfo | None = None
-        self._samples: list[dict[str, Any]] = []
-        self._sampler_stop = threading.Event()
-        self._sampler: threading.Thread | None = None
-        self._removed = False
-        self._final_log: bytes | None = None
-        with _LIVE_LOCK:
-            _LIVE.add(self)
-
-    # -- state ----------------------------------------------------------------------------
-    def _state(self) -> dict[str, Any]:
-        self.container.reload()
-        state: dict[str, Any] = self.container.attrs.get("State", {})
-        return state
-
-    def alive(self) -> bool:
-        """``True`` while the container runs."""
-        try:
-            return bool(self._state().get("Running"))
-        except Exception:  # noqa: BLE001 - gone means not alive
-            return False
-
-    def logs_tail(self, lines: int = 40) -> str:
-        """The container's last ``lines`` lines of stdout/stderr (kept after it is removed)."""
-        if self.options.log_sink == "discard":
-            return "(log discarded: log_sink='discard')"
-        if self._final_log is not None:
-            return "\n".join(self._final_log.decode("utf-8", "replace").rstrip().splitlines()[-lines:])
-        try:
-            return str(self.container.logs(stdout=True, stderr=True, tail=lines).decode("utf-8", "replace")).rstrip()
-        except Exception as exc:  # noqa: BLE001
-            return f"(container log not available: {exc})"
-
-    # -- resource samples -----------------------------------------------------------------
-    def _sample(self) -> dict[str, Any] | None:
-        try:
-            s = self.container.stats(stream=False, one_shot=True)
-        except Exception:  # noqa: BLE001 - the container may be gone
-            return None
-        cpu = (s.get("cpu_stats") or {}).get("cpu_usage") or {}
-        mem = s.get("memory_stats") or {}
-        stats = mem.get("stats") or {}
-        usage = mem.get("usage")
-        inactive = stats.get("total_inactive_file", stats.get("inactive_file", 0))
-        rss = stats.get("total_rss", stats.get("rss", stats.get("anon")))
-        if usage is None and not cpu:
-            return None
-        sample: dict[str, Any] = {"t_monotonic_ns": time.monotonic_ns()}
-        if "total_usage" in cpu:
-            sample["cpu_s"] = cpu["total_usage"] / 1e9
-        if usage is not None:
-            sample["memory_mb"] = round(usage / 2**20, 3)
-            sample["working_set_mb"] = round(max(0, usage - (inactive or 0)) / 2**20, 3)
-        if rss is not None:
-            sample["rss_mb"] = round(rss / 2**20, 3)
-        if mem.get("max_usage") is not None:
-            sample["memory_peak_mb"] = round(mem["max_usage"] / 2**20, 3)
-        if (s.get("pids_stats") or {}).get("current") is not None:
-            sample["pids"] = s["pids_stats"]["current"]
-        return sample
-
-    def start_sampling(self, interval_s: float) -> None:
-        """Sample ``stats`` every ``interval_s`` seconds (first one now) until stopped."""
-        if self._sampler is not None or interval_s <= 0:
-            return
-
-        def loop() -> None:
-            while True:
-                sample = self._sample()
-                if sample is not None:
-                    self._samples.append(sample)
-                if self._sampler_stop.wait(interval_s):
-                    return
-
-        self._sampler = threading.Thread(target=loop, name=f"stats-{self.name}", daemon=True)
-        self._sampler.start()
-
-    def resource_samples(self) -> list[dict[str, Any]]:
-        """CPU (``cpu_s``: cumulative CPU seconds) and memory (``memory_mb``, ``working_set_mb``,
-        ``rss_mb``) samples from the engine's ``stats``, with ``t_monotonic_ns`` of this process."""
-        return list(self._samples)
-
-    # -- stop -----------------------------------------------------------------------------
-    def _save_log(self) -> None:
-        """Keep the container's log (for :meth:`logs_tail` after removal, and in ``log_path``)."""
-        if self.options.log_sink == "discard":
-            return
-        try:
-            data = self.container.logs(stdout=True, stderr=True)
-        except Exception:  # noqa: BLE001
-            return
-        self._final_log = data[-256 * 1024:]
-        path = self.options.log_path
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "ab") as fh:
-            fh.write(data)
-
-    def kill_and_remove(self) -> None:
-        """Remove the container at once (atexit / signal path): no log, no waiting."""
-        if self._removed:
-            return
-        self._sampler_stop.set()
-        try:
-            self.container.remove(force=True, v=True)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
-        self._removed = True
-        with _LIVE_LOCK:
-            _LIVE.discard(self)
-
-    def stop(self, timeout_s: float = 5.0) -> StopInfo:
-        """Stop (SIGTERM, SIGKILL after ``timeout_s``), keep the log, remove the container.
-
-        Returns
-        -------
-        StopInfo
-            ``died_early`` when the container had already exited; ``oom_killed`` when the
-            memory cap's OOM killer struck; ``exit_code`` ``None`` when it ended by our signal.
-        """
-        if self._stopped is not None:
-            return self._stopped
-        detail_extra = ""
-        died_early = False
-        state: dict[str, Any] = {}
-        try:
-            died_early = not bool(self._state().get("Running"))
-            if not died_early:
-                final = self._sample()
-                if final is not None:
-                    self._samples.append(final)
-                self.container.stop(timeout=int(max(1, timeout_s)))
-            try:
-                self.container.wait(timeout=timeout_s + 10)
-            except Exception:  # noqa: BLE001 - force removal below
-                pass
-            state = self._state()
-            self._save_log()
-        except Exception as exc:  # noqa: BLE001 - the engine or the container went away
-            detail_extra = f"; engine error while stopping: {str(exc).splitlines()[0][:200] if str(exc) else exc}"
-        finally:
-            self._sampler_stop.set()
-            if self._sampler is not None:
-                self._sampler.join(timeout=5)
-            self.kill_and_remove()
-        code = state.get("ExitCode")
-        oom = bool(state.get("OOMKilled"))
-        if oom:
-            detail = f"killed by the memory cap (OOM; limit {self.limits.memory_mb} MiB, exit code {code})"
-        elif died_early:
-            detail = f"exited on its own with code {code}" + (f" ({state['Error']})" if state.get("Error") else "")
-        else:
-            detail = "stopped by benchlib"
-        if not died_early and not oom and code in (128 + signal.SIGTERM, 128 + signal.SIGKILL):
-            code = None
-        self._stopped = StopInfo(exit_code=code, oom_killed=oom, died_early=died_early, detail=detail + detail_extra)
-        return self._stopped
-
-    def __enter__(self) -> DockerHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def __repr__(self) -> str:
-        return f"<DockerHandle {self.name} {self.container.short_id} {self.host}:{self.port}>"
-
-
-# ----------------------------------------------------------------------------- the runtime
 
 @dataclass
 class _Built:
@@ -1006,28 +545,6 @@ class DockerRuntime:
         return read
 
 
-def _exec_output(container: Any, cmd: list[str]) -> bytes:
-    """``docker exec`` of ``cmd``; its stdout. (``Container.exec_run`` leaves its socket open.)
-
-    Raises RuntimeError when the command exits with a non-zero code."""
-    from docker.utils.socket import STDOUT, frames_iter
-
-    api = container.client.api
-    exec_id = api.exec_create(container.id, cmd, stdout=True, stderr=False)["Id"]
-    sock = api.exec_start(exec_id, socket=True)
-    try:
-        out = b"".join(data for stream, data in frames_iter(sock, tty=False) if stream == STDOUT)
-    finally:
-        response = getattr(sock, "_response", None)
-        if response is not None:
-            response.close()
-        sock.close()
-    code = api.exec_inspect(exec_id).get("ExitCode")
-    if code not in (0, None):
-        raise RuntimeError(f"docker exec {cmd[0]} exited with code {code}")
-    return out
-
-
 def _limits_from_env() -> Limits | None:
     value = os.environ.get("BENCHLIB_DOCKER_LIMITS")
     if value is None:
@@ -1047,13 +564,4 @@ def _limits_from_env() -> Limits | None:
             raise ParameterError(f"BENCHLIB_DOCKER_LIMITS: {key}={val!r} is not a number") from None
     return Limits(**fields)
 
-
-def _tail(text: str, lines: int) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
-
-
-def iter_benchlib_containers(client: Any, run_id: str | None = None) -> Iterator[Any]:
-    """Containers carrying benchlib's labels (of ``run_id`` when given), running or not."""
-    label = "benchlib.run_id" if run_id is None else f"benchlib.run_id={run_id}"
-    yield from client.containers.list(all=True, filters={"label": label})
 
