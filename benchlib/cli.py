@@ -72,10 +72,7 @@ def _cmd_services(args: argparse.Namespace) -> int:
 def _cmd_cleanup(args: argparse.Namespace) -> int:
     from benchlib.cleanup import sweep
 
-    removed = sweep(run_id=args.run_id)
-    for item in removed:
-        print(f"removed {item}")
-    print(f"{len(removed)} leftover object(s) removed")
+    print(sweep(run_id=args.run_id))
     return 0
 
 
