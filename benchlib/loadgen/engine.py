@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
-import socket
 import struct
 import time
 from array import array
@@ -526,9 +524,6 @@ class Engine:
                             self.open_conn(now)
                     elif self.pending and self.nconns < self.cfg.connections:
                         self.open_conn(self.pending.popleft())
-            if not self.closed_model and self.pending and self.stopping:
-                # requests still queued when the trial's drain deadline passes are timeouts
-                pass
             self.check_done()
             if self.progress is not None and now >= next_progress:
                 next_progress = now + prog_ns
@@ -631,13 +626,13 @@ class Engine:
 
 
 def tune_socket_limits(connections: int) -> None:
-    """Raise this process's open-file soft limit to the hard limit if needed."""
+    """Raise this process's open-file soft limit (towards the hard limit) if ``connections``
+    need more descriptors than it allows."""
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = connections + 64
-    if soft != resource.RLIM_INFINITY and soft < want:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(want, soft)) if hard != resource.RLIM_INFINITY else want, hard))
-
-
-_ = (os, socket)
+    if soft == resource.RLIM_INFINITY or soft >= want:
+        return
+    new_soft = want if hard == resource.RLIM_INFINITY else min(hard, want)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (new_soft, hard))

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import random
 import signal
 import socket
@@ -261,4 +260,3 @@ def serve(mode: str = "hello", *, cpus: Sequence[int] | None = None, host: str =
 if __name__ == "__main__":
     main()
 
-_ = os
