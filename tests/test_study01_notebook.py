@@ -1,0 +1,224 @@
+"""Study 01 (DotnetGoRustBenchmark): the notebook's design (pure checks of
+``benchlib.studies.rest_mongo``) and one real papermill run with tiny parameters, asserting on
+the stored trials, the stored comparison and the HTML report.
+
+The papermill run starts FerretDB and every runnable service for real (warm builds: about two
+minutes on 2 cores). It asserts on counts and invariants only, never on timing: on a busy
+machine some trials may be marked invalid by the load generator's guard, and the assertions
+follow what was stored.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchlib import stats
+from benchlib.errors import ParameterError
+from benchlib.reference import load_reference
+from benchlib.report import notebook_parameters, run_notebook
+from benchlib.stats.simulate import simulate_summaries
+from benchlib.studies import rest_mongo as study
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01_rest_mongo_go_dotnet_rust.ipynb"
+NO_DOTNET = {"dotnet-faithful": "no dotnet toolchain (install the .NET 8 SDK)",
+             "dotnet-fair": "no dotnet toolchain (install the .NET 8 SDK)"}
+
+
+# -- the design, pure ---------------------------------------------------------------------------
+
+def test_parameters_and_their_defaults() -> None:
+    params = notebook_parameters(NOTEBOOK)
+    expected = {"runtime": "local", "trials": "10", "scale": "1.0", "variants": '"faithful,fair"', "k6_check": "True",
+                "seed": "1", "out_dir": '""', "run_id": '""', "progress": "True"}
+    assert {k: params[k]["default"].strip('"') if k == "runtime" else params[k]["default"] for k in expected} == expected
+    assert params["trials"]["inferred_type_name"] == "int" and params["scale"]["inferred_type_name"] == "float"
+
+
+def test_default_trials_are_the_fewest_blocks_holm_can_decide_with() -> None:
+    """At scale 1 without .NET: 6 contrasts x (3 percentiles on /helloWorld + 1 on /users/1)."""
+    family = study.planned_family(study.study_contrasts(), NO_DOTNET, 1.0)
+    assert family == 18
+    trials = int(notebook_parameters(NOTEBOOK)["trials"]["default"])
+    assert stats.min_trials(alpha=0.05, n_comparisons=family, paired=True) == trials == 10
+    # with .NET (12 contrasts) the family is 36 rows and needs 11 blocks: said in the notebook, not hidden
+    assert stats.min_trials(alpha=0.05, n_comparisons=study.planned_family(study.study_contrasts(), {}, 1.0),
+                            paired=True) == 11
+
+
+def test_the_load_is_the_seed_at_scale_one_and_scales_rate_and_duration() -> None:
+    hello, users = study.study_conditions(1.0)
+    assert (hello.name, hello.endpoint, users.name, users.endpoint) == ("helloWorld", "helloWorld", "users", "users")
+    for cond, rate in ((hello, 100), (users, 10)):
+        load = cond.load
+        assert (load.model, load.arrival, load.rate_rps, load.duration_s, load.connections, load.keep_alive) == (
+            "open", "constant", rate, 10.0, 100, True)
+    big = study.scaled_load("users", 3.0)
+    assert (big.rate_rps, big.duration_s) == (30, 30.0)
+    assert study.scaled_load("users", 0.01).rate_rps == 1
+    for bad in (0, -1.0, float("nan")):
+        with pytest.raises(ParameterError, match="scale"):
+            study.scaled_load("users", bad)
+    with pytest.raises(ParameterError, match="valid: helloWorld, users"):
+        study.scaled_load("nope", 1.0)
+    assert study.LIMITS.cpus == 1 and study.LIMITS.memory_mb == 512
+
+
+def test_k6_cross_check_uses_the_condition_rate_and_duration() -> None:
+    hello, users = study.study_conditions(2.0, k6_arms=("go-faithful", "rust-faithful"))
+    for cond in (hello, users):
+        opts = dict(cond.cross_check.options)
+        assert cond.cross_check.tool == "k6" and cond.cross_check.arms == ("go-faithful", "rust-faithful")
+        assert (opts["rate_rps"], opts["duration_s"], opts["pre_allocated_vus"]) == (
+            cond.load.rate_rps, cond.load.duration_s, 100)
+    assert all(c.cross_check is None for c in study.study_conditions(1.0))
+
+
+def test_percentile_support_follows_the_fifty_beyond_rule() -> None:
+    t = study.percentile_support((1.0, 3.0), current=1.0).set_index(["scale", "endpoint"])
+    assert t.loc[("1 (this run)", "/helloWorld"), "requests per trial"] == 1000
+    assert t.loc[("1 (this run)", "/helloWorld"), "percentiles supported"] == "p50, p90, p95"
+    assert t.loc[("1 (this run)", "/users/1"), "percentiles supported"] == "p50"
+    assert t.loc[("3", "/helloWorld"), "percentiles supported"] == "p50, p90, p95, p99"
+    assert t.loc[("3", "/users/1"), "percentiles supported"] == "p50, p90"
+
+
+def test_arms_and_contrasts_follow_the_variants() -> None:
+    assert [a.name for a in study.study_arms()] == ["go-faithful", "go-fair", "dotnet-faithful", "dotnet-fair",
+                                                    "rust-faithful", "rust-fair", "python-fair", "node-fair"]
+    assert [a.name for a in study.study_arms(study.parse_variants("faithful"))] == [
+        "go-faithful", "dotnet-faithful", "rust-faithful"]
+    assert study.parse_variants(" fair , faithful ") == ("faithful", "fair")
+    for bad in ("", "debug", "fair,debug"):
+        with pytest.raises(ParameterError, match="faithful, fair"):
+            study.parse_variants(bad)
+    pairs = {(c.question, c.baseline, c.arm) for c in study.study_contrasts()}
+    assert ("implementation", "rust-fair", "rust-faithful") in pairs
+    assert ("language", "go-fair", "node-fair") in pairs and ("original", "go-faithful", "rust-faithful") in pairs
+    assert len(pairs) == 9
+    assert {c.question for c in study.study_contrasts(("fair",))} == {"language"}
+    assert {(c.baseline, c.arm) for c in study.study_contrasts(("faithful",))} == {
+        ("go-faithful", "dotnet-faithful"), ("go-faithful", "rust-faithful")}
+
+
+def _simulated(trials: int = 10) -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    effects = {"go-faithful": 3.0, "go-fair": 1.0, "rust-faithful": 6.0, "rust-fair": 1.0, "python-fair": 1.5,
+               "node-fair": 1.2}
+    # the percentiles scale 1 supports: p50 and p90 on /helloWorld, p50 on /users/1 (p99 omitted)
+    parts = [simulate_summaries(rng, arms=effects, trials=trials, trial_sd=0.02, sigma=0.1, condition=c,
+                                rate_rps=r, quantiles=qs)
+             for c, r, qs in (("helloWorld", 100.0, (0.5, 0.9)), ("users", 10.0, (0.5,)))]
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_verdict_tables_keep_every_contrast_and_report_dotnet_as_not_run() -> None:
+    contrasts = study.study_contrasts()
+    comparison = study.compare_study(_simulated(), contrasts, NO_DOTNET, seed=1)
+    assert comparison is not None
+    t = comparison.table
+    decided = t[~t["verdict"].str.startswith("omitted")]
+    assert len(decided) == 18 and (decided["family_size"] == 18).all()  # one Holm family, both endpoints
+    tables = study.verdict_tables(comparison, contrasts, NO_DOTNET)
+    for cond in ("helloWorld", "users"):
+        v = tables[cond]
+        dotnet = v[v["verdict"].str.startswith("not run: no .NET SDK")]
+        assert len(dotnet) == 3  # language, implementation, original
+        measured = v[~v["verdict"].str.startswith("not run")]
+        assert len(measured) == 6 * (2 if cond == "helloWorld" else 1)  # omitted percentiles left out
+        assert set(measured["question"]) == set(study.QUESTIONS.values())
+    r = t[(t["metric"] == "p50_ms") & (t["condition"] == "users") & (t["baseline"] == "rust-fair")].iloc[0]
+    assert r["arm"] == "rust-faithful" and r["verdict"] == "slower"  # 6x: decided by 10 concordant blocks
+    text = study.conclusion_markdown(comparison, load_reference("01"), NO_DOTNET)
+    assert text.count("the original: Rust / Go medians") == 2 and "not run: no .NET SDK" in text
+    assert "decomposes" in text
+
+
+def test_compare_study_without_both_arms_of_any_contrast_is_none() -> None:
+    df = _simulated(3)
+    only = df[df["arm"].isin(["python-fair", "node-fair"])]
+    assert study.compare_study(only, study.study_contrasts(), NO_DOTNET) is None
+
+
+# -- the notebook, for real --------------------------------------------------------------------
+
+@pytest.mark.notebook
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
+    from benchlib.store import RunStore
+
+    runs = tmp_path / "runs"
+    run = run_notebook("01_rest_mongo_go_dotnet_rust", {"trials": 1, "scale": 0.35, "out_dir": str(runs),
+                                                        "run_id": "nbtest", "seed": 2},
+                       reports_dir=tmp_path / "reports")
+    assert run.ok, run.error
+    assert run.html is not None and run.html.exists()
+    page = run.html.read_text()
+    store = RunStore(runs / "01_rest_mongo_go_dotnet_rust" / "nbtest")
+    run_json = json.loads((store.path / "run.json").read_text())
+    unavailable = run_json["unavailable"]
+    all_arms = [a.name for a in study.study_arms()]
+    runnable = [a for a in all_arms if a not in unavailable]
+    assert set(runnable) >= {"go-faithful", "go-fair", "rust-faithful", "rust-fair", "python-fair", "node-fair"}
+
+    # every runnable arm has one stored trial per endpoint: contract checked, limits enforced and recorded
+    trials = store.trials()
+    assert sorted((t.condition, t.arm) for t in trials) == sorted((c, a) for c in ("helloWorld", "users")
+                                                                   for a in runnable)
+    for t in trials:
+        m = t.meta
+        assert m["contract"]["ok"], (t.arm, m["contract"])
+        assert m["endpoint"]["path"] == study.CONDITIONS[t.condition]
+        assert m["limits"] == {"cpus": 1, "memory_mb": 512}
+        assert m["enforced"]["cpu_quota"] == 1.0 and m["enforced"]["memory_mb"] == 512
+        assert m["cpus"]["dependencies"] == m["cpus"]["client"] != m["cpus"]["server"]
+        assert m["load"]["loadspec"]["rate_rps"] == (35 if t.condition == "helloWorld" else 4)
+        assert m["status"] in ("ok", "invalid"), m.get("reason")
+        assert (t.rows()["phase"] == 1).sum() > 0
+        x = m.get("cross_check")
+        if t.arm.endswith("-faithful"):
+            assert x is not None and x["tool"] == "k6" and x["order"] == "after"  # block 0: k6 after benchlib
+            assert x.get("error") or x["http_reqs"] > 0
+        else:
+            assert x is None
+
+    # .NET is never dropped: in the status, limits and original-vs-ours tables and both verdict tables
+    assert page.count("not run: no .NET SDK") >= 2 * 3 + 2 + 4
+    assert page.count("GET /helloWorld</code>") >= 1 and "GET /users/1" in page
+    for cell in ("46.2", "724", "188"):  # the original's Go max, .NET and Rust users/1 max and p99
+        assert cell in page
+
+    # the comparison stored with the run holds a row per metric for every contrast whose two arms
+    # have a valid trial in that condition (one Holm family); the report shows the figures computed here
+    valid = {(t.condition, t.arm) for t in trials if t.meta["status"] == "ok"}
+    expected = {(c, k.baseline, k.arm) for c in study.CONDITIONS for k in study.study_contrasts()
+                if (c, k.baseline) in valid and (c, k.arm) in valid}
+    path = store.path / "derived" / "comparison.json"
+    if expected:
+        doc = json.loads(path.read_text())
+        got = {(r["condition"], r["baseline"], r["arm"]) for r in doc["rows"]}
+        assert got == expected
+        assert {r["metric"] for r in doc["rows"]} == set(study.METRICS)
+        assert len({r["family_size"] for r in doc["rows"]}) == 1  # one family over both endpoints
+    else:
+        assert not path.exists() and "No contrast could be computed" in page
+    for t in trials:
+        if t.meta["status"] == "ok":
+            med = study._trial_figures(t.rows(), since="sent")["med"]
+            if not math.isnan(med):
+                assert study._fmt_ms(med) in page
+    db = json.loads((store.path / "derived" / "database.json").read_text())
+    assert db["trial_logs"] == {"v1.24.2": len(trials)}
+    assert db.get("ferretdb_version") == "v1.24.2" and str(db.get("backend", "")).startswith("SQLite")
+    assert "FerretDB version line" in page and "k6 v0.50.0" in page
+    import nbformat
+
+    nb = nbformat.read(str(run.executed), as_version=4)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
+    assert not errors
