@@ -177,7 +177,7 @@ def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
         assert m["endpoint"]["path"] == study.CONDITIONS[t.condition]
         assert m["limits"] == {"cpus": 1, "memory_mb": 512}
         assert m["enforced"]["cpu_quota"] == 1.0 and m["enforced"]["memory_mb"] == 512
-        assert m["cpus"]["dependencies"] == m["cpus"]["client"] != m["cpus"]["server"]
+        assert m["cpus"]["dependencies"] == m["cpus"]["server"] != m["cpus"]["client"]
         assert m["load"]["loadspec"]["rate_rps"] == (35 if t.condition == "helloWorld" else 4)
         assert m["status"] in ("ok", "invalid"), m.get("reason")
         assert (t.rows()["phase"] == 1).sum() > 0
