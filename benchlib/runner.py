@@ -269,6 +269,8 @@ class _Executor:
                 meta["resources"] = handle.resource_samples()
                 stop = handle.stop()
                 meta["stop"] = asdict(stop)
+                meta["service_log"] = {"sink": arm.log_sink, "lines": getattr(handle, "log_lines", None),
+                                       "bytes": getattr(handle, "log_bytes", None)}
                 if not alive:
                     status = "failed"
                     reason = f"service died during the trial ({stop.detail})"

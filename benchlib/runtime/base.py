@@ -57,6 +57,7 @@ class StartOptions:
     run_id: labels containers and processes of one run (for clean-up).
     role: ``"service"`` (under test) or ``"dependency"`` (a database it needs); runtimes apply
         their default limits to services only.
+    log_cap_bytes: bytes of the service's log kept per trial (head and tail; see :mod:`benchlib.logs`).
     """
 
     port: int
@@ -68,6 +69,7 @@ class StartOptions:
     deps: Mapping[str, ServiceHandle] = field(default_factory=dict)
     run_id: str = ""
     role: str = "service"
+    log_cap_bytes: int = 16 * 2**20
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from benchlib import buildcache, toolchains
+from benchlib import buildcache, logs, toolchains
 from benchlib.errors import BuildError, ServiceStartError
 from benchlib.manifest import ResolvedService
 from benchlib.runtime.base import Prepared, StartOptions, StopInfo, expand, placeholder_values
@@ -99,6 +99,11 @@ class LocalHandle:
         self.enforced: dict[str, Any] = enforced
         self._cgroup = cgroup
         self._tail: collections.deque[str] = collections.deque(maxlen=200)
+        #: bytes of log kept in the file per trial (the rest is counted, see :mod:`benchlib.logs`)
+        self.log_cap_bytes = logs.DEFAULT_LOG_CAP_BYTES
+        #: lines and bytes the service wrote to its pipe (pipe sink) or file (file sink, after stop)
+        self.log_lines = 0
+        self.log_bytes = 0
         self._reader: threading.Thread | None = None
         self._log_fh: IO[bytes] | None = None
         self._stopped: StopInfo | None = None
@@ -114,13 +119,29 @@ class LocalHandle:
         stream = self.proc.stdout
         self._log_fh = open(self.log_path, "ab") if self.log_path else None
 
+        cap = self.log_cap_bytes
+
         def pump() -> None:
+            # Every line is read (the pipe's cost is part of what is measured); the file keeps
+            # the first `cap` bytes, then lines are only counted, and the tail is appended at
+            # the end after a marker saying how much was left out.
             fh = self._log_fh
+            kept_bytes = kept_lines = 0
             for line in iter(stream.readline, b""):
-                if fh is not None:
+                self.log_lines += 1
+                self.log_bytes += len(line)
+                if fh is not None and kept_bytes < cap:
                     fh.write(line)
+                    kept_bytes += len(line)
+                    kept_lines += 1
                 self._tail.append(line.decode("utf-8", "replace").rstrip("\n"))
             if fh is not None:
+                if self.log_lines > kept_lines:
+                    tail = [t for t in self._tail][-(self.log_lines - kept_lines):]
+                    tail_bytes = sum(len(t.encode()) + 1 for t in tail)
+                    fh.write(logs.marker(self.log_lines - kept_lines - len(tail),
+                                         max(0, self.log_bytes - kept_bytes - tail_bytes)))
+                    fh.write(("\n".join(tail) + "\n").encode())
                 fh.flush()
 
         self._reader = threading.Thread(target=pump, name=f"log-{self.name}", daemon=True)
@@ -192,6 +213,9 @@ class LocalHandle:
             self.proc.stdout.close()
         if self._log_fh is not None:
             self._log_fh.close()
+        if self.log_sink == "file" and self.log_path is not None:
+            info = logs.compact_log(self.log_path, self.log_cap_bytes)
+            self.log_lines, self.log_bytes = info["lines"], info["bytes"]
         oom = False
         if self._cgroup is not None:
             try:
@@ -374,6 +398,7 @@ class LocalRuntime:
             except Exception as exc:  # noqa: BLE001 - recorded, never silently
                 enforced["limits"] = f"not enforced: {exc}"
         handle = LocalHandle(service.name, host, options.port, proc, log_path, options.log_sink, cgroup, enforced)
+        handle.log_cap_bytes = options.log_cap_bytes
         if options.log_sink == "pipe":
             handle._start_reader()
         try:

@@ -7,6 +7,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from benchlib import logs
 from benchlib.manifest import ResolvedService
 from benchlib.model import Limits
 from benchlib.runtime.base import StartOptions, StopInfo
@@ -30,6 +31,8 @@ class DockerHandle:
         self.options = options
         self.limits = limits
         self.enforced: dict[str, Any] = {"runtime": "docker"}
+        self.log_lines = 0
+        self.log_bytes = 0
         self._stopped: StopInfo | None = None
         self._samples: list[dict[str, Any]] = []
         self._sampler_stop = threading.Event()
@@ -117,17 +120,25 @@ class DockerHandle:
         """Keep the container's log (for :meth:`logs_tail` after removal, and in ``log_path``)."""
         if self.options.log_sink == "discard":
             return
-        try:
-            data = self.container.logs(stdout=True, stderr=True)
-        except Exception:  # noqa: BLE001
-            return
-        self._final_log = data[-256 * 1024:]
         path = self.options.log_path
         if path is None:
+            try:
+                self._final_log = self.container.logs(stdout=True, stderr=True, tail=2000)[-256 * 1024:]
+            except Exception:  # noqa: BLE001
+                pass
             return
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "ab") as fh:
-            fh.write(data)
+        try:
+            with open(path, "ab") as fh:  # streamed: a logging service writes hundreds of MB per trial
+                for chunk in self.container.logs(stdout=True, stderr=True, stream=True, follow=False):
+                    fh.write(chunk)
+        except Exception:  # noqa: BLE001 - the engine or the container went away
+            pass
+        info = logs.compact_log(path, self.options.log_cap_bytes)
+        self.log_lines, self.log_bytes = info["lines"], info["bytes"]
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 256 * 1024))
+            self._final_log = fh.read()
 
     def kill_and_remove(self) -> None:
         """Remove the container at once (atexit / signal path): no log, no waiting."""
