@@ -15,8 +15,8 @@ worker processes of one machine), relative to the trial's start:
 Latency = ``t_done_ns - t_intended_ns`` (coordinated-omission-correct);
 service time = ``t_done_ns - t_sent_ns``.
 
-Memory: :data:`ROW_DTYPE` is 40 bytes per request, so a 10-million-request trial holds in
-400 MB.
+Memory: :data:`ROW_DTYPE` is 38 bytes per request, so a 10-million-request trial holds in
+380 MB (the recorder measured 41 bytes per request with its growth slack; docs/loadgen.md).
 """
 
 from __future__ import annotations
