@@ -112,6 +112,47 @@ def test_the_answer_says_no_when_release_actix_wins_and_missing_arms_are_named()
     assert "Run with the discard sink to separate the logging" in text
 
 
+class _Trial:
+    def __init__(self, arm: str, block: int, busy: float, status: str = "ok", reason: str | None = None) -> None:
+        self.condition, self.arm, self.block = "closed", arm, block
+        self.meta = {"status": status, "reason": reason, "load": {"client_cpu": {"per_cpu": {"0": busy}}}}
+
+
+class _Store:
+    def __init__(self, trials: list[_Trial]) -> None:
+        self._trials = trials
+
+    def trials(self) -> list[_Trial]:
+        return self._trials
+
+
+def test_client_cpu_flags_the_arms_whose_client_came_near_its_limit() -> None:
+    store = _Store([_Trial("fast", 0, 0.85), _Trial("fast", 1, 0.83), _Trial("fast", 2, 0.5),
+                    _Trial("odd", 0, 0.95, "invalid", "client CPU 0 was 95% busy (limit 90%)"), _Trial("odd", 1, 0.3),
+                    _Trial("odd", 2, 0.3), _Trial("slow", 0, 0.3), _Trial("slow", 1, 0.81)])
+    table = rvg.client_cpu(store).set_index("arm")
+    assert table.loc["fast", "client CPU, median"] == 0.83 and table.loc["fast", "trials at ≥ 80%"] == 2
+    assert table.loc["odd", "invalid (client CPU ≥ 90%)"] == 1 and table.loc["slow", "client CPU, max"] == 0.81
+    assert rvg.client_limited(table.reset_index()) == ["fast", "odd", "slow"]
+    assert rvg.client_limited(rvg.client_cpu(_Store([_Trial("a", 0, 0.2), _Trial("a", 1, 0.9)]))) == ["a"]
+    assert rvg.client_limited(rvg.client_cpu(_Store([_Trial("a", 0, 0.2), _Trial("a", 1, 0.3)]))) == []
+
+
+def test_logged_lines_come_from_the_runtime_count_or_the_kept_log_with_its_cut_markers(tmp_path: Path) -> None:
+    from benchlib import logs
+    from benchlib.studies.rust_vs_go import _logged_lines
+
+    log = tmp_path / "b000.log"
+    log.write_bytes(b"".join(b"127.0.0.1 GET / 200 %06d\n" % i for i in range(50_000)))
+    assert logs.compact_log(log, cap_bytes=100_000)["truncated"]
+    assert log.stat().st_size < 110_000
+    assert _logged_lines(_Trial("a", 0, 0.1), log) == 50_000
+    counted = _Trial("a", 0, 0.1)
+    counted.meta["service_log"] = {"sink": "pipe", "lines": 123, "bytes": 4567}
+    assert _logged_lines(counted, log) == 123
+    assert _logged_lines(_Trial("a", 0, 0.1), tmp_path / "missing.log") is None
+
+
 def _reference() -> pd.DataFrame:
     from benchlib.reference import load_reference
 
@@ -149,6 +190,9 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
     nb = nbformat.read(str(run.executed), as_version=4)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors, errors[0].get("evalue")
+    stderr = [o.text for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.output_type == "stream" and o.name == "stderr"]
+    assert not stderr, stderr  # no warnings in the report
 
     # every arm, with every sink for actix-release and Go, ran in both blocks and met its contract
     store = RunStore(runs / rvg.STUDY / "nbtest")
@@ -172,6 +216,10 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
         else:
             per = lines.loc[arm, "log lines per request (median over trials)"]
             assert per == pytest.approx(lines.loc[arm, "expected"], rel=0.05), (arm, per)
+
+    # the client's CPU use is reported for every arm
+    client = rvg.client_cpu(store)
+    assert set(client["arm"]) == set(arms) and (client["client CPU, median"] > 0).all()
 
     # wrk ran on the seed's arms only, on the same instance, first in odd blocks and second in even ones
     for t in trials:

@@ -18,6 +18,7 @@ Everything here reads stored data (summaries, trial metadata, logs); nothing mea
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +38,10 @@ __all__ = [
     "STUDY",
     "SWEEP_FRACTIONS",
     "WRK_LABELS",
+    "CLIENT_NEAR_LIMIT",
     "arm_name",
+    "client_cpu",
+    "client_limited",
     "closed_families",
     "conclusion_markdown",
     "family_markdown",
@@ -211,8 +215,10 @@ def sweep_family(conditions: Sequence[str], arms: Sequence[str]) -> Family:
     return Family(
         "sweep", "5. Latency at fixed arrival rates (open model)",
         f"At the same offered rate for both (25-90% of the slower one's closed-model capacity), how do the "
-        f"latencies compare, free of coordinated omission? Baseline: {arms[0]}.",
-        arms[0], {c: {a: a for a in arms} for c in conditions}, condition=None)
+        f"latencies compare, free of coordinated omission? Baseline: {arms[0]}. Throughput is not compared "
+        "here: at a fixed offered rate it equals the offered rate for a server that keeps up (the table above "
+        "the verdicts shows it did), so it answers no question and would only widen the correction.",
+        arms[0], {c: {a: a for a in arms} for c in conditions}, condition=None, metrics=("p50_ms", "p99_ms"))
 
 
 def family_summaries(summaries: Any, family: Family) -> Any:
@@ -533,6 +539,51 @@ def gap_table(reference: Any, summaries: Any, by_arm: Any) -> Any:
     return pd.DataFrame(rows)
 
 
+# -- was the client the limit? -----------------------------------------------------------------
+
+#: A client CPU busier than this (share of one CPU) means the client may have set the rate;
+#: the load generator's guard marks a trial invalid at 0.90.
+CLIENT_NEAR_LIMIT = 0.8
+
+
+def client_cpu(run: Any, *, condition: str = "closed") -> Any:
+    """Per arm: how busy benchlib's client CPU was in the measured trials (share of one CPU,
+    the load generator's workers summed), how many trials came near the limit
+    (:data:`CLIENT_NEAR_LIMIT`) and how many the guard marked invalid for it.
+
+    ``run`` is an :class:`~benchlib.runner.ExperimentResult` or a :class:`~benchlib.store.RunStore`."""
+    import pandas as pd
+
+    store = getattr(run, "store", run)
+    per: dict[str, list[float]] = {}
+    invalid: dict[str, int] = {}
+    for t in store.trials():
+        if t.condition != condition:
+            continue
+        busy = ((t.meta.get("load") or {}).get("client_cpu") or {}).get("per_cpu") or {}
+        if busy:
+            per.setdefault(t.arm, []).append(max(busy.values()))
+        if t.meta.get("status") == "invalid" and "client CPU" in str(t.meta.get("reason")):
+            invalid[t.arm] = invalid.get(t.arm, 0) + 1
+    rows = []
+    for arm, vals in per.items():
+        v = pd.Series(vals)
+        rows.append({"arm": arm, "trials": len(v), "client CPU, median": round(float(v.median()), 2),
+                     "client CPU, max": round(float(v.max()), 2),
+                     f"trials at ≥ {CLIENT_NEAR_LIMIT:.0%}": int((v >= CLIENT_NEAR_LIMIT).sum()),
+                     "invalid (client CPU ≥ 90%)": invalid.get(arm, 0)})
+    return pd.DataFrame(rows)
+
+
+def client_limited(table: Any) -> list[str]:
+    """The arms of :func:`client_cpu` whose client came near its limit in half of the trials or
+    more, or had a trial marked invalid for it: their measured rate is a lower bound."""
+    if table is None or not len(table):
+        return []
+    near = table[f"trials at ≥ {CLIENT_NEAR_LIMIT:.0%}"] * 2 >= table["trials"]
+    return list(table.loc[near | (table["invalid (client CPU ≥ 90%)"] > 0), "arm"])
+
+
 # -- how long it took -------------------------------------------------------------------------
 
 def measured_minutes(result: Any) -> float:
@@ -551,21 +602,35 @@ def measured_minutes(result: Any) -> float:
 
 # -- log lines per request --------------------------------------------------------------------
 
-def _count_lines(path: Any) -> int:
+_CUT = re.compile(rb"^\[benchlib: log cut here: ([0-9,]+) lines \([0-9,]+ bytes\) left out\]$", re.M)
+
+
+def _logged_lines(trial: Any, path: Any) -> int | None:
+    """Lines the service wrote in ``trial``: the runtime's count (``service_log`` in the trial
+    metadata), else the lines of its log file, where a cut marker (:mod:`benchlib.logs`) adds
+    back the lines it stands for (the marker itself is a blank line and one line)."""
+    counted = (trial.meta.get("service_log") or {}).get("lines")
+    if counted:
+        return int(counted)
+    if not path.exists():
+        return None
     n = 0
     with open(path, "rb") as fh:
-        while True:
-            chunk = fh.read(8 << 20)
-            if not chunk:
-                return n
-            n += chunk.count(b"\n")
+        for line in fh:
+            n += line.endswith(b"\n")
+            if line.startswith(b"[benchlib: log cut here"):
+                m = _CUT.match(line.rstrip(b"\n"))
+                if m:
+                    n += int(m.group(1).replace(b",", b"")) - 2
+    return n
 
 
 def log_lines(run: Any, *, condition: str = "closed") -> Any:
     """Per arm: the log lines its service wrote per request it was sent (benchlib's warm-up and
     measured requests plus wrk's), median over trials; discarded logs are reported as such.
     Every server logs every request (fastify: two lines), so the pipe and file arms should be
-    near :data:`LOG_LINES_PER_REQUEST` (health and contract probes add a few lines).
+    near :data:`LOG_LINES_PER_REQUEST` (health and contract probes add a few lines). Lines come
+    from the runtime's count in the trial metadata, or from the kept log (see :func:`_logged_lines`).
 
     ``run`` is an :class:`~benchlib.runner.ExperimentResult` or a :class:`~benchlib.store.RunStore`."""
     import pandas as pd
@@ -581,23 +646,29 @@ def log_lines(run: Any, *, condition: str = "closed") -> Any:
         if sink == "discard":
             per_arm.setdefault(t.arm, [])
             continue
-        path = store.log_path(t.condition, t.arm, t.block)
-        if not path.exists():
+        lines = _logged_lines(t, store.log_path(t.condition, t.arm, t.block))
+        if lines is None:
             continue
         reqs = ((t.meta.get("load") or {}).get("requests") or {}).get("total") or 0
         x = t.meta.get("cross_check") or {}
         reqs += int(x.get("requests") or 0)
         if reqs:
-            per_arm.setdefault(t.arm, []).append(_count_lines(path) / reqs)
+            per_arm.setdefault(t.arm, []).append(lines / reqs)
     rows = []
     for arm, vals in per_arm.items():
-        server = arm.rpartition("-")[0]
-        rows.append({"arm": arm, "log sink": sinks[arm],
-                     "log lines per request (median over trials)": (round(float(pd.Series(vals).median()), 4)
-                                                                     if vals else math.nan),
-                     "expected": LOG_LINES_PER_REQUEST.get(server, math.nan),
-                     "trials": len(vals) if vals else 0,
-                     "note": "" if vals else "log discarded (/dev/null): nothing to count"})
+        expected = LOG_LINES_PER_REQUEST.get(arm.rpartition("-")[0], math.nan)
+        med = round(float(pd.Series(vals).median()), 4) if vals else math.nan
+        if not vals:
+            note = "log discarded (/dev/null): nothing to count"
+        elif med < 0.95 * expected:
+            note = ("fewer lines than requests: the rest had not reached the log when the service was stopped "
+                    "(its logger buffers in the process instead of waiting for the pipe)")
+        elif med > 1.05 * expected:
+            note = "more lines than requests: the service logs more than its requests"
+        else:
+            note = "every request logged"
+        rows.append({"arm": arm, "log sink": sinks[arm], "log lines per request (median over trials)": med,
+                     "expected": expected, "trials": len(vals), "note": note})
     return pd.DataFrame(rows)
 
 
@@ -644,14 +715,21 @@ def _says(r: Mapping[str, Any], arm: str, base: str) -> str:
     return f"verdict **{v}**: {core}"
 
 
+def _direction(verdict: str) -> str | None:
+    """``"up"`` for a significant improvement (faster), ``"down"`` for slower, else ``None``."""
+    return "up" if verdict.startswith("faster") else ("down" if verdict.startswith("slower") else None)
+
+
 def _p(r: Mapping[str, Any]) -> str:
     return f"Holm-adjusted p = {r['p_adj']:.2g} over {int(r['family_size'])} rows"
 
 
 def conclusion_markdown(families: Mapping[str, FamilyResult], reference: Any, *,
-                        sweep: FamilyResult | None = None, by_arm: Any = None) -> str:
+                        sweep: FamilyResult | None = None, by_arm: Any = None, limited: Sequence[str] = ()) -> str:
     """The study's answer, every figure taken from the comparison tables of this run:
-    does Go beat actix here, by how much, and is it the framework, the build mode or the logging."""
+    does Go beat actix here, by how much, and is it the framework, the build mode or the logging.
+    ``limited``: arms whose client came near its CPU limit (:func:`client_limited`); the answer
+    says that their rates, and the ratios built on them, are bounds."""
     out: list[str] = []
     ref = reference.set_index("output")["requests_per_s"]
     seed_gaps = f"{ref[3] / ref[1]:.2f}× (output 3 / output 1) and {ref[3] / ref[2]:.2f}× (output 3 / output 2)"
@@ -709,9 +787,14 @@ def conclusion_markdown(families: Mapping[str, FamilyResult], reference: Any, *,
             ans = f"This run cannot tell: the fair comparison (release build, pipe) gives verdict {v}."
         if _ok(fd):
             vd = str(fd["verdict"])
-            same = (vd.split(",")[0].split(" ")[0] == v.split(",")[0].split(" ")[0])
-            ans += (f" With the logs discarded, Go served {fd['ratio']:.2f}× actix-web release's rate (verdict {vd})"
-                    + ("." if same else ": the order is not the same without logging, so logging decides it."))
+            dp, dd = _direction(v), _direction(vd)
+            ans += f" With the logs discarded, Go served {fd['ratio']:.2f}× actix-web release's rate (verdict {vd})"
+            if dd is None:
+                ans += (": the same rate within ±2% there." if vd.startswith("equivalent") else
+                        ": undecided there.")
+            else:
+                ans += (": the same direction." if dd == dp else
+                        ": the opposite direction, so the logging decides which one is faster.")
         out.append(ans)
         out.append("")
     if _ok(g) and _ok(b) and _ok(fp):
@@ -741,18 +824,25 @@ def conclusion_markdown(families: Mapping[str, FamilyResult], reference: Any, *,
         out.append(f"The largest factor, by point estimate, is **{big}** ({factors[big]:.2f}×"
                    + (", working against Go" if factors[big] < 1 else ", in Go's favour") + "); whether each "
                    "factor is a real difference is its row's verdict above.")
+    if limited:
+        out.append("")
+        out.append(f"*Caveat*: benchlib's client (Python workers on one CPU) came near its CPU limit in most trials "
+                   f"of {', '.join(f'**{a}**' for a in limited)} (see the client CPU table); there the server may "
+                   "be faster than measured, so those arms' rates are lower bounds and every ratio in their favour "
+                   "is, if anything, understated (wrk, in C, needs less CPU per request: see its table).")
     if sweep is not None and sweep.comparison is not None:
         arms = list(dict.fromkeys(sweep.comparison.table["arm"]))
         for arm in arms:
-            bits = []
-            for cond in sweep.family.groups:
-                r = sweep.row(cond, arm, "p99_ms")
-                if _ok(r):
-                    bits.append(f"{cond}: {_ci(r)} (**{r['verdict']}**)")
-            if bits:
-                out.append("")
-                out.append(f"*Latency at fixed rates* (open model, no coordinated omission): {arm}'s p99 over "
-                           f"{sweep.family.baseline}'s at each offered rate: " + "; ".join(bits) + ".")
+            for metric, word in (("p50_ms", "median latency"), ("p99_ms", "p99")):
+                bits = []
+                for cond in sweep.family.groups:
+                    r = sweep.row(cond, arm, metric)
+                    if _ok(r):
+                        bits.append(f"{cond}: {_ci(r)} (**{r['verdict']}**)")
+                if bits:
+                    out.append("")
+                    out.append(f"*Latency at fixed rates* (open model, no coordinated omission): {arm}'s {word} "
+                               f"over {sweep.family.baseline}'s at each offered rate: " + "; ".join(bits) + ".")
     if by_arm is not None and len(by_arm):
         rr = "; ".join(f"{r['arm']} {_pct(r['rps_ratio'])}" for _, r in by_arm.iterrows())
         out.append("")
