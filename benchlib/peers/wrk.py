@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from benchlib.errors import ParameterError
 from benchlib.peers.common import check_url, parse_count, parse_size_bytes, parse_time_ms, run_tool
 
 __all__ = ["run_wrk", "parse_wrk", "wrk_command"]
@@ -31,7 +32,10 @@ def wrk_command(
 ) -> list[str]:
     """The ``wrk`` argument list, e.g. ``wrk -t2 -c100 -d30s --latency URL``."""
     if threads < 1 or connections < threads:
-        raise ValueError(f"wrk needs threads >= 1 and connections >= threads, got -t{threads} -c{connections}")
+        raise ParameterError(f"wrk needs threads >= 1 and connections >= threads, got -t{threads} -c{connections}")
+    if duration_s < 1 or float(duration_s) != int(duration_s):
+        raise ParameterError(f"wrk takes a whole number of seconds (-d{duration_s:g}s is refused by wrk); "
+                             f"got duration_s={duration_s!r}")
     cmd = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration_s:g}s"]
     if latency:
         cmd.append("--latency")

@@ -70,3 +70,14 @@ def test_real_runs_against_a_local_server():
         assert run_hey(url, connections=2, duration_s=1)["requests"] > 50
         assert run_ab(url, connections=2, requests=200)["requests"] == 200
         assert run_h2load(url, connections=2, duration_s=1)["requests"] > 50
+
+
+def test_wrk_refuses_what_wrk_itself_would_reject():
+    from benchlib.errors import ParameterError
+    from benchlib.peers.wrk import wrk_command
+
+    with pytest.raises(ParameterError, match="whole number of seconds"):
+        wrk_command("http://127.0.0.1:1/", duration_s=1.5)
+    with pytest.raises(ParameterError, match="threads >= 1"):
+        wrk_command("http://127.0.0.1:1/", threads=4, connections=2)
+    assert wrk_command("http://127.0.0.1:1/", threads=2, connections=100, duration_s=30.0)[:4] == ["wrk", "-t2", "-c100", "-d30s"]
