@@ -342,6 +342,10 @@ class Experiment:
     baseline: the arm others are compared against (default: the first arm).
     between_trials_s: idle seconds between trials (lets sockets in TIME_WAIT and caches settle).
     retry_failed: on resume, re-run stored trials whose status is "failed" (old files are kept aside).
+    repeat_invalid: a trial the load generator's guard marks invalid (the client, not the service,
+        could not keep the load: schedule lag, client CPU) is run again at once, in its place in
+        the block, at most this many times; the invalid attempts are kept aside (``.failed-N``
+        files) and listed in the stored trial's ``previous_attempts``. 0 (default): never.
     """
 
     study: str
@@ -354,6 +358,7 @@ class Experiment:
     baseline: str | None = None
     between_trials_s: float = 0.5
     retry_failed: bool = False
+    repeat_invalid: int = 0
 
     def __post_init__(self) -> None:
         if self.runtime not in RUNTIME_NAMES:
@@ -370,6 +375,8 @@ class Experiment:
             raise ParameterError(f"condition names must be unique, got {cnames}")
         if not isinstance(self.trials, int) or self.trials < 1:
             raise ParameterError(f"trials must be an integer >= 1, got {self.trials!r}")
+        if not isinstance(self.repeat_invalid, int) or isinstance(self.repeat_invalid, bool) or self.repeat_invalid < 0:
+            raise ParameterError(f"repeat_invalid must be an integer >= 0, got {self.repeat_invalid!r}")
         if self.baseline is not None and self.baseline not in names:
             raise ParameterError(f"baseline {self.baseline!r} is not an arm; valid: {', '.join(names)}")
 

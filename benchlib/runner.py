@@ -243,13 +243,15 @@ class _Executor:
             stack.enter_context(handle)
             yield handle, svc, list(deps.values())
 
-    def run_trial(self, planned: PlannedTrial, condition: Condition) -> dict[str, Any]:
-        """Run one planned trial and store it; returns its metadata."""
+    def run_trial(self, planned: PlannedTrial, condition: Condition,
+                  extra_meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Run one planned trial and store it (with ``extra_meta`` in its metadata); returns its metadata."""
         from benchlib.loadgen import run_load
 
         arm = self.exp.arm(planned.arm)
         meta: dict[str, Any] = {
-            **planned.to_dict(), "service": arm.service, "variant": arm.variant, "log_sink": arm.log_sink,
+            **planned.to_dict(), **dict(extra_meta or {}), "service": arm.service, "variant": arm.variant,
+            "log_sink": arm.log_sink,
             "runtime": self.runtime_name(arm), "limits": asdict(arm.limits or self.exp.limits),
             "cpus": self.cpus.to_dict(),
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -361,7 +363,10 @@ def experiment_parameters(exp: Experiment) -> dict[str, Any]:
     """The experiment as JSON-able parameters (stored in run.json, compared on resume)."""
     import json
 
-    return json.loads(json.dumps(asdict(exp), default=lambda o: o.hex() if isinstance(o, bytes) else str(o)))
+    params = json.loads(json.dumps(asdict(exp), default=lambda o: o.hex() if isinstance(o, bytes) else str(o)))
+    if not params.get("repeat_invalid"):  # added later: runs stored before it still resume
+        params.pop("repeat_invalid", None)
+    return dict(params)
 
 
 def run_experiment(
@@ -423,9 +428,17 @@ def run_experiment(
                     continue
                 store.set_aside(planned.condition, planned.arm, planned.block)
             meta = ex.run_trial(planned, conditions[planned.condition])
+            attempts: list[dict[str, Any]] = []
+            while meta["status"] == "invalid" and len(attempts) < experiment.repeat_invalid:
+                # the client could not keep the load: run the same trial again, in its place
+                attempts.append({k: meta.get(k) for k in ("status", "reason", "started_utc", "finished_utc")})
+                store.set_aside(planned.condition, planned.arm, planned.block)
+                if experiment.between_trials_s:
+                    time.sleep(experiment.between_trials_s)
+                meta = ex.run_trial(planned, conditions[planned.condition], {"previous_attempts": attempts})
             result.ran += 1
             load = meta.get("load") or {}
-            show({**ev, "event": "trial", "status": meta["status"], "reason": meta.get("reason"),
+            show({**ev, "event": "trial", "status": meta["status"], "reason": meta.get("reason"), "repeated": len(attempts),
                   "achieved_rps": load.get("achieved_rps"), "p50_ms": load.get("p50_ms")})
             if experiment.between_trials_s:
                 time.sleep(experiment.between_trials_s)

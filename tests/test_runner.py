@@ -108,3 +108,26 @@ def test_cross_check_runs_wrk_on_the_same_instance_alternating_order(services: P
     assert orders == ["after", "before"]
     s = res.summaries()
     assert (s["xcheck_tool"] == "wrk").all() and (s["xcheck_rps"] > 0).all() and (s["xcheck_p50_ms"] > 0).all()
+
+
+def test_an_invalid_trial_is_repeated_in_place_and_its_attempts_are_kept(services: Path, tmp_path: Path) -> None:
+    # far more arrivals than one client CPU can dispatch on time: the guard marks the trial invalid
+    flood = LoadSpec(model="open", rate_rps=300_000, connections=256, duration_s=0.3, warmup_s=0, timeout_s=20)
+    exp = Experiment("t-runner4", (Arm("a", "python-aiohttp-hello"),), (Condition("main", flood),), trials=1,
+                     seed=1, between_trials_s=0, repeat_invalid=1)
+    res = run_experiment(exp, run_id="r4", out_dir=tmp_path / "runs", progress=False)
+    (trial,) = res.trials()
+    attempts = trial.meta.get("previous_attempts", [])
+    if not attempts:
+        pytest.skip("this machine dispatched 300,000 arrivals/s on time: no invalid trial to repeat")
+    assert res.ran == 1 and trial.meta["status"] in ("ok", "invalid")
+    assert len(attempts) == 1 and attempts[0]["status"] == "invalid" and "sent late" in attempts[0]["reason"]
+    folder = res.store.path / "trials" / "main" / "a"
+    assert [p.name for p in folder.glob("b000.failed-*.parquet")] == ["b000.failed-1.parquet"]
+    assert res.store.read_run()["parameters"]["repeat_invalid"] == 1
+    with pytest.raises(ParameterError, match="repeat_invalid"):
+        Experiment("x", exp.arms, exp.conditions, repeat_invalid=-1)
+    # the default adds nothing to the stored parameters (runs stored before the option still resume)
+    from benchlib.runner import experiment_parameters
+
+    assert "repeat_invalid" not in experiment_parameters(Experiment("x", exp.arms, exp.conditions))
