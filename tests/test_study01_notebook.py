@@ -163,6 +163,7 @@ def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
     store = RunStore(runs / "01_rest_mongo_go_dotnet_rust" / "nbtest")
     run_json = json.loads((store.path / "run.json").read_text())
     unavailable = run_json["unavailable"]
+    assert run_json["parameters"]["repeat_invalid"] == study.REPEAT_INVALID == 2
     all_arms = [a.name for a in study.study_arms()]
     runnable = [a for a in all_arms if a not in unavailable]
     assert set(runnable) >= {"go-faithful", "go-fair", "rust-faithful", "rust-fair", "python-fair", "node-fair"}
@@ -180,6 +181,10 @@ def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
         assert m["cpus"]["dependencies"] == m["cpus"]["server"] != m["cpus"]["client"]
         assert m["load"]["loadspec"]["rate_rps"] == (35 if t.condition == "helloWorld" else 4)
         assert m["status"] in ("ok", "invalid"), m.get("reason")
+        for attempt in m.get("previous_attempts", []):  # repeated in place: the guard had invalidated it
+            assert attempt["status"] == "invalid" and attempt["reason"]
+        assert len(m.get("previous_attempts", [])) <= 2 and (m["status"] == "ok" or
+                                                             len(m.get("previous_attempts", [])) == 2)
         assert (t.rows()["phase"] == 1).sum() > 0
         x = m.get("cross_check")
         if t.arm.endswith("-faithful"):
@@ -217,6 +222,9 @@ def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
     assert db["trial_logs"] == {"v1.24.2": len(trials)}
     assert db.get("ferretdb_version") == "v1.24.2" and str(db.get("backend", "")).startswith("SQLite")
     assert "FerretDB version line" in page and "k6 v0.50.0" in page
+    repeated = sum(bool(t.meta.get("previous_attempts")) for t in trials)
+    assert ("No trial had to be repeated." in page) == (repeated == 0 and all(
+        t.meta["status"] == "ok" for t in trials))
     import nbformat
 
     nb = nbformat.read(str(run.executed), as_version=4)

@@ -45,11 +45,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "BASELINE", "CONDITIONS", "Contrast", "IMPLEMENTATIONS", "Implementation", "LIMITS", "METRICS", "QUESTIONS",
-    "SEED_DURATION_S", "SEED_IN_FLIGHT", "SEED_RATE_RPS", "VARIANTS", "WARMUP_S", "arm_order", "compare_study",
-    "conclusion_markdown", "database_info", "k6_setup", "k6_summary_table", "k6_trial_table", "limits_table",
-    "not_run_reason", "original_vs_ours", "parse_variants", "percentile_support", "planned_family",
-    "runnable_contrasts", "scaled_load", "study_arms", "study_conditions", "study_contrasts", "table",
-    "verdict_tables", "warmup_table",
+    "REPEAT_INVALID", "SEED_DURATION_S", "SEED_IN_FLIGHT", "SEED_RATE_RPS", "VARIANTS", "WARMUP_S", "arm_order",
+    "compare_study", "conclusion_markdown", "database_info", "k6_setup", "k6_summary_table", "k6_trial_table",
+    "limits_table", "not_run_reason", "original_vs_ours", "parse_variants", "percentile_support", "planned_family",
+    "repeats_table", "runnable_contrasts", "scaled_load", "study_arms", "study_conditions", "study_contrasts",
+    "table", "verdict_tables", "warmup_table",
 ]
 
 
@@ -79,6 +79,8 @@ SEED_DURATION_S = 10.0
 SEED_IN_FLIGHT = 100  # k6 preAllocatedVUs, maxVUs unset
 #: the seed had none; 1 s at the trial's rate (100 and 10 requests at scale 1), recorded, not analysed
 WARMUP_S = 1.0
+#: a trial the load generator's guard invalidates (the client could not keep the schedule) is run again
+REPEAT_INVALID = 2
 LIMITS = Limits(cpus=1, memory_mb=512)
 BASELINE = "go-fair"
 METRICS: tuple[str, ...] = ("p50_ms", "p90_ms", "p99_ms")
@@ -498,6 +500,30 @@ def warmup_table(result: ExperimentResult) -> pd.DataFrame:
         df = df.sort_values(["condition", "arm"]).reset_index(drop=True)
         df["arm"] = df["arm"].astype(str)
     return df.round(3)
+
+
+def repeats_table(result: ExperimentResult) -> pd.DataFrame:
+    """Per condition and arm: how many trials the load generator's guard invalidated and the
+    runner repeated in place (``Experiment.repeat_invalid``), the attempts set aside, and the
+    trials still invalid after their repeats (left out of the analysis). Empty when none."""
+    import pandas as pd
+
+    acc: dict[tuple[str, str], dict[str, int]] = {}
+    for t in result.trials():
+        prev = t.meta.get("previous_attempts") or []
+        d = acc.setdefault((t.condition, t.arm), {"trials": 0, "repeated": 0, "attempts set aside": 0,
+                                                  "still invalid": 0})
+        d["trials"] += 1
+        d["repeated"] += bool(prev)
+        d["attempts set aside"] += len(prev)
+        d["still invalid"] += t.meta.get("status") == "invalid"
+    rows = [{"condition": c, "arm": a, **v} for (c, a), v in acc.items() if v["repeated"] or v["still invalid"]]
+    df = pd.DataFrame(rows, columns=["condition", "arm", "trials", "repeated", "attempts set aside", "still invalid"])
+    if len(df):
+        df["arm"] = pd.Categorical(df["arm"], arm_order(df["arm"]), ordered=True)
+        df = df.sort_values(["condition", "arm"]).reset_index(drop=True)
+        df["arm"] = df["arm"].astype(str)
+    return df
 
 
 def limits_table(result: ExperimentResult) -> pd.DataFrame:
