@@ -159,6 +159,35 @@ def _progress_relay(show: Callable[[str], None] | None) -> Iterator[dict[str, st
         os.unlink(path)
 
 
+@contextmanager
+def _this_python_kernel() -> Iterator[str]:
+    """A kernelspec that runs *this* interpreter, found first on ``JUPYTER_PATH`` while the
+    context lasts; yields its name. So a notebook always executes in the environment that
+    runs benchlib, whatever ``python3`` kernel another environment may have registered."""
+    import hashlib
+    import json
+    import sys
+    import tempfile
+
+    name = "benchlib-" + hashlib.sha256(sys.executable.encode()).hexdigest()[:10]
+    with tempfile.TemporaryDirectory(prefix="benchlib-kernel-") as tmp:
+        spec_dir = Path(tmp) / "kernels" / name
+        spec_dir.mkdir(parents=True)
+        (spec_dir / "kernel.json").write_text(json.dumps({
+            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": f"Python {sys.version.split()[0]} (benchlib)", "language": "python",
+        }))
+        saved = os.environ.get("JUPYTER_PATH")
+        os.environ["JUPYTER_PATH"] = tmp + (os.pathsep + saved if saved else "")
+        try:
+            yield name
+        finally:
+            if saved is None:
+                os.environ.pop("JUPYTER_PATH", None)
+            else:
+                os.environ["JUPYTER_PATH"] = saved
+
+
 def export_html(executed: str | Path, html_path: str | Path | None = None) -> Path:
     """Export an executed notebook to HTML with code cells' inputs hidden.
 
@@ -195,7 +224,7 @@ def run_notebook(
     html: bool = True,
     show: Callable[[str], None] | None = None,
     timeout_s: float | None = None,
-    kernel_name: str = "python3",
+    kernel_name: str | None = None,
 ) -> NotebookRun:
     """Execute ``notebook`` with papermill (parameters checked first) and export HTML.
 
@@ -203,7 +232,8 @@ def run_notebook(
     ``<reports_dir>/<stem>.html`` (default ``reports/`` of the project). Progress lines
     from the notebook's runs go to ``show`` (e.g. ``print``), not into the report. A
     failing notebook is still exported (the error is in the HTML) and reported in
-    :attr:`NotebookRun.error`.
+    :attr:`NotebookRun.error`. The kernel is this interpreter (``kernel_name=None``) unless
+    another kernelspec is named.
     """
     import papermill as pm
 
@@ -216,12 +246,12 @@ def run_notebook(
     executed = out_dir / f"{nb_path.stem}.ipynb"
     t0 = time.monotonic()
     error = None
-    with _progress_relay(show) as env:
+    with _progress_relay(show) as env, _this_python_kernel() as own_kernel:
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         try:
             pm.execute_notebook(str(nb_path), str(executed), parameters=params, cwd=str(nb_path.parent),
-                                kernel_name=kernel_name, progress_bar=False, log_output=False,
+                                kernel_name=kernel_name or own_kernel, progress_bar=False, log_output=False,
                                 execution_timeout=timeout_s, request_save_on_cell_execute=False)
         except pm.PapermillExecutionError as exc:
             error = f"{exc.ename}: {exc.evalue}"

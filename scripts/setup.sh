@@ -42,9 +42,6 @@ fi
 say "installing benchlib (editable, with the test extra) into $($PYTHON -c 'import sys; print(sys.prefix)')"
 $PYTHON -m pip install -q --disable-pip-version-check -e '.[test]'
 
-# The notebooks run on the kernel named python3; make sure it is this interpreter.
-$PYTHON -m ipykernel install --user --name python3 --display-name "Python 3 (benchlib)" >/dev/null 2>&1 || true
-
 if [ "${BENCHLIB_SKIP_DOCKER:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v dockerd >/dev/null 2>&1; then
     scripts/docker-engine.sh start || say "could not start a Docker engine; the Docker runtime will say why when used"
 fi
