@@ -631,6 +631,8 @@ def log_lines(run: Any, *, condition: str = "closed") -> Any:
     Every server logs every request (fastify: two lines), so the pipe and file arms should be
     near :data:`LOG_LINES_PER_REQUEST` (health and contract probes add a few lines). Lines come
     from the runtime's count in the trial metadata, or from the kept log (see :func:`_logged_lines`).
+    Trials the guard marked invalid count too: they sent real requests and their service logged them
+    (a client-bound arm would otherwise vanish from this table); failed trials do not.
 
     ``run`` is an :class:`~benchlib.runner.ExperimentResult` or a :class:`~benchlib.store.RunStore`."""
     import pandas as pd
@@ -639,7 +641,7 @@ def log_lines(run: Any, *, condition: str = "closed") -> Any:
     per_arm: dict[str, list[float]] = {}
     sinks: dict[str, str] = {}
     for t in store.trials():
-        if t.condition != condition or t.meta.get("status") != "ok":
+        if t.condition != condition or t.meta.get("status") not in ("ok", "invalid"):
             continue
         sink = t.meta.get("log_sink", "pipe")
         sinks[t.arm] = sink
