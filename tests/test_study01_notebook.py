@@ -139,6 +139,19 @@ def test_verdict_tables_keep_every_contrast_and_report_dotnet_as_not_run() -> No
     assert "decomposes" in text
 
 
+def test_conclusion_says_when_the_original_difference_does_not_hold_up() -> None:
+    # faithful Rust and Go equally slow (both 5x their fair versions): no language story to tell
+    rng = np.random.default_rng(11)
+    effects = {"go-faithful": 5.0, "go-fair": 1.0, "rust-faithful": 5.0, "rust-fair": 1.0}
+    df = pd.concat([simulate_summaries(rng, arms=effects, trials=10, trial_sd=0.02, sigma=0.1, condition=c,
+                                       rate_rps=r, quantiles=(0.5,))
+                    for c, r in (("helloWorld", 100.0), ("users", 10.0))], ignore_index=True)
+    comparison = study.compare_study(df, study.study_contrasts(), NO_DOTNET, seed=1)
+    text = study.conclusion_markdown(comparison, load_reference("01"), NO_DOTNET)
+    assert text.count("does not hold up") == 2, text
+    assert text.count("slow both alike") == 2 and "comes mostly from" not in text
+
+
 def test_compare_study_without_both_arms_of_any_contrast_is_none() -> None:
     df = _simulated(3)
     only = df[df["arm"].isin(["python-fair", "node-fair"])]

@@ -11,10 +11,13 @@ context manager and is always stopped, also on errors and Ctrl-C.
 
 from __future__ import annotations
 
+import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
+from benchlib.errors import ServiceStartError
 from benchlib.manifest import ResolvedService
 from benchlib.model import Limits
 
@@ -176,3 +179,48 @@ def placeholder_values(
 def expand(argv: Sequence[str], values: Mapping[str, str]) -> list[str]:
     """Expand placeholders in every argument."""
     return [format_placeholders(a, values) for a in argv]
+
+
+def health_probe(host: str, port: int, kind: str, path: str, status: int) -> tuple[bool, str]:
+    """One health probe (2 s timeout): TCP accept, or an HTTP GET answering ``status``.
+
+    Returns (healthy, what was seen)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.settimeout(2.0)
+            s.connect((host, port))
+            if kind == "tcp":
+                return True, "accepting"
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
+            head = s.recv(64)
+    except OSError as exc:
+        return False, f"{type(exc).__name__}: {exc}"
+    parts = head.split(b" ", 2)
+    if len(parts) >= 2 and parts[1].isdigit():
+        got = int(parts[1])
+        return got == status, f"HTTP {got}"
+    return False, f"not an HTTP response: {head[:40]!r}"
+
+
+def wait_healthy(service: ResolvedService, host: str, port: int, exited: Callable[[], str | None]) -> None:
+    """Probe ``host:port`` as the manifest's health check says until it answers, for at most the
+    service's ``ready_timeout_s`` seconds (probes 20 ms apart, backing off to 0.5 s).
+
+    ``exited()`` returns why the service is gone (e.g. "exited with code 1"), or ``None`` while
+    it runs. Raises :class:`ServiceStartError` if it exits first or never becomes healthy."""
+    manifest = service.manifest
+    deadline = time.monotonic() + service.ready_timeout_s
+    last = "no answer yet"
+    delay = 0.02
+    while time.monotonic() < deadline:
+        gone = exited()
+        if gone is not None:
+            raise ServiceStartError(f"{service.name} ({service.variant}) {gone} before it became healthy")
+        ok, last = health_probe(host, port, manifest.health_kind, manifest.health_path, manifest.health_status)
+        if ok:
+            return
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.5)
+    raise ServiceStartError(f"{service.name} ({service.variant}) did not become healthy within "
+                            f"{service.ready_timeout_s:g} s (last probe of {host}:{port}: {last})")

@@ -30,7 +30,7 @@ from typing import IO, Any
 from benchlib import buildcache, logs, toolchains
 from benchlib.errors import BuildError, ServiceStartError
 from benchlib.manifest import ResolvedService
-from benchlib.runtime.base import Prepared, StartOptions, StopInfo, expand, placeholder_values
+from benchlib.runtime.base import Prepared, StartOptions, StopInfo, expand, placeholder_values, wait_healthy
 
 __all__ = ["LocalHandle", "LocalRuntime", "free_port", "port_in_use"]
 
@@ -423,44 +423,10 @@ class LocalRuntime:
         return handle
 
     def _wait_healthy(self, handle: LocalHandle, service: ResolvedService) -> None:
-        manifest = service.manifest
-        deadline = time.monotonic() + service.ready_timeout_s
-        last = "no answer yet"
-        delay = 0.02
-        while time.monotonic() < deadline:
-            if not handle.alive():
-                code = handle.proc.poll()
-                raise ServiceStartError(f"{service.name} ({service.variant}) exited with code {code} "
-                                        "before it became healthy")
-            ok, last = _probe(handle.host, handle.port, manifest.health_kind, manifest.health_path,
-                              manifest.health_status)
-            if ok:
-                return
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.5)
-        raise ServiceStartError(f"{service.name} ({service.variant}) did not become healthy within "
-                                f"{service.ready_timeout_s:g} s (last probe: {last})")
+        def exited() -> str | None:
+            return None if handle.alive() else f"exited with code {handle.proc.poll()}"
 
-
-def _probe(host: str, port: int, kind: str, path: str, status: int) -> tuple[bool, str]:
-    """One health probe: TCP accept, or an HTTP GET answering ``status``."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        with socket.socket(family, socket.SOCK_STREAM) as s:
-            s.settimeout(2.0)
-            s.connect((host, port))
-            if kind == "tcp":
-                return True, "accepting"
-            s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
-            head = s.recv(64)
-    except OSError as exc:
-        return False, f"{type(exc).__name__}: {exc}"
-    parts = head.split(b" ", 2)
-    if len(parts) >= 2 and parts[1].isdigit():
-        got = int(parts[1])
-        return got == status, f"HTTP {got}"
-    return False, f"not an HTTP response: {head[:40]!r}"
-
+        wait_healthy(service, handle.host, handle.port, exited)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -666,7 +666,14 @@ def conclusion_markdown(comparison: Comparison | None, reference: pd.DataFrame, 
                          f"{r_lang['ratio'] * r_rust['ratio'] / r_go['ratio']:.2f}) as: " + "; ".join(parts) + ".")
             lang_size = abs(math.log(r_lang["ratio"])) if _decided(r_lang) else 0.0
             impl_size = abs(math.log(r_rust["ratio"] / r_go["ratio"])) if (_decided(r_rust) or _decided(r_go)) else 0.0
-            if lang_size == impl_size == 0.0:
+            if not _decided(r_orig):
+                alike = [f"{name} {r['ratio']:.2f}×" for name, r in (("Rust", r_rust), ("Go", r_go)) if _decided(r)]
+                source = (f"with the original's code, Rust and Go do not differ detectably here ({r_orig['verdict']}), "
+                          "so the original's Rust/Go difference on this endpoint does not hold up"
+                          + (f"; the implementations' choices slow both alike ({' and '.join(alike)} against "
+                             "their fair versions), and that cost, not the language, is what the columns measure"
+                             if len(alike) == 2 else ""))
+            elif lang_size == impl_size == 0.0:
                 source = "neither part is decided at this design (see the MDEs)"
             elif impl_size >= lang_size:
                 source = (f"the difference between the original's Rust and Go columns comes mostly from the "

@@ -363,7 +363,7 @@ class DockerRuntime:
             ``run.ready_timeout_s``; the container's log tail is attached and the container is
             removed.
         """
-        from benchlib.runtime.local import _probe, port_in_use
+        from benchlib.runtime.local import port_in_use
 
         if prepared.image is None:
             raise ServiceStartError(f"{prepared.service.name}: not prepared for docker (no image); "
@@ -420,7 +420,7 @@ class DockerRuntime:
             except Exception as exc:  # noqa: BLE001
                 raise ServiceStartError(f"{service.name}: the container did not start: "
                                         f"{str(exc).splitlines()[0] if str(exc) else exc}") from None
-            self._wait_healthy(handle, service, _probe)
+            self._wait_healthy(handle, service)
             for step in service.post_start:
                 self._post_start(service, step, host, options)
             handle.enforced = self.read_enforced(container, limits, options.cpus)
@@ -449,26 +449,17 @@ class DockerRuntime:
             raise ServiceStartError(f"{service.name}: post_start step {cmd!r} failed with exit code "
                                     f"{out.returncode}: {(out.stderr or out.stdout).strip()[-800:]}")
 
-    def _wait_healthy(self, handle: DockerHandle, service: ResolvedService, probe: Any) -> None:
-        manifest = service.manifest
-        deadline = time.monotonic() + service.ready_timeout_s
-        last = "no answer yet"
-        delay = 0.02
-        while time.monotonic() < deadline:
+    def _wait_healthy(self, handle: DockerHandle, service: ResolvedService) -> None:
+        from benchlib.runtime.base import wait_healthy
+
+        def exited() -> str | None:
             state = handle._state()
-            if not state.get("Running"):
-                code = state.get("ExitCode")
-                why = " (killed by the memory cap: OOM)" if state.get("OOMKilled") else ""
-                raise ServiceStartError(f"{service.name} ({service.variant}) container exited with code {code}"
-                                        f"{why} before it became healthy")
-            ok, last = probe(handle.host, handle.port, manifest.health_kind, manifest.health_path,
-                             manifest.health_status)
-            if ok:
-                return
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.5)
-        raise ServiceStartError(f"{service.name} ({service.variant}) did not become healthy within "
-                                f"{service.ready_timeout_s:g} s (last probe of {handle.host}:{handle.port}: {last})")
+            if state.get("Running"):
+                return None
+            why = " (killed by the memory cap: OOM)" if state.get("OOMKilled") else ""
+            return f"container exited with code {state.get('ExitCode')}{why}"
+
+        wait_healthy(service, handle.host, handle.port, exited)
 
     # -- read-back ------------------------------------------------------------------------
     def read_enforced(self, container: Any, limits: Limits, cpus: tuple[int, ...] | list[int]) -> dict[str, Any]:
