@@ -3,9 +3,11 @@
 ::
 
     benchlib run NOTEBOOK [-p NAME VALUE]...     execute one notebook, export its HTML report
+                                                 and refresh reports/index.html
     benchlib report [NOTEBOOK...] [-p NAME VALUE]...
                                                  every study notebook (or those named) to
                                                  reports/*.html plus reports/index.html
+                                                 (reports already there stay listed)
     benchlib services                            the services, their variants and availability
     benchlib cleanup [--run-id ID]               remove benchlib's leftover containers
     benchlib images bootstrap                    create the base image locally (no registry)
@@ -30,13 +32,14 @@ def _params(pairs: Sequence[Sequence[str]] | None) -> dict[str, Any]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from benchlib.report import run_notebook
+    from benchlib.report import run_notebook, write_index
 
     run = run_notebook(args.notebook, _params(args.parameter), reports_dir=args.reports_dir,
                        html=not args.no_html, show=None if args.quiet else print)
     print(f"executed: {run.executed}")
     if run.html:
         print(f"report:   {run.html}")
+        print(f"index:    {write_index([run], run.html.parent)}")
     if not run.ok:
         print(f"benchlib: {run.notebook.stem} failed: {run.error}", file=sys.stderr)
         return 1

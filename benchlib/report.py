@@ -281,21 +281,34 @@ def _title_of(executed: Path) -> str:
 
 
 def write_index(runs: list[NotebookRun], reports_dir: str | Path) -> Path:
-    """``index.html`` linking every report, with its status and execution time."""
+    """``index.html`` linking every report in ``reports_dir``: those of ``runs`` with their status
+    and execution time (minutes), and every report already there from an earlier invocation
+    (marked with its date), so that running one notebook never drops the others from the index."""
     reports_dir = Path(reports_dir)
     rows = []
+    fresh = {r.notebook.stem for r in runs}
     for r in runs:
         title = html.escape(_title_of(r.executed) if r.executed.exists() else r.notebook.stem)
         link = f'<a href="{html.escape(r.html.name)}">{title}</a>' if r.html else title
         status = "ok" if r.ok else f"failed: {html.escape(r.error or '')}"
-        rows.append(f"<tr><td>{link}</td><td>{html.escape(r.notebook.stem)}</td><td>{status}</td>"
-                    f"<td>{r.seconds / 60:.1f} min</td></tr>")
+        rows.append((r.notebook.stem, f"<tr><td>{link}</td><td>{html.escape(r.notebook.stem)}</td><td>{status}</td>"
+                                      f"<td>{r.seconds / 60:.1f} min</td></tr>"))
+    for page_path in sorted(reports_dir.glob("*.html")):
+        stem = page_path.stem
+        if stem == "index" or stem in fresh:
+            continue
+        executed = page_path.with_suffix(".ipynb")
+        title = html.escape(_title_of(executed) if executed.exists() else stem)
+        when = _dt.datetime.fromtimestamp(page_path.stat().st_mtime, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        rows.append((stem, f'<tr><td><a href="{html.escape(page_path.name)}">{title}</a></td>'
+                           f"<td>{html.escape(stem)}</td><td>earlier run, {when}</td><td>–</td></tr>"))
+    rows.sort(key=lambda r: r[0])
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>benchlib reports</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:.3em 1em;text-align:left}}</style>
 </head><body><h1>benchlib reports</h1><p>Generated {stamp}.</p>
 <table><tr><th>report</th><th>notebook</th><th>status</th><th>time</th></tr>
-{''.join(rows)}
+{''.join(row for _, row in rows)}
 </table></body></html>
 """
     path = reports_dir / "index.html"

@@ -107,3 +107,22 @@ def test_harness_overhead_notebook_compares_local_and_docker_arms(tmp_path: Path
     assert by_arm["docker-1cpu"]["enforced"]["cpu_quota"] == pytest.approx(1.0)
     page = run.html.read_text()
     assert "docker-1cpu" in page and "arm / baseline [95% CI]" in page
+
+
+def test_index_keeps_reports_of_earlier_invocations(tmp_path: Path) -> None:
+    from benchlib.report import NotebookRun, write_index
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Study four\ntext")])
+    nbformat.write(nb, str(tmp_path / "04_x.ipynb"))
+    (tmp_path / "04_x.html").write_text("<html>earlier</html>")
+    (tmp_path / "00_q.html").write_text("<html>now</html>")
+    run = NotebookRun(tmp_path / "00_q.ipynb", tmp_path / "missing.ipynb", tmp_path / "00_q.html", 90.0)
+    page = write_index([run], tmp_path).read_text()
+    assert page.index('href="00_q.html"') < page.index('href="04_x.html"')  # sorted by notebook
+    assert ">Study four</a>" in page and "earlier run, " in page and "1.5 min" in page
+    assert "index.html" not in page
+    # running the other notebook later keeps the first one listed
+    run4 = NotebookRun(tmp_path / "04_x.ipynb", tmp_path / "04_x.ipynb", tmp_path / "04_x.html", 60.0,
+                       error="boom")
+    page = write_index([run4], tmp_path).read_text()
+    assert 'href="00_q.html"' in page and "failed: boom" in page
