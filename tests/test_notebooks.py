@@ -35,13 +35,14 @@ def test_notebook_is_committed_stripped_with_one_typed_parameters_cell(path: Pat
 
 @pytest.mark.notebook
 @pytest.mark.integration
-def test_quickstart_runs_end_to_end_and_its_report_shows_this_runs_numbers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("runtime", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_quickstart_runs_end_to_end_and_its_report_shows_this_runs_numbers(tmp_path: Path, runtime: str) -> None:
     from benchlib import stats
     from benchlib.store import RunStore
 
     runs = tmp_path / "runs"
-    run = run_notebook("00_quickstart", {"trials": 2, "duration_s": 1.0, "warmup_s": 0.3, "connections": 4,
-                                         "out_dir": str(runs), "run_id": "nbtest", "seed": 3},
+    run = run_notebook("00_quickstart", {"runtime": runtime, "trials": 2, "duration_s": 1.0, "warmup_s": 0.3,
+                                         "connections": 4, "out_dir": str(runs), "run_id": "nbtest", "seed": 3},
                        reports_dir=tmp_path / "reports")
     assert run.ok, run.error
     assert run.html is not None and run.html.exists()
@@ -54,6 +55,7 @@ def test_quickstart_runs_end_to_end_and_its_report_shows_this_runs_numbers(tmp_p
         rows = t.rows()
         assert (rows["phase"] == 1).sum() > 100 and (rows["error"] == 0).all()
         assert t.meta["contract"]["ok"] and t.meta["cpus"]["server"] != t.meta["cpus"]["client"]
+        assert t.meta["runtime"] == runtime and t.meta["enforced"]["runtime"] == runtime
     run_json = json.loads((store.path / "run.json").read_text())
     assert run_json["provenance"]["cpu_model"] and run_json["provenance"]["git"]["sha"]
     assert run_json["notebook_parameters"]["trials"] == 2
