@@ -136,11 +136,17 @@ def provenance_markdown(result: ExperimentResult) -> str:
     pk = p.get("packages", {})
     pkgs = ", ".join(f"{k} {pk[k]}" for k in ("benchlib", "numpy", "scipy", "pandas", "uvloop") if k in pk)
     rt = run.get("runtime", {})
+    default = rt.get("runtime")
+    own = {}
+    for arm in result.experiment.arms:
+        if arm.runtime and arm.runtime != default:
+            own.setdefault(arm.runtime, []).append(arm.name)
+    per_arm = "".join(f", arms {', '.join(names)} on {name}" for name, names in own.items())
     return "\n".join([
         f"- machine: {p.get('cpu_model')} x {p.get('cpu_count')} CPUs, {p.get('memory_gb')} GB, kernel "
         f"{p.get('kernel')}, {p.get('os')}; governor {sorted(set(p.get('governor', {}).values()))}; "
         f"load average at start {p.get('loadavg_at_start')}",
-        f"- runtime: {rt.get('runtime')}; cgroups {p.get('cgroups')}"
+        f"- runtime: {default}" + (f" (the default{per_arm})" if per_arm else "") + f"; cgroups {p.get('cgroups')}"
         + (f"; engine {rt.get('engine_version')}" if rt.get("engine_version") else ""),
         f"- toolchains: {tools}",
         f"- Python {p.get('python')}; {pkgs}",

@@ -109,6 +109,7 @@ def test_harness_overhead_notebook_compares_local_and_docker_arms(tmp_path: Path
     assert by_arm["docker-1cpu"]["enforced"]["cpu_quota"] == pytest.approx(1.0)
     page = run.html.read_text()
     assert "docker-1cpu" in page and "arm / baseline [95% CI]" in page
+    assert "runtime: local (the default, arms docker-host, docker-1cpu on docker)" in page
 
 
 def test_index_keeps_reports_of_earlier_invocations(tmp_path: Path) -> None:
