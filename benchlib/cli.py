@@ -123,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     img_sub = p_img.add_subparsers(dest="images_command", metavar="ACTION")
     img_sub.required = True
     p_boot = img_sub.add_parser("bootstrap", help="create the base image locally when it cannot be pulled")
-    p_boot.add_argument("--tag", default=None, help="image tag (default: debian:bookworm-slim)")
+    p_boot.add_argument("--tag", default=None, help="image tag (default: debian:bookworm-slim; also debian:<suite>[-slim] "
+                        "or rust:<version>-slim-<suite> from the host's Rust toolchain)")
     p_boot.set_defaults(func=_cmd_images)
     return parser
 

@@ -7,7 +7,9 @@ by ``docker pull``; a machine without any registry (such as ours) creates it loc
 2. ``docker pull`` works: pulled;
 3. else, for Debian tags (``debian:<suite>`` / ``debian:<suite>-slim``): a root file system
    made by ``debootstrap --variant=minbase <suite>`` from the Debian mirror apt is configured
-   with, packed as a tarball and imported with ``docker import``.
+   with, packed as a tarball and imported with ``docker import``;
+4. for ``rust:<version>-slim-<suite>``: made from the Debian image and the host's Rust
+   toolchain of exactly that version (:mod:`benchlib.toolchain_images`).
 
 The tarball and debootstrap's package cache live outside the clone, in
 ``$BENCHLIB_CACHE/images/`` (default ``~/.cache/benchlib/images/``), so a fresh engine (or a
@@ -54,8 +56,9 @@ class BootstrapResult:
     ----------
     tag: the image reference, e.g. ``debian:bookworm-slim``.
     image_id: the engine's image id (``sha256:...``).
-    action: ``present`` (already there), ``pulled``, ``imported`` (from the cached tarball) or
-        ``debootstrapped`` (tarball created now, then imported).
+    action: ``present`` (already there), ``pulled``, ``imported`` (from the cached tarball),
+        ``debootstrapped`` (tarball created now, then imported) or ``toolchain`` (a
+        ``rust:`` image made from the host's toolchain, see :mod:`benchlib.toolchain_images`).
     seconds: wall time of the call in seconds.
     detail: one human line (why the pull failed, where the tarball is, the mirror used).
     """
@@ -203,8 +206,8 @@ def bootstrap_base_image(
 
     Parameters
     ----------
-    tag: the image reference; only ``debian:<suite>`` and ``debian:<suite>-slim`` can be
-        created locally.
+    tag: the image reference; ``debian:<suite>[-slim]`` and ``rust:<version>-slim-<suite>``
+        can be created locally.
     client: a ``docker.DockerClient`` (default: from the environment, ``DOCKER_HOST``).
     pull: try ``docker pull`` first.
     force: re-create it even if the engine has it (the cached tarball is reused).
@@ -235,11 +238,23 @@ def bootstrap_base_image(
         pulled, pull_reason = _try_pull(client, tag)
         if pulled:
             return BootstrapResult(tag, pulled, "pulled", time.monotonic() - t0, "from the registry")
+    from benchlib.toolchain_images import RUST_TAG, create_rust_image
+
+    if RUST_TAG.fullmatch(tag):
+        from benchlib.runtime.docker.context import detect_ca_bundle
+
+        try:
+            image_id, how = create_rust_image(client, tag, ca=detect_ca_bundle("auto"), timeout_s=timeout_s)
+        except ParameterError as exc:
+            raise ParameterError(f"base image {tag!r} is missing and cannot be pulled ({pull_reason}), "
+                                 f"and cannot be made here: {exc}") from exc
+        return BootstrapResult(tag, image_id, "toolchain", time.monotonic() - t0, f"{how}; pull: {pull_reason}")
     m = _DEBIAN_TAG.fullmatch(tag)
     if not m:
         raise ParameterError(
             f"base image {tag!r} is missing and cannot be pulled ({pull_reason}); only Debian images "
-            f"(debian:<suite>[-slim], e.g. {DEFAULT_BASE_IMAGE}) can be created locally with debootstrap"
+            f"(debian:<suite>[-slim], e.g. {DEFAULT_BASE_IMAGE}) can be created locally with debootstrap, "
+            "and rust:<version>-slim-<suite> from the host's Rust toolchain of that version"
         )
     suite = m.group("suite")
     mirror = (mirror or apt_mirror()).rstrip("/")

@@ -91,3 +91,64 @@ def test_missing_non_debian_image_is_refused_with_the_reason(docker_client: Any)
         bootstrap_base_image(ref, client=docker_client, pull=False)
     with pytest.raises(BuildError, match="benchlib images bootstrap"):
         ensure_base_images(docker_client, f"FROM {ref}\n", bootstrap=False)
+
+
+# ------------------------------------------------------------- rust images from the host's toolchain
+
+def test_rust_tag_and_missing_host_toolchain_names_the_install_command() -> None:
+    from benchlib.toolchain_images import RUST_TAG, host_rust_sysroot
+
+    m = RUST_TAG.fullmatch("rust:1.95.0-slim-bookworm")
+    assert m and m.group("version") == "1.95.0" and m.group("suite") == "bookworm"
+    assert RUST_TAG.fullmatch("docker.io/library/rust:1.74.1-bookworm")
+    assert not RUST_TAG.fullmatch("rust:latest") and not RUST_TAG.fullmatch("debian:bookworm-slim")
+    with pytest.raises(ParameterError, match=r"rustup toolchain install 0\.0\.1"):
+        host_rust_sysroot("0.0.1")
+
+
+def test_rust_context_holds_the_sysroot_without_docs_and_the_ca(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    from benchlib.toolchain_images import _context
+
+    root = tmp_path / "sysroot"
+    for rel in ("bin/rustc", "lib/librustc_driver.so", "share/doc/rust/README.md", "share/man/man1/rustc.1",
+                "lib/rustlib/x86_64-unknown-linux-gnu/lib/libstd.rlib"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(rel)
+    ca = tmp_path / "ca.crt"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    buf = io.BytesIO()
+    _context(root, "FROM debian:bookworm-slim\n", ca, buf)
+    buf.seek(0)
+    with tarfile.open(fileobj=buf) as tar:
+        names = set(tar.getnames())
+        assert tar.extractfile("extra-ca-certificates.crt").read().startswith(b"-----BEGIN")  # type: ignore[union-attr]
+    assert {"Dockerfile", "rust/bin/rustc", "rust/lib/librustc_driver.so",
+            "rust/lib/rustlib/x86_64-unknown-linux-gnu/lib/libstd.rlib"} <= names
+    assert not any(n.startswith(("rust/share/doc", "rust/share/man")) for n in names)
+
+
+@pytest.mark.docker
+def test_rust_image_is_made_from_the_host_toolchain_and_compiles(docker_client: Any) -> None:
+    import subprocess
+
+    from benchlib.toolchain_images import host_rust_sysroot
+
+    out = subprocess.run(["rustc", "--version"], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        pytest.skip("no rustc on this host")
+    version = out.stdout.split()[1]
+    _, line = host_rust_sysroot(version)
+    tag = f"rust:{version}-slim-bookworm"
+    result = bootstrap_base_image(tag, client=docker_client)
+    assert result.action in ("present", "pulled", "toolchain"), result
+    labels = docker_client.images.get(tag).labels or {}
+    if labels.get("benchlib.toolchain-source") == "host":  # not the official image
+        assert labels["benchlib.rustc-version"] == line.replace('"', "'")
+    # the toolchain runs and links a program in the image (gcc and libc6-dev present)
+    logs = docker_client.containers.run(
+        tag, ["sh", "-c", "cd /tmp && printf 'fn main(){println!(\"ok\")}' > m.rs && rustc -O m.rs && ./m"],
+        remove=True, network_mode="host")
+    assert logs.decode().strip() == "ok"
