@@ -321,11 +321,12 @@ def test_docker_ferretdb_and_go_services_meet_their_contracts() -> None:
 @pytest.mark.docker
 @pytest.mark.integration
 @pytest.mark.timeout(3600)
-@pytest.mark.parametrize("name", ["python-starlette-mongo", "node-fastify-mongo"])
-def test_docker_extra_rows_meet_the_shared_contract(ferretdb, name: str) -> None:
+@pytest.mark.parametrize("name", ["python-starlette-mongo", "node-fastify-mongo", "rust-rocket-mongo"])
+def test_docker_fair_images_meet_the_shared_contract(ferretdb, name: str) -> None:
     """The Python and Node.js images (Debian's python3 / nodejs + npm, packages from PyPI and
-    npm) against the local FerretDB: containers use the host's network, so a local
-    dependency serves them as well."""
+    npm) and the Rust one (built in rust:1.95.0-slim-bookworm, made from the host's toolchain
+    when it cannot be pulled) against the local FerretDB: containers use the host's network,
+    so a local dependency serves them as well."""
     why = _docker_unavailable()
     if why is not None:
         pytest.skip(f"no Docker engine: {why}")
