@@ -265,6 +265,17 @@ def run_notebook(
     return NotebookRun(nb_path, executed, html_path, time.monotonic() - t0, error)
 
 
+def _has_error(executed: Path) -> bool:
+    """Whether an executed notebook holds an error output (a failed run)."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(str(executed), as_version=4)
+    except (OSError, ValueError):
+        return False
+    return any(o.get("output_type") == "error" for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+
+
 def _title_of(executed: Path) -> str:
     import nbformat
 
@@ -300,8 +311,9 @@ def write_index(runs: list[NotebookRun], reports_dir: str | Path) -> Path:
         executed = page_path.with_suffix(".ipynb")
         title = html.escape(_title_of(executed) if executed.exists() else stem)
         when = _dt.datetime.fromtimestamp(page_path.stat().st_mtime, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        state = "failed" if executed.exists() and _has_error(executed) else "ok"
         rows.append((stem, f'<tr><td><a href="{html.escape(page_path.name)}">{title}</a></td>'
-                           f"<td>{html.escape(stem)}</td><td>earlier run, {when}</td><td>–</td></tr>"))
+                           f"<td>{html.escape(stem)}</td><td>{state} (an earlier invocation, {when})</td><td>–</td></tr>"))
     rows.sort(key=lambda r: r[0])
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>benchlib reports</title>

@@ -122,10 +122,16 @@ def test_index_keeps_reports_of_earlier_invocations(tmp_path: Path) -> None:
     run = NotebookRun(tmp_path / "00_q.ipynb", tmp_path / "missing.ipynb", tmp_path / "00_q.html", 90.0)
     page = write_index([run], tmp_path).read_text()
     assert page.index('href="00_q.html"') < page.index('href="04_x.html"')  # sorted by notebook
-    assert ">Study four</a>" in page and "earlier run, " in page and "1.5 min" in page
+    assert ">Study four</a>" in page and "an earlier invocation, " in page and "1.5 min" in page
     assert "index.html" not in page
     # running the other notebook later keeps the first one listed
     run4 = NotebookRun(tmp_path / "04_x.ipynb", tmp_path / "04_x.ipynb", tmp_path / "04_x.html", 60.0,
                        error="boom")
     page = write_index([run4], tmp_path).read_text()
     assert 'href="00_q.html"' in page and "failed: boom" in page
+    # an earlier report whose executed notebook holds an error is listed as failed
+    bad = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1/0")])
+    bad.cells[0].outputs = [nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="x", traceback=[])]
+    nbformat.write(bad, str(tmp_path / "00_q.ipynb"))
+    page = write_index([run4], tmp_path).read_text()
+    assert "failed (an earlier invocation, " in page
