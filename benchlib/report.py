@@ -265,30 +265,20 @@ def run_notebook(
     return NotebookRun(nb_path, executed, html_path, time.monotonic() - t0, error)
 
 
-def _has_error(executed: Path) -> bool:
-    """Whether an executed notebook holds an error output (a failed run)."""
+def _read_executed(executed: Path) -> tuple[str, bool]:
+    """The title (first markdown heading, else the file's stem) of an executed notebook, and
+    whether it holds an error output (a failed run). An unreadable file: (stem, False)."""
     import nbformat
 
     try:
         nb = nbformat.read(str(executed), as_version=4)
     except (OSError, ValueError):
-        return False
-    return any(o.get("output_type") == "error" for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
-
-
-def _title_of(executed: Path) -> str:
-    import nbformat
-
-    try:
-        nb = nbformat.read(str(executed), as_version=4)
-    except (OSError, ValueError):
-        return executed.stem
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            for line in cell.source.splitlines():
-                if line.startswith("#"):
-                    return line.lstrip("#").strip()
-    return executed.stem
+        return executed.stem, False
+    title = next((line.lstrip("#").strip() for cell in nb.cells if cell.cell_type == "markdown"
+                  for line in cell.source.splitlines() if line.startswith("#")), executed.stem)
+    failed = any(o.get("output_type") == "error" for c in nb.cells if c.cell_type == "code"
+                 for o in c.get("outputs", []))
+    return title, failed
 
 
 def write_index(runs: list[NotebookRun], reports_dir: str | Path) -> Path:
@@ -299,7 +289,7 @@ def write_index(runs: list[NotebookRun], reports_dir: str | Path) -> Path:
     rows = []
     fresh = {r.notebook.stem for r in runs}
     for r in runs:
-        title = html.escape(_title_of(r.executed) if r.executed.exists() else r.notebook.stem)
+        title = html.escape(_read_executed(r.executed)[0] if r.executed.exists() else r.notebook.stem)
         link = f'<a href="{html.escape(r.html.name)}">{title}</a>' if r.html else title
         status = "ok" if r.ok else f"failed: {html.escape(r.error or '')}"
         rows.append((r.notebook.stem, f"<tr><td>{link}</td><td>{html.escape(r.notebook.stem)}</td><td>{status}</td>"
@@ -309,9 +299,10 @@ def write_index(runs: list[NotebookRun], reports_dir: str | Path) -> Path:
         if stem == "index" or stem in fresh:
             continue
         executed = page_path.with_suffix(".ipynb")
-        title = html.escape(_title_of(executed) if executed.exists() else stem)
+        name, failed = _read_executed(executed) if executed.exists() else (stem, False)
+        title = html.escape(name)
         when = _dt.datetime.fromtimestamp(page_path.stat().st_mtime, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        state = "failed" if executed.exists() and _has_error(executed) else "ok"
+        state = "failed" if failed else "ok"
         rows.append((stem, f'<tr><td><a href="{html.escape(page_path.name)}">{title}</a></td>'
                            f"<td>{html.escape(stem)}</td><td>{state} (an earlier invocation, {when})</td><td>–</td></tr>"))
     rows.sort(key=lambda r: r[0])
