@@ -42,7 +42,7 @@ from benchlib.manifest import Endpoint, ResolvedService, get_manifest
 from benchlib.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
 from benchlib.progress import ProgressCallback, make_progress
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
-from benchlib.schema import ROW_DTYPE
+from benchlib.schema import PHASE_CODES, ROW_DTYPE
 from benchlib.store import RunStore, StoredTrial
 
 __all__ = ["ExperimentResult", "cross_check_summary", "request_for", "run_cross_check", "run_experiment", "trial_summary"]
@@ -136,7 +136,7 @@ def trial_summary(trial: StoredTrial) -> dict[str, Any]:
         "offered_rps": (meta.get("load") or {}).get("offered_rps"),
     }
     rows = trial.rows()
-    if len(rows):
+    if np.any(np.asarray(rows["phase"]) == PHASE_CODES["measure"]):  # a failed trial may hold only warm-up rows
         duration = (meta.get("load") or {}).get("measured_duration_s")
         row.update(summarize_trial(rows, duration_s=duration))
     row.update(cross_check_summary(meta))
@@ -293,6 +293,10 @@ class _Executor:
                     status = "failed"
                     reason = f"service died during the trial ({stop.detail})"
                     meta["log_tail"] = handle.logs_tail(40)
+                elif result.meta.get("failed"):
+                    # the load generator failed mid-trial: its rows so far are stored, as evidence
+                    status = "failed"
+                    reason = f"LoadGenError: {result.meta.get('failure')}"
                 elif not result.meta.get("valid", True):
                     status = "invalid"
                     reason = result.meta.get("invalid_reason") or "load generator marked the trial invalid"

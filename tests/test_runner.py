@@ -8,6 +8,7 @@ import shutil
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchlib.errors import ParameterError
@@ -121,7 +122,8 @@ def test_an_invalid_trial_is_repeated_in_place_and_its_attempts_are_kept(service
     if not attempts:
         pytest.skip("this machine dispatched 300,000 arrivals/s on time: no invalid trial to repeat")
     assert res.ran == 1 and trial.meta["status"] in ("ok", "invalid")
-    assert len(attempts) == 1 and attempts[0]["status"] == "invalid" and "sent late" in attempts[0]["reason"]
+    assert len(attempts) == 1 and attempts[0]["status"] == "invalid"
+    assert "sent late" in attempts[0]["reason"] or "busy" in attempts[0]["reason"], attempts[0]["reason"]
     folder = res.store.path / "trials" / "main" / "a"
     assert [p.name for p in folder.glob("b000.failed-*.parquet")] == ["b000.failed-1.parquet"]
     assert res.store.read_run()["parameters"]["repeat_invalid"] == 1
@@ -131,3 +133,26 @@ def test_an_invalid_trial_is_repeated_in_place_and_its_attempts_are_kept(service
     from benchlib.runner import experiment_parameters
 
     assert "repeat_invalid" not in experiment_parameters(Experiment("x", exp.arms, exp.conditions))
+
+
+def test_a_load_generator_failure_stores_what_was_measured(services: Path, tmp_path: Path) -> None:
+    """One of two load workers is killed mid-trial: the trial is stored as failed, with the
+    reason and the other worker's rows (it was lost whole, before)."""
+    from tests.loadgen.test_failure import kill_a_worker_in_traffic
+
+    spec = LoadSpec(connections=4, duration_s=2.0, warmup_s=0.2, workers=2)
+    exp = Experiment("t-runner5", (Arm("a", "python-aiohttp-hello"),), (Condition("main", spec),), trials=1,
+                     seed=1, between_trials_s=0)
+    state: dict = {}
+    watcher = kill_a_worker_in_traffic(0.5, state)
+    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False)
+    watcher.join()
+    assert "killed" in state
+    (trial,) = res.trials()
+    meta = trial.meta
+    assert meta["status"] == "failed" and "LoadGenError" in meta["reason"] and "died" in meta["reason"]
+    rows = trial.rows()
+    assert len(rows) > 100 and len(np.unique(rows["worker"])) == 1
+    assert meta["load"]["failed"] is True and meta["load"]["requests"]["total"] == len(rows)
+    summaries = res.summaries()
+    assert len(summaries) == 1 and not summaries["valid"].iloc[0] and summaries["n"].iloc[0] > 0

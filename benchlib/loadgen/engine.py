@@ -15,7 +15,22 @@ about 12 %), which becomes the rows without a copy at the end. No Python object 
 per request.
 
 Misbehaviour of the server is recorded per request by kind (``connect``, ``reset``,
-``timeout``, ``protocol``, ``truncated``, ``closed``) and never raises.
+``timeout``, ``protocol``, ``truncated``, ``closed``) and never raises. Every request due is
+one row, whatever the server does: also those still waiting for a connection, or still on a
+connection being opened, at the trial's hard deadline, or when the engine itself fails.
+
+What a server can do to the client is bounded:
+
+* parsing work: a read's data is parsed a bounded number of heads, chunks or trailer lines
+  at a time (:data:`benchlib.loadgen.http1.PAUSED`); the connection then stops reading and
+  goes on in the next pass of the event loop, so timers (response timeouts, the hard
+  deadline) and the other connections keep running;
+* a keep-alive connection the server closed: an idempotent request that got no byte of
+  response on a reused connection is sent again, once, on a new connection (as browsers,
+  Go's ``net/http`` and curl do); its row keeps its intended time; ``retries`` counts them;
+* bytes nobody asked for (on a connection with no request outstanding, or after a complete
+  response in the same read): the connection is closed and never reused, ``unsolicited``
+  counts them, and they are never read as a later request's response.
 """
 
 from __future__ import annotations
@@ -33,7 +48,7 @@ import numpy as np
 from benchlib.loadgen.http1 import _DONE as _P_DONE
 from benchlib.loadgen.http1 import _HEAD as _P_HEAD
 from benchlib.loadgen.http1 import _LENGTH as _P_LENGTH
-from benchlib.loadgen.http1 import COMPLETE, NEED_MORE, ResponseParser, build_request
+from benchlib.loadgen.http1 import COMPLETE, IDEMPOTENT_METHODS, NEED_MORE, PAUSED, ResponseParser, build_request
 from benchlib.loadgen.schedule import arrival_offsets_ns, segments_for
 from benchlib.schema import ERROR_CODES, ROW_DTYPE
 
@@ -108,6 +123,8 @@ class EngineConfig:
         self.seed: int = kw.get("seed", 0)
         self.spin_s: float = kw.get("spin_s", 0.001)
         self.progress_every_s: float = kw.get("progress_every_s", 0.5)
+        #: resend an idempotent request once when a reused connection ends before any byte
+        self.retry_stale: bool = kw.get("retry_stale", True)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -116,7 +133,7 @@ class EngineConfig:
 class _Conn(asyncio.Protocol):
     """One connection. Carries at most one request at a time."""
 
-    __slots__ = ("eng", "cid", "transport", "parser", "busy", "dead", "t_int", "t_sent", "opened_ns")
+    __slots__ = ("eng", "cid", "transport", "parser", "busy", "dead", "t_int", "t_sent", "opened_ns", "first_sent")
 
     def __init__(self, eng: Engine, cid: int) -> None:
         self.eng = eng
@@ -128,6 +145,7 @@ class _Conn(asyncio.Protocol):
         self.t_int = 0
         self.t_sent = 0
         self.opened_ns = 0
+        self.first_sent = 0  # when its first request was sent: a later t_sent means it was reused
 
     # -- asyncio callbacks -------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -162,28 +180,67 @@ class _Conn(asyncio.Protocol):
                     parser._state = _P_DONE
                     self._finish(now, recorded=True)
                     return
+        eng = self.eng
+        eng.reads += 1
+        if not self.busy:
+            # bytes while no request is outstanding: nobody asked for them, and they must not
+            # be read as the answer to a later request: the connection is poisoned
+            eng.unsolicited += 1
+            eng.note_reason("unsolicited", f"{len(data)} bytes arrived on a connection with no request "
+                                           f"outstanding ({bytes(data[:40])!r}); the connection was closed")
+            self._kill()
+            eng.conn_gone(self, _clock())
+            return
         r = parser.feed(data)
         if r == 0:  # NEED_MORE
             return
+        self._parsed(r)
+
+    def _parsed(self, r: int) -> None:
+        """Act on the parser's verdict on new data: COMPLETE, FAILED or PAUSED."""
+        if r == PAUSED:
+            # the parser's work budget for one call is spent: stop reading this connection
+            # and go on in the next pass of the loop, after timers and other connections
+            self.transport.pause_reading()  # type: ignore[union-attr]
+            self.eng.loop.call_soon(self._resume)
+            return
         now = _clock()
         eng = self.eng
-        if r == 1 and self.busy:  # COMPLETE
+        if r == COMPLETE:
             self._finish(now, recorded=False)
             return
-        if not self.busy:
-            # bytes nobody asked for: the server misbehaves; nothing to record against
-            eng.unsolicited += 1
-            self._kill()
-            eng.conn_gone(self, now)
-            return
         # parse failure
+        parser = self.parser
         self.busy = False
         eng.inflight -= 1
         eng.record(self.t_int, self.t_sent, now, parser.nbytes, self.cid, parser.status,
                    _PARSER_ERRORS.get(parser.error, _E_PROTOCOL))
         eng.note_reason(parser.error, parser.reason)
+        if parser.surplus:
+            # bytes beyond a complete response arrived with it: unsolicited as well
+            eng.unsolicited += 1
+            eng.note_reason("unsolicited", f"{parser.reason}: the connection was closed, the bytes were not "
+                                           "read as a later request's response")
         self._kill()
         eng.conn_gone(self, now)
+
+    def _resume(self) -> None:
+        """Go on parsing data kept after PAUSED (a callback of the next loop pass)."""
+        if self.dead or not self.busy:
+            return
+        eng = self.eng
+        eng.reads += 1
+        now = _clock()
+        if now - self.t_sent > eng.timeout_ns:
+            eng.time_out(self, now)
+            return
+        r = self.parser.resume()
+        if r == PAUSED:
+            eng.loop.call_soon(self._resume)
+            return
+        self.transport.resume_reading()  # type: ignore[union-attr]
+        if r != NEED_MORE:
+            self._parsed(r)
 
     def _finish(self, now: int, recorded: bool) -> None:
         """A complete response: record it (unless done), then send the next request,
@@ -228,10 +285,17 @@ class _Conn(asyncio.Protocol):
         self.dead = True
         now = _clock()
         eng = self.eng
+        eng.reads += 1
         if self.busy:
+            parser = self.parser
+            if (parser.nbytes == 0 and self.t_sent != self.first_sent and eng.resend_stale
+                    and (exc is None or isinstance(exc, OSError))):
+                # a reused keep-alive connection ended before any byte of the response: the
+                # server had closed it (or reset it) before it saw the request; send it again
+                eng.resend(self, now, "reset" if exc is not None else "closed")
+                return
             self.busy = False
             eng.inflight -= 1
-            parser = self.parser
             if exc is None:
                 r = parser.eof()
                 err = _E_NONE if r == COMPLETE else _PARSER_ERRORS.get(parser.error, _E_PROTOCOL)
@@ -250,7 +314,9 @@ class _Conn(asyncio.Protocol):
         self.t_int = t_int
         self.busy = True
         self.eng.inflight += 1
-        self.t_sent = _clock()
+        self.t_sent = t_sent = _clock()
+        if not self.first_sent:
+            self.first_sent = t_sent
         self.transport.write(self.eng.request)  # type: ignore[union-attr]
 
     def _kill(self) -> None:
@@ -292,11 +358,24 @@ class Engine:
         self.conns: set[_Conn] = set()
         self.idle: list[_Conn] = []
         self.pending: collections.deque[int] = collections.deque()
-        self.unsolicited = 0
+        #: requests on connections being opened: a serial number -> t_intended
+        self.opening: dict[int, int] = {}
+        self.open_serial = 0
+        self.unsolicited = 0  # connections closed because bytes arrived nobody asked for
+        self.retries = 0  # requests sent again after a reused connection ended before any byte
+        self.reads = 0  # slow-path reads and connection events (not the hot path): activity
         self.idle_connect_failures = 0
         self.reasons: dict[str, str] = {}
-        self.spin_ns = 0  # open model: CPU time (ns) spent spinning for precise dispatch
+        self.spin_ns = 0  # open model: CPU time (ns) spent spinning idle for precise dispatch
+        self.timeout_ns = int(cfg.timeout_s * 1e9)
+        self.resend_stale = cfg.retry_stale and cfg.method.upper() in IDEMPOTENT_METHODS
         self.stopping = False
+        self.abandoned = False  # at the hard deadline or on a failure: nothing more is recorded
+        self.dispatched = 0  # open model: arrivals handed to dispatch()
+        self.traffic_cpu_ns = 0
+        self.traffic_wall_ns = 0
+        self.runqueue_wait_ns: int | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.done: asyncio.Future[None] | None = None
         # phase boundaries (absolute ns)
         self.warm_left = cfg.warmup_requests if cfg.warmup_requests else 0
@@ -379,17 +458,37 @@ class Engine:
     def open_conn(self, t_int: int | None, delay_ns: int = 0) -> None:
         """Open a connection; send the request due at ``t_int`` on it (``None``: pool it)."""
         self.nconns += 1
+        key = 0
         if t_int is not None:
             # in flight from now on, not from when the task first runs: the trial must not
-            # be declared over while this request waits for its connection
+            # be declared over while this request waits for its connection, and it is a row
+            # even if the trial is abandoned before the connection is open
             self.inflight += 1
-        asyncio.get_running_loop().create_task(self._open(t_int, delay_ns))
+            self.open_serial += 1
+            key = self.open_serial
+            self.opening[key] = t_int
+        self.loop.create_task(self._open(t_int, delay_ns, key))  # type: ignore[union-attr]
 
-    async def _open(self, t_int: int | None, delay_ns: int) -> None:
+    def resend(self, conn: _Conn, now: int, why: str) -> None:
+        """Send ``conn``'s request again on a new connection (see :meth:`_Conn.connection_lost`)."""
+        conn.busy = False
+        self.inflight -= 1
+        self.retries += 1
+        self.note_reason("retried", f"a reused keep-alive connection was {why} before any byte of the response; "
+                                    "the request was sent again on a new connection")
+        if conn in self.conns:
+            self.conns.discard(conn)
+            self.nconns -= 1
+        self.open_conn(conn.t_int)
+
+    async def _open(self, t_int: int | None, delay_ns: int, key: int) -> None:
         if delay_ns > 0:
             await asyncio.sleep(delay_ns / 1e9)
+            if self.abandoned:
+                return
             if self.closed_model and t_int is not None:
                 t_int = _clock()
+                self.opening[key] = t_int
         cid = self.next_cid
         self.next_cid += self.cfg.workers
         conn = _Conn(self, cid)
@@ -401,7 +500,10 @@ class Engine:
                 timeout=self.cfg.connect_timeout_s,
             )
         except (OSError, asyncio.TimeoutError) as exc:
+            if self.abandoned:
+                return
             now = _clock()
+            self.opening.pop(key, None)
             self.nconns -= 1
             kind = "connect_timeout" if isinstance(exc, asyncio.TimeoutError) else "connect"
             self.note_reason(kind, f"{type(exc).__name__}: {exc}")
@@ -419,6 +521,12 @@ class Engine:
             elif self.stopping:
                 self.check_done()
             return
+        if self.abandoned:  # the trial ended while this connection was being opened
+            conn.dead = True
+            if conn.transport is not None:
+                conn.transport.abort()
+            return
+        self.opening.pop(key, None)
         conn.opened_ns = _clock()
         self.conns.add(conn)
         if conn.dead:  # closed during the handshake
@@ -475,6 +583,7 @@ class Engine:
         start = self.start_ns
         spin = int(self.cfg.spin_s * 1e9)
         lag_append = self.lags.append
+        records = self.records
         for block in self._schedule_blocks():
             for off in (block + start).tolist():
                 now = _clock()
@@ -485,13 +594,23 @@ class Engine:
                         now = _clock()
                     if off > now:
                         # timers have 1 ms granularity: spin through the loop (I/O still
-                        # runs) for the last stretch; its CPU time is not "busy" for the guard
+                        # runs) for the last stretch. The passes in which nothing else
+                        # happened (no read, no response) are idle spinning, not "busy" for
+                        # the guard; the stretch's CPU time is counted in that proportion.
                         cpu_spin = _cpu_clock()
+                        t_spin = now
+                        idle_ns = 0
                         while off > now:
+                            act = len(records) + self.reads
+                            t_pass = now
                             await asyncio.sleep(0)
                             now = _clock()
-                        self.spin_ns += _cpu_clock() - cpu_spin
+                            if len(records) + self.reads == act:
+                                idle_ns += now - t_pass
+                        if now > t_spin:
+                            self.spin_ns += (_cpu_clock() - cpu_spin) * idle_ns // (now - t_spin)
                 lag_append(now - off)
+                self.dispatched += 1
                 self.dispatch(off)
         self.stopping = True
         self.check_done()
@@ -512,22 +631,20 @@ class Engine:
             now = _clock()
             for conn in list(self.conns):
                 if conn.busy and now - conn.t_sent > timeout_ns:
-                    conn.busy = False
-                    self.inflight -= 1
-                    self.record(conn.t_int, conn.t_sent, now, conn.parser.nbytes, conn.cid, 0, _E_TIMEOUT)
-                    self.note_reason("timeout", f"no complete response within {self.cfg.timeout_s:g} s")
-                    conn._kill()
-                    self.conns.discard(conn)
-                    self.nconns -= 1
-                    if self.closed_model:
-                        if self.may_send(now):
-                            self.open_conn(now)
-                    elif self.pending and self.nconns < self.cfg.connections:
-                        self.open_conn(self.pending.popleft())
+                    self.time_out(conn, now)
             self.check_done()
             if self.progress is not None and now >= next_progress:
                 next_progress = now + prog_ns
                 self.progress(self.progress_info(now))
+
+    def time_out(self, conn: _Conn, now: int) -> None:
+        """``conn``'s response took longer than ``timeout_s``: record it, close the connection."""
+        conn.busy = False
+        self.inflight -= 1
+        self.record(conn.t_int, conn.t_sent, now, conn.parser.nbytes, conn.cid, 0, _E_TIMEOUT)
+        self.note_reason("timeout", f"no complete response within {self.cfg.timeout_s:g} s")
+        conn._kill()
+        self.conn_gone(conn, now)
 
     def progress_info(self, now: int) -> dict[str, Any]:
         n = len(self.records) // RECORD.size
@@ -543,6 +660,7 @@ class Engine:
     async def run(self) -> None:
         """Run the trial to its end (all requests recorded)."""
         loop = asyncio.get_running_loop()
+        self.loop = loop
         self.done = loop.create_future()
 
         def on_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -554,11 +672,18 @@ class Engine:
                 self.done.set_exception(exc)
 
         loop.set_exception_handler(on_exception)
+        if not self.closed_model and self.keep_alive:
+            # the open model's keep-alive pool is opened while waiting for the start, so
+            # that opening it does not delay the first arrivals
+            for _ in range(self.cfg.connections):
+                self.open_conn(None)
         wait = (self.start_ns - _clock()) / 1e9
         if wait > 0.002:
             await asyncio.sleep(wait - 0.002)
         while _clock() < self.start_ns:  # timers have 1 ms granularity: spin the last bit
             await asyncio.sleep(0)
+        cpu_start = _cpu_clock()
+        rq_start = _runqueue_wait_ns()
         sweeper = loop.create_task(self._sweeper())
         runner = None
         if self.closed_model:
@@ -568,9 +693,6 @@ class Engine:
                     self.open_conn(now)
             self.check_done()
         else:
-            if self.keep_alive:
-                for _ in range(self.cfg.connections):
-                    self.open_conn(None)
             runner = loop.create_task(self._run_open())
         # hard deadline: the planned length plus the response timeout and some slack
         planned = self.cfg.warmup_s + (self.cfg.duration_s or 0) + sum(d for _, d in self.cfg.stages)
@@ -578,17 +700,28 @@ class Engine:
         if self.cfg.requests is None and not self.warm_by_count:
             deadline = planned + self.cfg.timeout_s + self.cfg.connect_timeout_s + 5.0
         try:
-            if deadline is None:
-                await self.done
-            else:
-                remaining = deadline - (_clock() - self.start_ns) / 1e9
-                try:
+            try:
+                if deadline is None:
+                    await asyncio.shield(self.done)
+                else:
+                    remaining = deadline - (_clock() - self.start_ns) / 1e9
                     await asyncio.wait_for(asyncio.shield(self.done), timeout=max(remaining, 0.1))
-                except asyncio.TimeoutError:
-                    self._abandon()
+            except asyncio.TimeoutError:
+                self._abandon("still queued, in flight or being connected at the trial's hard deadline "
+                              f"({deadline:g} s after the start)")
+            except Exception:  # noqa: BLE001 - the engine failed: handled just below
+                pass
             if self.done.done() and self.done.exception() is not None:
-                raise self.done.exception()  # type: ignore[misc]
+                exc = self.done.exception()
+                self._abandon(f"still queued, in flight or being connected when the load generator failed "
+                              f"({type(exc).__name__}: {exc})")
+                raise exc  # type: ignore[misc]
         finally:
+            self.traffic_cpu_ns = _cpu_clock() - cpu_start
+            self.traffic_wall_ns = _clock() - self.start_ns
+            rq_end = _runqueue_wait_ns()
+            if rq_start is not None and rq_end is not None:
+                self.runqueue_wait_ns = rq_end - rq_start
             sweeper.cancel()
             if runner is not None:
                 runner.cancel()
@@ -598,19 +731,52 @@ class Engine:
                     conn.transport.abort()
             await asyncio.sleep(0)
 
-    def _abandon(self) -> None:
-        """At the hard deadline: whatever is still queued or in flight is a timeout."""
+    def _abandon(self, why: str) -> None:
+        """At the hard deadline, or when the engine failed: every request due and not yet
+        recorded (in flight, on a connection being opened, queued, or, in the open model,
+        not yet dispatched) becomes a ``timeout`` row; nothing is recorded after this."""
+        if self.abandoned:
+            return
         now = _clock()
         self.stopping = True
+        n0 = len(self.records)
         for conn in list(self.conns):
             if conn.busy:
                 conn.busy = False
                 self.inflight -= 1
                 self.record(conn.t_int, conn.t_sent, now, conn.parser.nbytes, conn.cid, 0, _E_TIMEOUT)
+        for t in self.opening.values():
+            self.inflight -= 1
+            self.record(t, now, now, 0, -1, 0, _E_TIMEOUT)
+        self.opening.clear()
         while self.pending:
             t = self.pending.popleft()
             self.record(t, now, now, 0, -1, 0, _E_TIMEOUT)
-        self.note_reason("timeout", "still queued or in flight at the trial's hard deadline")
+        if not self.closed_model:
+            self._record_undispatched(now)
+        self.abandoned = True
+        if len(self.records) > n0:
+            self.note_reason("abandoned", f"{(len(self.records) - n0) // RECORD.size} requests {why}")
+
+    def _record_undispatched(self, now: int) -> None:
+        """Open model, at abandonment: the arrivals the dispatcher has not reached yet, as
+        ``timeout`` rows (the schedule is regenerated: it is deterministic)."""
+        skip = self.dispatched
+        for block in self._schedule_blocks():
+            if skip >= len(block):
+                skip -= len(block)
+                continue
+            due = block[skip:] + self.start_ns
+            skip = 0
+            rows = np.zeros(len(due), dtype=ROW_DTYPE)
+            rows["t_intended_ns"] = due
+            rows["t_sent_ns"] = now
+            rows["t_done_ns"] = now
+            rows["conn"] = -1
+            rows["error"] = _E_TIMEOUT
+            rows["phase"] = (due >= self.t_measure).astype(np.uint8)
+            rows["worker"] = self.worker
+            self.rec(rows.tobytes())
 
     def stats(self) -> dict[str, Any]:
         """Worker-level facts for the trial's meta (JSON-able)."""
@@ -619,10 +785,25 @@ class Engine:
             "t_measure_ns": self.t_measure if self.t_measure != _NEVER else None,
             "t_stop_ns": self.t_stop if self.t_stop != _NEVER else None,
             "unsolicited_responses": self.unsolicited,
+            "retries": self.retries,
             "idle_connect_failures": self.idle_connect_failures,
             "spin_ns": self.spin_ns,
+            "traffic_cpu_s": self.traffic_cpu_ns / 1e9,
+            "traffic_wall_s": self.traffic_wall_ns / 1e9,
+            "runqueue_wait_s": self.runqueue_wait_ns / 1e9 if self.runqueue_wait_ns is not None else None,
+            "abandoned": self.abandoned,
             "reasons": dict(self.reasons),
         }
+
+
+def _runqueue_wait_ns() -> int | None:
+    """Time (ns) this thread has spent runnable but waiting for a CPU (``/proc/self/schedstat``),
+    or ``None`` where the kernel does not say."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def tune_socket_limits(connections: int) -> None:

@@ -9,6 +9,13 @@ bodies, ``Transfer-Encoding: chunked`` bodies (with trailers), bodies delimited 
 the connection (no length, HTTP/1.0 style), responses without a body (1xx is skipped, 204,
 304, and any response to ``HEAD``), and ``Connection: close`` / ``keep-alive``.
 
+A server can send data that is cheap to produce and costly to parse (thousands of ``1xx``
+heads, endless 1-byte chunks, endless trailers). The parser bounds both its memory and its
+work: ``1xx`` heads count towards the head limit (:data:`DEFAULT_MAX_HEADER_BYTES`), and so do
+trailers; and one :meth:`ResponseParser.feed` call handles at most ``max_steps`` heads,
+chunks or trailer lines, then returns :data:`PAUSED` with the rest kept, so that the caller
+can let other work run before :meth:`ResponseParser.resume`.
+
 A response that cannot be parsed is an error of one of these kinds (names as in
 :data:`benchlib.schema.ERROR_NAMES`):
 
@@ -29,6 +36,8 @@ __all__ = [
     "NEED_MORE",
     "COMPLETE",
     "FAILED",
+    "PAUSED",
+    "IDEMPOTENT_METHODS",
     "ResponseParser",
     "build_request",
 ]
@@ -36,9 +45,18 @@ __all__ = [
 #: The largest response head (status line and headers) accepted, in bytes.
 DEFAULT_MAX_HEADER_BYTES = 65536
 
+#: The most heads, chunks or trailer lines one :meth:`ResponseParser.feed` call parses.
+DEFAULT_MAX_STEPS = 256
+
 NEED_MORE = 0
 COMPLETE = 1
 FAILED = -1
+#: The step budget of one call is spent: call :meth:`ResponseParser.resume` (later) to go on.
+PAUSED = 2
+
+#: Methods a client may send again after a connection failed before any response byte
+#: (RFC 9110, section 9.2.2: the safe methods, PUT and DELETE).
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 
 # Parser states.
 _HEAD = 0  # reading status line and headers
@@ -117,8 +135,10 @@ class ResponseParser:
     """Incremental parser of one HTTP/1.x response at a time.
 
     Use :meth:`feed` with each piece of data received; it returns :data:`NEED_MORE`,
-    :data:`COMPLETE` or :data:`FAILED`. At the end of the connection call :meth:`eof`.
-    After a complete or failed response, :meth:`reset` readies it for the next one.
+    :data:`COMPLETE`, :data:`FAILED` or :data:`PAUSED` (``max_steps`` heads, chunks or
+    trailer lines parsed, the rest kept: call :meth:`resume` to go on). At the end of the
+    connection call :meth:`eof`. After a complete or failed response, :meth:`reset` readies it
+    for the next one.
 
     Attributes
     ----------
@@ -127,10 +147,12 @@ class ResponseParser:
     keep_alive: whether the connection may carry another request after this response.
     error: on failure, the error kind (``protocol``, ``truncated``, ``closed``).
     reason: on failure, a short human explanation.
+    surplus: on failure, whether it was bytes beyond the end of a complete response.
     """
 
     __slots__ = (
         "max_header_bytes",
+        "max_steps",
         "head_request",
         "http10_request",
         "status",
@@ -141,12 +163,15 @@ class ResponseParser:
         "_state",
         "_buf",
         "_remaining",
+        "_info",
         "_cache",
+        "surplus",
     )
 
-
-    def __init__(self, *, max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES, head_request: bool = False) -> None:
+    def __init__(self, *, max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES, head_request: bool = False,
+                 max_steps: int = DEFAULT_MAX_STEPS) -> None:
         self.max_header_bytes = max_header_bytes
+        self.max_steps = max_steps
         self.head_request = head_request
         self._cache = _HEAD_CACHES[(head_request, max_header_bytes)]
         self.reset()
@@ -158,9 +183,11 @@ class ResponseParser:
         self.keep_alive = True
         self.error = ""
         self.reason = ""
+        self.surplus = False
         self._state = _HEAD
         self._buf = b""
         self._remaining = 0
+        self._info = 0  # bytes of 1xx heads before this response's final head
 
     @property
     def started(self) -> bool:
@@ -179,9 +206,15 @@ class ResponseParser:
         self.nbytes = 0
         self.status = 0
         self._state = _HEAD
+        self._info = 0
+
+    def resume(self) -> int:
+        """Go on parsing the data kept after :data:`PAUSED`; returns as :meth:`feed`."""
+        return self.feed(b"")
 
     def feed(self, data: bytes) -> int:
-        """Consume ``data``; return :data:`NEED_MORE`, :data:`COMPLETE` or :data:`FAILED`."""
+        """Consume ``data``; return :data:`NEED_MORE`, :data:`COMPLETE`, :data:`FAILED` or
+        :data:`PAUSED` (then :meth:`resume` goes on with the rest)."""
         state = self._state
         if state == _HEAD and not self._buf:
             # fast path: a whole Content-Length response in one piece, head seen before
@@ -197,36 +230,49 @@ class ResponseParser:
         self.nbytes += len(data)
         if state == _HEAD:
             buf = self._buf + data if self._buf else data
-            end = buf.find(b"\r\n\r\n")
-            if end < 0:
-                if buf[:7] != b"HTTP/1."[: len(buf)]:
-                    return self._fail("protocol", f"response does not start with HTTP/1.: {buf[:60]!r}")
-                if len(buf) > self.max_header_bytes:
-                    return self._fail("protocol", f"response head larger than {self.max_header_bytes} bytes")
-                self._buf = buf
-                return NEED_MORE
-            if end + 4 > self.max_header_bytes:
-                return self._fail("protocol", f"response head larger than {self.max_header_bytes} bytes")
-            self._buf = b""
-            # A server sends the same head again and again (bar its Date header, once a
-            # second): a head parsed before is looked up instead of parsed again.
-            head = buf[:end]
+            pos = 0  # start of the head being parsed (after skipped 1xx heads)
+            steps = self.max_steps
             cache = self._cache
-            hit = cache.get(head)
-            if hit is None:
-                r = self._parse_head(buf, end)
-                if r != NEED_MORE:
-                    return r
-                if self.status < 200:
-                    # 1xx informational: skip it and parse the real response that follows.
-                    self._state = _HEAD
-                    self.status = 0
-                    return self.feed_again(buf[end + 4 :])
-                if len(cache) >= _HEAD_CACHE_SIZE:
-                    cache.clear()
-                cache[head] = (self.status, self._state, self._remaining, self.keep_alive)
-            else:
-                self.status, self._state, self._remaining, self.keep_alive = hit
+            while True:
+                end = buf.find(b"\r\n\r\n", pos)
+                if end < 0:
+                    rest = buf[pos:] if pos else buf
+                    if rest[:7] != b"HTTP/1."[: len(rest)]:
+                        return self._fail("protocol", f"response does not start with HTTP/1.: {rest[:60]!r}")
+                    if len(rest) > self.max_header_bytes - self._info:
+                        return self._head_too_large()
+                    self._buf = rest
+                    return NEED_MORE
+                if end + 4 - pos > self.max_header_bytes - self._info:
+                    return self._head_too_large()
+                # A server sends the same head again and again (bar its Date header, once a
+                # second): a head parsed before is looked up instead of parsed again.
+                head = buf[pos:end]
+                hit = cache.get(head)
+                if hit is None:
+                    r = self._parse_head(buf, pos, end)
+                    if r != NEED_MORE:
+                        return r
+                    if len(cache) >= _HEAD_CACHE_SIZE:
+                        cache.clear()
+                    hit = cache[head] = (self.status, self._state, self._remaining, self.keep_alive)
+                if hit[0] >= 200:
+                    self.status, self._state, self._remaining, self.keep_alive = hit
+                    break
+                # 1xx informational: skip it (its bytes count towards the head limit) and
+                # parse the head that follows, a bounded number per call
+                self._info += end + 4 - pos
+                self.status = 0
+                self._state = _HEAD
+                pos = end + 4
+                steps -= 1
+                if pos == len(buf):
+                    self._buf = b""
+                    return NEED_MORE
+                if steps <= 0:
+                    self._buf = buf[pos:]
+                    return PAUSED
+            self._buf = b""
             state = self._state
             n = len(buf) - end - 4
             if state == _LENGTH:
@@ -238,12 +284,12 @@ class ResponseParser:
                 if n < remaining:
                     self._remaining = remaining - n
                     return NEED_MORE
-                return self._fail("protocol", f"{n - remaining} bytes more than Content-Length")
+                return self._beyond(f"{n - remaining} bytes more than Content-Length")
             if n == 0:
                 return COMPLETE if state == _DONE else NEED_MORE
             data = buf[end + 4 :]
         elif state == _DONE:
-            return self._fail("protocol", "bytes received after the end of the response")
+            return self._beyond("bytes received after the end of the response")
         elif state == _ERROR:
             return FAILED
 
@@ -257,24 +303,28 @@ class ResponseParser:
                 self._remaining = 0
                 self._state = _DONE
                 return COMPLETE
-            return self._fail("protocol", f"{n - remaining} bytes more than Content-Length")
+            return self._beyond(f"{n - remaining} bytes more than Content-Length")
         if state == _UNTIL_CLOSE:
             return NEED_MORE
         if state == _DONE:
-            return self._fail("protocol", "bytes received after the end of the response")
+            return self._beyond("bytes received after the end of the response")
         return self._chunked(data)
 
-    def feed_again(self, data: bytes) -> int:
-        """Feed bytes already counted in :attr:`nbytes` (after a skipped 1xx head)."""
-        self.nbytes -= len(data)
-        if not data:
-            return NEED_MORE
-        return self.feed(data)
+    def _beyond(self, what: str) -> int:
+        """Bytes arrived beyond the end of the response (a ``protocol`` error)."""
+        self.surplus = True
+        return self._fail("protocol", what)
 
-    def _parse_head(self, buf: bytes, end: int) -> int:
+    def _head_too_large(self) -> int:
+        if self._info:
+            return self._fail("protocol", f"response head (with {self._info} bytes of 1xx responses before it) "
+                                          f"larger than {self.max_header_bytes} bytes")
+        return self._fail("protocol", f"response head larger than {self.max_header_bytes} bytes")
+
+    def _parse_head(self, buf: bytes, start: int, end: int) -> int:
         # Status line: HTTP/1.x SP 3DIGIT [SP reason]
-        line_end = buf.find(b"\r\n", 0, end + 2)
-        line = buf[:line_end]
+        line_end = buf.find(b"\r\n", start, end + 2)
+        line = buf[start:line_end]
         if len(line) < 12 or line[:7] != b"HTTP/1." or line[8:9] != b" " or line[7:8] not in (b"0", b"1"):
             return self._fail("protocol", f"malformed status line {line[:60]!r}")
         code = line[9:12]
@@ -355,8 +405,15 @@ class ResponseParser:
         buf = self._buf + data if self._buf else data
         pos = 0
         n = len(buf)
+        steps = self.max_steps
         while True:
             state = self._state
+            if (state == _CHUNK_SIZE or state == _TRAILERS) and pos < n:
+                # one step per chunk or trailer line: a bounded number per call
+                steps -= 1
+                if steps < 0:
+                    self._buf = buf[pos:]
+                    return PAUSED
             if state == _CHUNK_SIZE:
                 eol = buf.find(b"\r\n", pos)
                 if eol < 0:
@@ -371,6 +428,7 @@ class ResponseParser:
                 pos = eol + 2
                 if size == 0:
                     self._state = _TRAILERS
+                    self._remaining = 0  # trailer bytes so far
                 else:
                     self._state = _CHUNK_DATA
                     self._remaining = size
@@ -397,8 +455,8 @@ class ResponseParser:
             elif state == _TRAILERS:
                 eol = buf.find(b"\r\n", pos)
                 if eol < 0:
-                    if n - pos > self.max_header_bytes:
-                        return self._fail("protocol", "trailers too large")
+                    if self._remaining + n - pos > self.max_header_bytes:
+                        return self._fail("protocol", f"trailers larger than {self.max_header_bytes} bytes")
                     self._buf = buf[pos:]
                     return NEED_MORE
                 if eol == pos:
@@ -406,8 +464,11 @@ class ResponseParser:
                     self._buf = b""
                     self._state = _DONE
                     if pos != n:
-                        return self._fail("protocol", "bytes received after the end of the response")
+                        return self._beyond("bytes received after the end of the response")
                     return COMPLETE
+                self._remaining += eol + 2 - pos
+                if self._remaining > self.max_header_bytes:
+                    return self._fail("protocol", f"trailers larger than {self.max_header_bytes} bytes")
                 pos = eol + 2
             else:  # pragma: no cover - defensive
                 return self._fail("protocol", "parser in an invalid state")

@@ -139,12 +139,18 @@ def run_load(
     on_progress: called about twice a second with ``{"elapsed_s", "requests", "inflight",
         "pending", "phase", "planned_s"}`` summed over the workers.
 
+    A worker that fails during the trial (a bug of ours, or a worker killed) does not cost
+    the rows already recorded: the result holds every row the workers recorded (a failing
+    engine records every request due until then, see :mod:`benchlib.loadgen.engine`), and
+    its meta says ``failed: true``, ``valid: false`` and why (``failure``; each failed
+    worker's traceback in ``worker_errors``).
+
     Raises
     ------
     benchlib.errors.LoadSpecError
         Before any traffic, when the spec cannot run (see :func:`validate`).
     benchlib.errors.LoadGenError
-        When a worker fails for a reason of its own (its traceback is in the message).
+        When a worker fails before the trial starts (its traceback is in the message).
     """
     validate(spec, target)
     cpus = check_client_cpus(client_cpus)
@@ -180,6 +186,8 @@ def run_load(
         lags = []
         for w in range(len(cfgs)):
             path = os.path.join(scratch, f"w{w}.npy")
+            if "pid" not in stats[w]:
+                continue  # failed without handing back rows
             parts.append(np.load(path, allow_pickle=False))
             lags.append(np.load(path + ".lag.npy", allow_pickle=False))
         rows = np.concatenate(parts) if parts else np.zeros(0, ROW_DTYPE)
@@ -256,6 +264,8 @@ def _recv(pipe: Any, proc: Any, i: int) -> tuple[Any, ...]:
 def _collect(
     spec: LoadSpec, pipes: list[Any], procs: list[Any], on_progress: Callable[[dict[str, Any]], None] | None
 ) -> list[dict[str, Any]]:
+    """Each worker's stats, in worker order; a worker that failed without handing back rows
+    is ``{"worker": i, "error": why}``."""
     planned_s = spec.warmup_s + (spec.measured_duration_s or 0.0)
     done: dict[int, dict[str, Any]] = {}
     latest: dict[int, dict[str, Any]] = {}
@@ -264,13 +274,17 @@ def _collect(
         waiting = [p for i, p in enumerate(pipes) if i not in done]
         for pipe in mp_wait(waiting, timeout=1.0):
             i = pipes.index(pipe)
-            msg = _recv(pipe, procs[i], i)
+            try:
+                msg = _recv(pipe, procs[i], i)
+            except LoadGenError as exc:  # died without reporting: the others' rows still count
+                done[i] = {"worker": i, "error": str(exc)}
+                continue
             if msg[0] == "progress":
                 latest[i] = msg[1]
             elif msg[0] == "done":
                 done[i] = msg[1]
             elif msg[0] == "error":
-                raise LoadGenError(f"load worker {i} failed:\n{msg[1]}")
+                done[i] = {"worker": i, "error": f"load worker {i} failed:\n{msg[1]}"}
         now = time.monotonic()
         if on_progress is not None and latest and now - last_report >= 0.5:
             last_report = now
@@ -300,6 +314,8 @@ def build_meta(
     """The trial's JSON-able metadata (see ``docs/loadgen.md``)."""
     measure = rows[rows["phase"] == PHASE_CODES["measure"]]
     ok = measure[measure["error"] == 0]
+    failures = {str(w["worker"]): str(w["error"]) for w in workers if w.get("error")}
+    workers = [w for w in workers if "pid" in w]  # the ones that handed back their rows
     # measured window
     starts = [w["t_measure_ns"] for w in workers if w.get("t_measure_ns") is not None]
     stops = [w["t_stop_ns"] for w in workers if w.get("t_stop_ns") is not None]
@@ -324,7 +340,14 @@ def build_meta(
         lag = (rows["t_sent_ns"] - rows["t_intended_ns"])[rows["error"] != ERROR_NAMES.index("connect")]
     lags = guard.lag_percentiles(lag)
     cpu = guard.cpu_by_cpu(workers)
-    valid, reason = guard.assess(spec.model, lags, cpu)
+    unsolicited = sum(int(w.get("unsolicited_responses") or 0) for w in workers)
+    retries = sum(int(w.get("retries") or 0) for w in workers)
+    valid, reason = guard.assess(spec.model, lags, cpu, worker_busy=guard.busy_by_worker(workers),
+                                 ok_measured=len(ok), unsolicited=unsolicited)
+    failure = None
+    if failures:
+        failure = "; ".join(f"load worker {i} failed: {_last_line(t)}" for i, t in sorted(failures.items()))
+        valid, reason = False, failure + ("; " + reason if reason else "")
     errors = {name: int(np.count_nonzero(measure["error"] == code)) for code, name in enumerate(ERROR_NAMES) if code}
     errors_warmup = {
         name: int(np.count_nonzero((rows["error"] == code) & (rows["phase"] == PHASE_CODES["warmup"])))
@@ -337,9 +360,10 @@ def build_meta(
         for k, v in w.get("reasons", {}).items():
             reasons.setdefault(k, v)
     wmeta = [
-        {k: w.get(k) for k in ("worker", "pid", "cpus", "cpu_s", "wall_s", "cpu_fraction", "spin_ns", "records",
-                                "record_buffer_bytes", "peak_rss_growth_bytes", "unsolicited_responses",
-                                "idle_connect_failures")}
+        {k: w.get(k) for k in ("worker", "pid", "cpus", "cpu_s", "wall_s", "traffic_cpu_s", "traffic_wall_s",
+                                "cpu_fraction", "spin_ns", "runqueue_wait_s", "records", "record_buffer_bytes",
+                                "peak_rss_growth_bytes", "peak_rss_bytes", "unsolicited_responses", "retries",
+                                "idle_connect_failures", "abandoned")}
         for w in workers
     ]
     n_all = len(rows)
@@ -359,6 +383,12 @@ def build_meta(
         "client_cpu": {"per_worker": [w.get("cpu_fraction") for w in workers], "per_cpu": cpu},
         "valid": valid,
         "invalid_reason": reason,
+        "failed": failure is not None,
+        "failure": failure,
+        "worker_errors": {i: t[-4000:] for i, t in failures.items()},
+        "retries": retries,
+        "unsolicited_responses": unsolicited,
+        "abandoned": any(bool(w.get("abandoned")) for w in workers),
         "coordinated_omission_risk": spec.model == "closed",
         "longest_pause_ns": _longest_pause_ns(measure),
         "workers": spec.workers,
@@ -369,6 +399,12 @@ def build_meta(
         "measure_stop_ns": [int(s - t0_ns) for s in stops],
         "record_bytes_per_request": _record_cost(workers),
     }
+
+
+def _last_line(text: str) -> str:
+    """The last non-empty line of a traceback (the exception), for one-line reasons."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else text
 
 
 def _record_cost(workers: list[dict[str, Any]]) -> float | None:

@@ -22,6 +22,18 @@ Hostile modes (one misbehaviour each):
 ``reset``      resets the connection (RST) on the first request.
 ``silent``     reads requests and never answers (timeouts).
 ``mixed``      cycles, request by request, through hello, garbage, truncated, short, reset, trickle.
+Hostile modes that are cheap for the server and costly for a client (the probes of issue 10):
+``continue-flood``   ``--count`` ``HTTP/1.1 100 Continue`` heads, then the ``hello`` response,
+                     all in one write.
+``chunk-drip``       a chunked response that never ends: ``1\r\na\r\n`` chunks, as fast as the
+                     client reads them.
+``trailer-drip``     a chunked response whose last chunk is followed by trailer lines that never
+                     end, as fast as the client reads them.
+``stale-keepalive``  the ``hello`` response (no ``Connection: close``), then closes the connection
+                     (after ``--delay-s`` when it is > 0): a keep-alive connection the server
+                     has given up on.
+``unsolicited``      the ``hello`` response, then a second one nobody asked for, in a separate
+                     write (``--delay-s`` later when it is > 0).
 """
 
 from __future__ import annotations
@@ -43,7 +55,13 @@ __all__ = ["MODES", "serve", "main"]
 MODES = (
     "hello", "echo", "chunked", "close", "stall", "slow",
     "garbage", "truncated", "huge", "short", "long", "trickle", "reset", "silent", "mixed",
+    "continue-flood", "chunk-drip", "trailer-drip", "stale-keepalive", "unsolicited",
 )
+
+#: The endless modes' data: one write's worth of the repeated unit.
+_DRIP = {"chunk-drip": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", b"1\r\na\r\n"),
+         "trailer-drip": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n", b"X-T: 1\r\n")}
+_DRIP_WRITE = 65536
 
 BODY = b"Hello, World!"
 _HELLO = (
@@ -59,9 +77,22 @@ class _Proto(asyncio.Protocol):
         self.need_body = 0
         self.http10 = False
         self.ka10 = False
+        self.writable: asyncio.Event | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+
+    def pause_writing(self) -> None:
+        if self.writable is not None:
+            self.writable.clear()
+
+    def resume_writing(self) -> None:
+        if self.writable is not None:
+            self.writable.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.writable is not None:
+            self.writable.set()  # an endless writer sees the end and stops
 
     def data_received(self, data: bytes) -> None:
         buf = self.buf + data
@@ -115,6 +146,17 @@ class _Server:
             body = b"received %d bytes" % body_len
             return b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
         return _HELLO
+
+    async def _endless(self, p: _Proto, first: bytes, unit: bytes) -> None:
+        """Write ``first``, then ``unit`` repeated, forever, as fast as the peer reads."""
+        p.writable = asyncio.Event()
+        p.writable.set()
+        p.write(first)
+        block = unit * (_DRIP_WRITE // len(unit))
+        while p.transport is not None and not p.transport.is_closing():
+            await p.writable.wait()
+            p.write(block)
+            await asyncio.sleep(0)
 
     async def _trickle(self, p: _Proto, data: bytes) -> None:
         for k in range(len(data)):
@@ -184,6 +226,23 @@ class _Server:
             tr.abort()
         elif mode == "silent":
             pass
+        elif mode == "continue-flood":
+            p.write(b"HTTP/1.1 100 Continue\r\n\r\n" * self.args.count + self.hello(body_len))
+        elif mode in _DRIP:
+            if p.writable is None:  # one endless response per connection
+                self.loop.create_task(self._endless(p, *_DRIP[mode]))
+        elif mode == "stale-keepalive":
+            p.write(self.hello(body_len))
+            if self.args.delay_s > 0:
+                self.loop.call_later(self.args.delay_s, tr.close)
+            else:
+                tr.close()
+        elif mode == "unsolicited":
+            p.write(self.hello(body_len))
+            if self.args.delay_s > 0:
+                self.loop.call_later(self.args.delay_s, p.write, _HELLO)
+            else:
+                self.loop.call_soon(p.write, _HELLO)
 
 
 async def _amain(args: argparse.Namespace) -> None:
@@ -209,6 +268,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--period-s", type=float, default=5.0)
     ap.add_argument("--delay-s", type=float, default=0.001)
     ap.add_argument("--chunks", type=int, default=3)
+    ap.add_argument("--count", type=int, default=1000, help="continue-flood: 1xx heads per response")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     try:
@@ -228,7 +288,7 @@ def serve(mode: str = "hello", *, cpus: Sequence[int] | None = None, host: str =
     ----------
     mode: one of :data:`MODES`.
     cpus: pin the server with ``taskset`` to these CPUs.
-    opts: ``stall_s``, ``period_s``, ``delay_s``, ``chunks``, ``seed``.
+    opts: ``stall_s``, ``period_s``, ``delay_s``, ``chunks``, ``count``, ``seed``.
     """
     if mode not in MODES:
         raise ValueError(f"unknown test server mode {mode!r}; valid: {', '.join(MODES)}")

@@ -12,8 +12,11 @@ in a :class:`multiprocessing.connection.Connection`. Messages on it:
 * worker -> parent: ``("ready", info)`` once imported, pinned and tuned;
 * parent -> worker: ``("start", start_ns)`` (absolute ``CLOCK_MONOTONIC`` ns) or ``("abort",)``;
 * worker -> parent: ``("progress", dict)`` now and then;
-* worker -> parent: ``("done", stats)`` after writing its rows to ``rows_path``, or
-  ``("error", traceback_text)``.
+* worker -> parent: ``("done", stats)`` after writing its rows to ``rows_path``; when the
+  engine failed during the trial, ``stats["error"]`` holds its traceback and the rows are
+  what it recorded up to then (every request due until the failure is one of them);
+* worker -> parent: ``("error", traceback_text)`` when it failed before the trial or could
+  not write its rows.
 """
 
 from __future__ import annotations
@@ -58,7 +61,11 @@ def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | No
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         cpu0 = _cpu_s()
         wall0 = time.monotonic_ns()
-        uvloop.run(engine.run())
+        error = None
+        try:
+            uvloop.run(engine.run())
+        except Exception:  # noqa: BLE001 - the rows recorded so far still go back
+            error = traceback.format_exc()
         wall1 = time.monotonic_ns()
         cpu1 = _cpu_s()
         rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -67,18 +74,20 @@ def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | No
         lags = np.frombuffer(engine.lags, dtype=np.int64) if len(engine.lags) else np.zeros(0, np.int64)
         np.save(rows_path + ".lag.npy", lags, allow_pickle=False)
         stats = engine.stats()
-        traffic_wall_ns = max(wall1 - max(wall0, start_ns), 1)
+        traffic_wall_s = stats["traffic_wall_s"] or max(wall1 - max(wall0, start_ns), 1) / 1e9
         stats.update(
             {
                 "pid": os.getpid(),
                 "cpus": sorted(os.sched_getaffinity(0)),
                 "cpu_s": cpu1 - cpu0,
                 "wall_s": (wall1 - wall0) / 1e9,
-                "traffic_wall_s": traffic_wall_ns / 1e9,
-                "cpu_fraction": (cpu1 - cpu0) / ((wall1 - wall0) / 1e9),
+                "traffic_wall_s": traffic_wall_s,
+                "cpu_fraction": (stats["traffic_cpu_s"] or (cpu1 - cpu0)) / traffic_wall_s,
                 "record_buffer_bytes": engine.records.__alloc__(),
                 "records": len(rows),
                 "peak_rss_growth_bytes": rss1 - rss0,
+                "peak_rss_bytes": rss1,
+                "error": error,
             }
         )
         pipe.send(("done", stats))

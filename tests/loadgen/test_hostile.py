@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ from benchlib.loadgen.testservers import serve
 from benchlib.model import LoadSpec, Target
 from benchlib.schema import ERROR_CODES
 
-from .conftest import server_cpus
+from .conftest import client_cpus, server_cpus
 
 CASES = [
     # mode, expected error kind of every row, extra server options
@@ -103,3 +105,125 @@ def test_connect_timeout_when_the_accept_queue_is_full():
     waited = (rows["t_done_ns"] - rows["t_sent_ns"]) / 1e9
     assert np.all(waited >= 0.29) and np.all(waited < 1.0)
     assert "connect_timeout" in r.meta["error_examples"]
+
+
+# -- issue 10: servers that are cheap to run and costly for a client ---------------------------
+
+def test_a_flood_of_1xx_heads_does_not_break_the_trial():
+    """1,000 ``100 Continue`` heads before each response, in one write: once a
+    RecursionError that failed the trial and lost all its rows; now every response is fine."""
+    with serve("continue-flood", cpus=server_cpus(), count=1000) as (host, port):
+        spec = LoadSpec(model="closed", connections=2, duration_s=None, requests=40, warmup_s=0, timeout_s=5)
+        r = run_load(spec, Target(host, port))
+    assert len(r.rows) == 40 and not r.meta["failed"]
+    assert np.all(r.rows["error"] == 0) and np.all(r.rows["status"] == 200)
+    assert np.all(r.rows["bytes"] == r.rows["bytes"][0]) and r.rows["bytes"][0] > 1000 * 25
+
+
+@pytest.mark.parametrize("model", ["closed", "open"])
+def test_an_endless_chunked_body_times_out_on_time(model):
+    """Endless 1-byte chunks: parsing is bounded per pass of the event loop, so the response
+    timeout fires on time (it fired 3 s late), and a trial without one complete response
+    is never valid (it was)."""
+    timeout_s = 0.5
+    if model == "closed":
+        spec = LoadSpec(model="closed", connections=2, duration_s=1.0, warmup_s=0, timeout_s=timeout_s)
+    else:
+        spec = LoadSpec(model="open", rate_rps=10, duration_s=1.0, warmup_s=0, connections=4, timeout_s=timeout_s)
+    with serve("chunk-drip", cpus=server_cpus()) as (host, port):
+        t = time.monotonic()
+        r = run_load(spec, Target(host, port), client_cpus=client_cpus())
+        took = time.monotonic() - t
+    rows = r.rows
+    assert len(rows) >= 4 and np.all(rows["error"] == ERROR_CODES["timeout"])
+    if model == "open":
+        assert len(rows) == 10
+    waited = (rows["t_done_ns"] - rows["t_sent_ns"]) / 1e9
+    assert np.all(waited >= timeout_s) and np.all(waited < timeout_s + 0.6), waited.max()
+    assert r.meta["valid"] is False and "no request of the measured phase" in r.meta["invalid_reason"]
+    # bytes received per row: far more than a head (the drip was read), bounded by the timeout
+    assert rows["bytes"].max() > 10_000
+    assert took < 1.0 + timeout_s + 5.0
+
+
+def test_endless_trailers_are_a_protocol_error():
+    with serve("trailer-drip", cpus=server_cpus()) as (host, port):
+        spec = LoadSpec(model="closed", connections=2, duration_s=None, requests=10, warmup_s=0, timeout_s=5)
+        r = run_load(spec, Target(host, port))
+    assert len(r.rows) == 10 and np.all(r.rows["error"] == ERROR_CODES["protocol"])
+    assert "trailers larger than" in r.meta["error_examples"]["protocol"]
+    assert r.meta["valid"] is False
+
+
+def test_every_arrival_is_a_row_at_the_hard_deadline():
+    """100 arrivals, 4 connections, each response endless until its 0.5 s timeout: the
+    queue cannot drain before the hard deadline (planned 0.5 s + timeout 0.5 s + connect
+    timeout 0.5 s + 5 s). At the deadline requests are in flight, on connections being
+    opened and queued: each is one row (496 of 500 were, before)."""
+    spec = LoadSpec(model="open", rate_rps=200, duration_s=0.5, warmup_s=0, connections=4, timeout_s=0.5,
+                    connect_timeout_s=0.5)
+    with serve("chunk-drip", cpus=server_cpus()) as (host, port):
+        t = time.monotonic()
+        r = run_load(spec, Target(host, port), client_cpus=client_cpus())
+        took = time.monotonic() - t
+    assert len(r.rows) == 100 and r.meta["requests"]["measure"] == 100
+    assert np.all(r.rows["error"] == ERROR_CODES["timeout"])
+    assert r.meta["abandoned"] is True and "hard deadline" in r.meta["error_examples"]["abandoned"]
+    deadline_s = 0.5 + 0.5 + 0.5 + 5.0
+    assert r.rows["t_done_ns"].max() / 1e9 < deadline_s + 0.5
+    assert took < deadline_s + 3.0
+
+
+@pytest.mark.parametrize("model", ["closed", "open"])
+def test_a_stale_keepalive_connection_is_retried_once(model):
+    """The server closes the connection after each response, without ``Connection: close``:
+    a request sent on such a connection got no byte back; it is sent again once on a new
+    connection (it turned about half the requests into reset/truncated errors)."""
+    if model == "closed":
+        spec = LoadSpec(model="closed", connections=2, duration_s=None, requests=200, warmup_s=0, timeout_s=5)
+    else:
+        spec = LoadSpec(model="open", rate_rps=400, duration_s=0.5, warmup_s=0, connections=4, timeout_s=5)
+    with serve("stale-keepalive", cpus=server_cpus()) as (host, port):
+        r = run_load(spec, Target(host, port))
+    rows = r.rows
+    assert len(rows) == 200
+    assert np.all(rows["error"] == 0), r.meta["errors"]
+    assert np.all(rows["status"] == 200)
+    assert r.meta["retries"] > 0 and "sent again" in r.meta["error_examples"]["retried"]
+    assert np.all(rows["t_intended_ns"] <= rows["t_sent_ns"])
+
+
+def test_a_post_on_a_stale_connection_is_not_retried():
+    """POST is not idempotent: it is never sent twice; the error stays an error."""
+    with serve("stale-keepalive", cpus=server_cpus()) as (host, port):
+        spec = LoadSpec(model="closed", connections=2, duration_s=None, requests=200, warmup_s=0, timeout_s=5,
+                        method="POST", body=b"x")
+        r = run_load(spec, Target(host, port))
+    assert len(r.rows) == 200 and r.meta["retries"] == 0
+    assert r.meta["errors"]["reset"] + r.meta["errors"]["truncated"] > 0
+
+
+@pytest.mark.parametrize("model", ["closed", "open"])
+def test_unsolicited_responses_poison_the_connection(model):
+    """A second response nobody asked for after each one: the connection is closed and
+    counted, and the trial is invalid (its bytes were read as the next request's answer,
+    and the trial was valid, before)."""
+    if model == "closed":
+        spec = LoadSpec(model="closed", connections=2, duration_s=None, requests=200, warmup_s=0, timeout_s=5)
+        opts = {}
+    else:
+        # 20 arrivals/s on 4 connections: the second response comes 5 ms after the first,
+        # while its connection waits for its next request
+        spec = LoadSpec(model="open", rate_rps=20, duration_s=1.0, warmup_s=0, connections=4, timeout_s=5)
+        opts = {"delay_s": 0.005}
+    with serve("unsolicited", cpus=server_cpus(), **opts) as (host, port):
+        r = run_load(spec, Target(host, port))
+    m = r.meta
+    assert len(r.rows) == (200 if model == "closed" else 20)
+    assert m["unsolicited_responses"] > 0 and "unsolicited" in m["error_examples"]
+    assert m["valid"] is False and "bytes nobody asked for" in m["invalid_reason"]
+    if model == "open":
+        # seen on the idle connection, before its next request: every response counted as
+        # one was the answer to its own request, on a connection used for nothing else after
+        ok = r.rows[r.rows["error"] == 0]
+        assert m["unsolicited_responses"] >= len(ok) // 2

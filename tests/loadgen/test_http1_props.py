@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchlib.loadgen.http1 import COMPLETE, FAILED, NEED_MORE, ResponseParser, build_request
+from benchlib.loadgen.http1 import COMPLETE, FAILED, NEED_MORE, PAUSED, ResponseParser, build_request
 
 token = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-", min_size=1, max_size=20)
 header_value = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=40).map(str.strip)
@@ -65,13 +65,21 @@ def _split(data: bytes, cuts: list[int]) -> list[bytes]:
     return out
 
 
+def feed(parser: ResponseParser, data: bytes) -> int:
+    """Feed ``data``, resuming while the parser pauses; the final verdict."""
+    r = parser.feed(data)
+    while r == PAUSED:
+        r = parser.resume()
+    return r
+
+
 @settings(max_examples=400, deadline=None)
-@given(responses(), st.lists(st.integers(0, 10_000), max_size=12))
-def test_any_split_parses_the_same(resp, cuts):
+@given(responses(), st.lists(st.integers(0, 10_000), max_size=12), st.sampled_from([1, 2, 256]))
+def test_any_split_parses_the_same(resp, cuts, max_steps):
     wire, status, keep, framing = resp
-    parser = ResponseParser()
+    parser = ResponseParser(max_steps=max_steps)
     pieces = _split(wire, cuts)
-    results = [parser.feed(p) for p in pieces]
+    results = [feed(parser, p) for p in pieces]
     if framing == "close" and status not in (204, 304):
         assert all(r == NEED_MORE for r in results)
         assert parser.eof() == COMPLETE
@@ -89,9 +97,9 @@ def test_any_split_parses_the_same(resp, cuts):
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400), st.lists(st.integers(0, 1000), max_size=8))
 def test_arbitrary_bytes_never_raise(data, cuts):
-    parser = ResponseParser(max_header_bytes=256)
+    parser = ResponseParser(max_header_bytes=256, max_steps=2)
     for piece in _split(data, cuts):
-        r = parser.feed(piece)
+        r = feed(parser, piece)
         assert r in (NEED_MORE, COMPLETE, FAILED)
         if r != NEED_MORE:
             break
@@ -128,6 +136,62 @@ def test_informational_responses_are_skipped():
     p = ResponseParser()
     assert p.feed(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n") == COMPLETE
     assert p.status == 201
+
+
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+HELLO = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"
+
+
+def test_a_flood_of_1xx_heads_is_parsed_without_recursion_in_bounded_steps():
+    # issue 10, item 1: 1,000 heads in one piece raised RecursionError (one recursion per head)
+    wire = CONTINUE * 1000 + HELLO
+    p = ResponseParser(max_steps=100)
+    r, calls = p.feed(wire), 1
+    while r == PAUSED:
+        r, calls = p.resume(), calls + 1
+    assert r == COMPLETE and p.status == 200 and p.nbytes == len(wire)
+    assert calls == 11, "1,000 heads at most 100 per call, then the response"
+    # split at every byte, too
+    p = ResponseParser()
+    assert [feed(p, wire[i : i + 1]) for i in range(len(wire))][-1] == COMPLETE and p.status == 200
+
+
+def test_1xx_heads_count_towards_the_head_limit():
+    p = ResponseParser()
+    endless = CONTINUE * (65536 // len(CONTINUE) + 1) + HELLO
+    assert feed(p, endless) == FAILED and p.error == "protocol" and "1xx" in p.reason
+
+
+def test_trailers_are_bounded_in_total():
+    # issue 10, item 2: endless short trailer lines never failed (only one line was bounded)
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n"
+    p = ResponseParser()
+    r = feed(p, head)
+    for _ in range(10_000):
+        if r != NEED_MORE:
+            break
+        r = feed(p, b"X-T: 1\r\n" * 100)
+    assert r == FAILED and p.error == "protocol" and "trailers larger than 65536 bytes" in p.reason
+    assert p.nbytes < 65536 + 2000
+
+
+def test_an_endless_chunk_stream_is_parsed_in_bounded_steps():
+    p = ResponseParser(max_steps=64)
+    assert p.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n") == NEED_MORE
+    r, calls = p.feed(b"1\r\na\r\n" * 1000), 1
+    while r == PAUSED:
+        r, calls = p.resume(), calls + 1
+    assert r == NEED_MORE and calls == 16  # 1000 chunks, 64 per call
+
+
+def test_bytes_beyond_a_complete_response_are_marked_surplus():
+    p = ResponseParser()
+    assert p.feed(HELLO + HELLO) == FAILED and p.error == "protocol" and p.surplus
+    p.reset()
+    assert p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n") == NEED_MORE
+    assert p.feed(b"hi!") == FAILED and p.surplus
+    p.reset()
+    assert p.feed(b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n") == FAILED and not p.surplus
 
 
 def test_head_response_has_no_body():
