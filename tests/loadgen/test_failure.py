@@ -20,6 +20,7 @@ import uvloop
 
 from benchlib.loadgen import http1, run_load
 from benchlib.loadgen.engine import Engine, EngineConfig, records_to_rows
+from benchlib.loadgen.faults import worker_processes
 from benchlib.loadgen.testservers import serve
 from benchlib.loadgen.worker import worker_main
 from benchlib.model import LoadSpec, Target
@@ -102,12 +103,10 @@ def _sockets(pid: int) -> int:
 def kill_a_worker_in_traffic(delay_s: float, state: dict) -> threading.Thread:
     """Kill one of this process's two load workers ``delay_s`` after both have connections
     open (the trial's traffic has started)."""
-    from .test_guard import _worker_pids
-
     def watch() -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            pids = _worker_pids()
+            pids = worker_processes()
             if len(pids) >= 2 and all(_sockets(p) >= 2 for p in pids):
                 time.sleep(delay_s)
                 os.kill(max(pids), signal.SIGKILL)

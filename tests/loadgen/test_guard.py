@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from benchlib.loadgen import run_load
+from benchlib.loadgen.faults import worker_processes
 from benchlib.loadgen.guard import (
     CPU_BUSY_LIMIT,
     LAG_P99_LIMIT_NS,
@@ -48,24 +49,6 @@ def test_lag_percentiles():
     assert lag_percentiles(np.zeros(0, np.int64))["p50"] is None
 
 
-def _worker_pids() -> list[int]:
-    """This process's load-generator workers (children running ``benchlib.loadgen.worker``)."""
-    me, out = os.getpid(), []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{d}/cmdline", "rb") as f:
-                cmd = f.read()
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == me and b"benchlib.loadgen.worker" in cmd:
-            out.append(int(d))
-    return out
-
-
 def test_a_client_that_cannot_keep_up_is_flagged(hello_target):
     """A client that really cannot keep up, on any machine: its worker is frozen (SIGSTOP)
     for 0.3 s in the middle of the schedule, so the arrivals due meanwhile are sent late by
@@ -77,7 +60,7 @@ def test_a_client_that_cannot_keep_up_is_flagged(hello_target):
     def freeze_once(info: dict) -> None:
         if "at" in state:
             return
-        pids = _worker_pids()
+        pids = worker_processes()
         assert pids, "the worker process is found"
         state["at"] = info["elapsed_s"]
         for pid in pids:

@@ -1,0 +1,35 @@
+"""The fault matrix (issue 10): every test-server behaviour under both load models, bounded,
+on 127.0.0.1. Every arrival is one row, rows have only the error kinds the server can
+cause, each trial ends within its bound, the worker's memory stays bounded, and no worker
+process is left behind. ``python -m benchlib.loadgen.faults`` prints the same matrix for
+``docs/reliability.md``."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchlib.loadgen.faults import CASES, MODELS, RSS_LIMIT_BYTES, run_case
+
+from .conftest import client_cpus, server_cpus
+
+#: run_load's own overhead beyond the trial (starting the worker interpreters, merging rows)
+STARTUP_SLACK_S = 5.0
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("case", CASES, ids=[c.mode for c in CASES])
+def test_fault_matrix(case, model):
+    r = run_case(case, model, server_cpus=server_cpus(), client_cpus=client_cpus())
+    assert r["rows"] == r["arrivals"], "every arrival is one row"
+    assert not r["unexpected_kinds"], r["kinds"]
+    assert r["finished_s"] <= r["bound_s"], r
+    assert r["run_load_s"] <= r["bound_s"] + STARTUP_SLACK_S, r
+    assert r["worker_peak_rss_bytes"] <= RSS_LIMIT_BYTES
+    assert r["orphans"] == 0
+    assert not r["failed"], r["invalid_reason"]
+    if "none" not in r["kinds"]:
+        assert r["valid"] is False and "no request of the measured phase got a complete response" in r["invalid_reason"]
+    if case.mode == "stale-keepalive":
+        assert set(r["kinds"]) == {"none"} and r["retries"] > 0
+    if case.mode in ("unsolicited", "long"):
+        assert r["unsolicited"] > 0 and r["valid"] is False and "bytes nobody asked for" in r["invalid_reason"]
