@@ -22,6 +22,7 @@ def test_fault_matrix(case, model):
     r = run_case(case, model, server_cpus=server_cpus(), client_cpus=client_cpus())
     assert r["rows"] == r["arrivals"], "every arrival is one row"
     assert not r["unexpected_kinds"], r["kinds"]
+    assert case.kinds[0] in r["kinds"], f"the server's own kind {case.kinds[0]!r} is among the rows: {r['kinds']}"
     assert r["finished_s"] <= r["bound_s"], r
     assert r["run_load_s"] <= r["bound_s"] + STARTUP_SLACK_S, r
     assert r["worker_peak_rss_bytes"] <= RSS_LIMIT_BYTES
