@@ -707,8 +707,9 @@ class Engine:
                     remaining = deadline - (_clock() - self.start_ns) / 1e9
                     await asyncio.wait_for(asyncio.shield(self.done), timeout=max(remaining, 0.1))
             except asyncio.TimeoutError:
-                self._abandon("still queued, in flight or being connected at the trial's hard deadline "
-                              f"({deadline:g} s after the start)")
+                if deadline is not None and not self.done.done():
+                    self._abandon("still queued, in flight or being connected at the trial's hard deadline "
+                                  f"({deadline:g} s after the start)")
             except Exception:  # noqa: BLE001 - the engine failed: handled just below
                 pass
             if self.done.done() and self.done.exception() is not None:

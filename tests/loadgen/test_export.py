@@ -23,9 +23,13 @@ def test_hdr_histogram_matches_the_rows(trial):
     us = latency_us(trial)
     h = to_hdr_histogram(trial)
     assert h.get_total_count() == len(us) == trial.meta["requests"]["measure"]
+    ranked = np.sort(us)
     for q in (50, 90, 99):
-        exact = np.percentile(us, q, method="inverted_cdf")
-        assert h.get_value_at_percentile(q) == pytest.approx(exact, rel=0.002, abs=1)
+        # HdrHistogram's rank is round-half-up(q n), not numpy's inverted-CDF ceil(q n): the
+        # two differ by one row when the fraction is below 1/2, and a sparse tail (this
+        # machine's mood) can put microseconds between neighbouring rows; compare at its rank
+        k = max(int(q * len(us) / 100 + 0.5), 1)
+        assert h.get_value_at_percentile(q) == pytest.approx(ranked[k - 1], rel=0.002, abs=1)
     again = HdrHistogram.decode(h.encode())
     assert again.get_total_count() == h.get_total_count()
 
