@@ -36,6 +36,23 @@ def _cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def _peak_rss_bytes() -> int:
+    """This process's peak resident set size (bytes): ``VmHWM`` of ``/proc/self/status``.
+
+    Not ``ru_maxrss``: the kernel carries that over from the parent's memory at fork across
+    the exec, so in a worker started from a large process (a long pytest run, a notebook
+    kernel) it reports the parent's size.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | None, rows_path: str) -> None:
     """Entry point of one worker process (see the module docstring)."""
     try:
@@ -58,7 +75,7 @@ def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | No
             pipe.send(("progress", info))
 
         engine = Engine(cfg, start_ns, progress)
-        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        rss0 = _peak_rss_bytes()
         cpu0 = _cpu_s()
         wall0 = time.monotonic_ns()
         error = None
@@ -68,7 +85,7 @@ def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | No
             error = traceback.format_exc()
         wall1 = time.monotonic_ns()
         cpu1 = _cpu_s()
-        rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        rss1 = _peak_rss_bytes()
         rows = records_to_rows(engine.records, t0_ns)
         np.save(rows_path, rows, allow_pickle=False)
         lags = np.frombuffer(engine.lags, dtype=np.int64) if len(engine.lags) else np.zeros(0, np.int64)
