@@ -30,10 +30,10 @@ Hostile modes that are cheap for the server and costly for a client (the probes 
 ``trailer-drip``     a chunked response whose last chunk is followed by trailer lines that never
                      end, as fast as the client reads them.
 ``stale-keepalive``  the ``hello`` response (no ``Connection: close``), then closes the connection
-                     (after ``--delay-s`` when it is > 0): a keep-alive connection the server
-                     has given up on.
+                     (``--after-s`` later; at once by default): a keep-alive connection the
+                     server has given up on.
 ``unsolicited``      the ``hello`` response, then a second one nobody asked for, in a separate
-                     write (``--delay-s`` later when it is > 0).
+                     write (``--after-s`` later; in the next pass of its loop by default).
 """
 
 from __future__ import annotations
@@ -233,14 +233,14 @@ class _Server:
                 self.loop.create_task(self._endless(p, *_DRIP[mode]))
         elif mode == "stale-keepalive":
             p.write(self.hello(body_len))
-            if self.args.delay_s > 0:
-                self.loop.call_later(self.args.delay_s, tr.close)
+            if self.args.after_s > 0:
+                self.loop.call_later(self.args.after_s, tr.close)
             else:
                 tr.close()
         elif mode == "unsolicited":
             p.write(self.hello(body_len))
-            if self.args.delay_s > 0:
-                self.loop.call_later(self.args.delay_s, p.write, _HELLO)
+            if self.args.after_s > 0:
+                self.loop.call_later(self.args.after_s, p.write, _HELLO)
             else:
                 self.loop.call_soon(p.write, _HELLO)
 
@@ -269,6 +269,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--delay-s", type=float, default=0.001)
     ap.add_argument("--chunks", type=int, default=3)
     ap.add_argument("--count", type=int, default=1000, help="continue-flood: 1xx heads per response")
+    ap.add_argument("--after-s", type=float, default=0.0,
+                    help="stale-keepalive: close, unsolicited: the second response, this long after a response")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     try:
@@ -288,7 +290,7 @@ def serve(mode: str = "hello", *, cpus: Sequence[int] | None = None, host: str =
     ----------
     mode: one of :data:`MODES`.
     cpus: pin the server with ``taskset`` to these CPUs.
-    opts: ``stall_s``, ``period_s``, ``delay_s``, ``chunks``, ``count``, ``seed``.
+    opts: ``stall_s``, ``period_s``, ``delay_s``, ``chunks``, ``count``, ``after_s``, ``seed``.
     """
     if mode not in MODES:
         raise ValueError(f"unknown test server mode {mode!r}; valid: {', '.join(MODES)}")

@@ -31,6 +31,8 @@ def test_fault_matrix(case, model):
     if "none" not in r["kinds"]:
         assert r["valid"] is False and "no request of the measured phase got a complete response" in r["invalid_reason"]
     if case.mode == "stale-keepalive":
-        assert set(r["kinds"]) == {"none"} and r["retries"] > 0
+        assert set(r["kinds"]) == {"none"}
+        if model == "closed":  # the next request goes out at once, on the connection the server closes
+            assert r["retries"] > 0
     if case.mode in ("unsolicited", "long"):
         assert r["unsolicited"] > 0 and r["valid"] is False and "bytes nobody asked for" in r["invalid_reason"]
