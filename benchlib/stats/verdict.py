@@ -150,6 +150,9 @@ class Verdict:
     all_equal: float = _NAN
     reason: str = ""
 
+    def __hash__(self) -> int:
+        return hash((self.kind, self.arm, self.baseline, self.metric, tuple(sorted(map(str, self.labels.items())))))
+
     @classmethod
     def not_run(cls, reason: str, *, arm: str = "", baseline: str = "", metric: str = "all",
                 labels: Mapping[str, Any] | None = None) -> Verdict:

@@ -65,6 +65,7 @@ def test_decide_and_render_every_kind():
     nr = Verdict.not_run("no .NET SDK", arm="dotnet-fair", baseline="go-fair", labels={"condition": "c"})
     assert (nr.kind, str(nr), nr.metric) == (VerdictKind.NOT_RUN, "not run: no .NET SDK", "all")
     assert nr.to_dict()["kind"] == "not_run" and nr.to_dict()["text"] == "not run: no .NET SDK"
+    assert len({nr, Verdict.not_run("no .NET SDK", arm="dotnet-fair", baseline="go-fair", labels={"condition": "c"})}) == 1
 
 
 def test_comparison_carries_typed_verdicts_that_render_to_its_text():
