@@ -168,6 +168,8 @@ def verdict_sentences(comparison: Any, *, metrics: Iterable[str] | None = None) 
     Example: "go vs py, median latency (p50): ratio 0.40 [0.32, 0.51] (-60%), exact
     Wilcoxon signed-rank p = 0.031, Holm-adjusted 0.094 over 3 rows: insufficient trials".
     """
+    from benchlib.stats.verdict import VerdictKind
+
     if comparison is None:
         return "_No comparison could be made in this run (see the status table: arms not run or without valid trials)._"
     table = comparison.table
@@ -189,7 +191,8 @@ def verdict_sentences(comparison: Any, *, metrics: Iterable[str] | None = None) 
                 f"{int(r.get('family_size', 1))} rows" if p == p and p is not None else "no test")
         mde = r.get("mde_pct")
         mde_txt = f"; smallest effect this design detects with 80% power: {mde:.1f}%" if (
-            isinstance(mde, float) and mde == mde and mde != float("inf") and str(r["verdict"]).startswith("~")) else ""
+            isinstance(mde, float) and mde == mde and mde != float("inf")
+            and r.get("verdict_kind") == VerdictKind.NO_DIFFERENCE) else ""
         lines.append(f"- **{r['arm']} vs {r['baseline']}**{cond}, {what}: {eff}; {ptxt} → **{r['verdict']}**{mde_txt}")
     return "\n".join(lines) if lines else "_No comparison rows (fewer than two arms ran)._"
 
@@ -200,7 +203,8 @@ def verdict_table(comparison: Any, result: ExperimentResult | None = None) -> An
     ``result``, arms that did not run are added as rows "not run: <why>" (never dropped)."""
     import pandas as pd
 
-    from benchlib.stats.report import fmt_p, fmt_pct, fmt_value
+    from benchlib.stats.report import fmt_centre, fmt_p, fmt_pct
+    from benchlib.stats.verdict import Verdict, render
 
     rows = []
     table = comparison.table if comparison is not None else pd.DataFrame()
@@ -215,8 +219,9 @@ def verdict_table(comparison: Any, result: ExperimentResult | None = None) -> An
         rows.append({
             "condition": r.get("condition", ""),
             "metric": f"{_METRIC_WORDS.get(str(r['metric']), r['metric'])} ({r['better']} is better)",
-            "baseline": f"{r['baseline']}: {fmt_value(r['centre_baseline'], unit)} ± {fmt_pct(r['pm_baseline'])}",
-            "arm": f"{r['arm']}: {fmt_value(r['centre_arm'], unit)} ± {fmt_pct(r['pm_arm'])}",
+            "baseline": f"{r['baseline']}: " + fmt_centre(r["centre_baseline"], r["pm_baseline"], unit,
+                                                          r.get("pm_confidence_baseline")),
+            "arm": f"{r['arm']}: " + fmt_centre(r["centre_arm"], r["pm_arm"], unit, r.get("pm_confidence_arm")),
             "arm / baseline [95% CI]": eff,
             "change": change,
             "p (raw)": fmt_p(r["p_raw"]),
@@ -226,7 +231,8 @@ def verdict_table(comparison: Any, result: ExperimentResult | None = None) -> An
     if result is not None:
         for arm, why in result.unavailable.items():
             for c in result.experiment.conditions:
-                rows.append({"condition": c.name, "metric": "all", "arm": arm, "verdict": f"not run: {why}"})
+                v = Verdict.not_run(why, arm=arm, labels={"condition": c.name})
+                rows.append({"condition": c.name, "metric": v.metric, "arm": arm, "verdict": render(v)})
     return pd.DataFrame(rows).fillna("")
 
 

@@ -8,7 +8,9 @@ Every inference is across trials (independent runs), never across pooled request
   shift of log per-trial summaries) with an exact interval, exact rank p-values that agree
   with it, Holm over the family, a practical margin and verdicts;
 * :func:`plan` says how many trials per arm a target minimum detectable effect needs;
-* :func:`shift_function` shows where in the distribution two arms differ.
+* :func:`shift_function` shows where in the distribution two arms differ;
+* :class:`Verdict` (``Comparison.verdicts``) is each row's conclusion as data, decided by
+  :func:`benchlib.stats.verdict.decide` and worded by :func:`render`.
 
 Imports nothing from ``benchlib.runtime``, ``benchlib.loadgen`` or ``benchlib.store``.
 See ``docs/statistics.md``.
@@ -29,6 +31,7 @@ from benchlib.stats.summary import (
     summarize_trial,
     summarize_trials,
 )
+from benchlib.stats.verdict import Verdict, VerdictKind, render
 
 __all__ = [
     "CORRECTIONS",
@@ -38,6 +41,8 @@ __all__ = [
     "METHODS",
     "QUANTILES",
     "TrialPlan",
+    "Verdict",
+    "VerdictKind",
     "adjust",
     "compare",
     "mde",
@@ -45,6 +50,7 @@ __all__ = [
     "plan",
     "power_t",
     "quantile_column",
+    "render",
     "requests_frame",
     "required_requests",
     "shift_function",

@@ -21,10 +21,12 @@ from benchlib.errors import ParameterError
 from benchlib.stats import footnotes as fn
 from benchlib.stats._checks import choose, probability
 from benchlib.stats.estimate import BOOTSTRAP_MIN_TRIALS, estimate, test_name
+from benchlib.stats.exact import min_p_paired, min_p_unpaired
 from benchlib.stats.metrics import MetricInfo, metric_info
 from benchlib.stats.multiplicity import CORRECTIONS, adjust, best_case_adjusted
-from benchlib.stats.power import METHODS, mde, min_trials, planning_alpha
-from benchlib.stats.report import Comparison, PairInfo, fmt_pct, fmt_value
+from benchlib.stats.power import METHODS, mde_shift, min_trials, planning_alpha
+from benchlib.stats.report import Comparison, PairInfo
+from benchlib.stats.verdict import Verdict, decide, render
 
 __all__ = ["compare", "DESIGNS", "DEFAULT_METRICS", "IDENTITY_COLUMNS", "pair_design"]
 
@@ -79,28 +81,30 @@ def pair_design(trials: pd.DataFrame, baseline: str, arm: str, design: str) -> _
 
 
 @lru_cache(maxsize=256)
-def _median_ci_rank(n: int, confidence: float) -> int:
-    """1-based rank k of the order-statistic CI [x(k), x(n-k+1)] of a median (0 if none)."""
+def _median_ci_rank(n: int, confidence: float) -> tuple[int, float]:
+    """1-based rank k of the order-statistic CI [x(k), x(n-k+1)] of a median (0 if none),
+    and that interval's achieved coverage ``1 - 2 P(Bin(n, 1/2) <= k - 1)`` (NaN if none)."""
     alpha2 = (1.0 - confidence) / 2.0
     k = 0
     while k + 1 <= n // 2 and float(special.bdtr(k, n, 0.5)) <= alpha2 * (1 + 1e-12):
         k += 1
-    return k
+    return k, (1.0 - 2.0 * float(special.bdtr(k - 1, n, 0.5)) if k else math.nan)
 
 
-def _centre(x: np.ndarray, confidence: float, log: bool) -> tuple[float, float]:
-    """Median of trials and the half-width of its order-statistic CI (relative % for log
-    metrics, absolute otherwise; as ``scipy.stats.quantile_test(...).confidence_interval``);
-    NaN half-width when there are too few trials for that CI."""
+def _centre(x: np.ndarray, confidence: float, log: bool) -> tuple[float, float, float]:
+    """Median of trials, the half-width of its order-statistic CI (relative % for log
+    metrics, absolute otherwise; as ``scipy.stats.quantile_test(...).confidence_interval``)
+    and that interval's achieved confidence (at least ``confidence``: 97.9% for 10 trials
+    at 95%); NaN half-width and level when there are too few trials for that CI."""
     c = float(np.median(x))
-    k = _median_ci_rank(int(x.size), float(confidence)) if x.size >= 2 else 0
+    k, level = _median_ci_rank(int(x.size), float(confidence)) if x.size >= 2 else (0, math.nan)
     if k == 0:
-        return c, math.nan
+        return c, math.nan, math.nan
     xs = np.sort(x)
     lo, hi = float(xs[k - 1]), float(xs[x.size - k])
     if log:
-        return c, 100.0 * max(hi / c - 1.0, 1.0 - lo / c) if c > 0 else math.nan
-    return c, max(hi - c, c - lo)
+        return c, (100.0 * max(hi / c - 1.0, 1.0 - lo / c) if c > 0 else math.nan), level
+    return c, max(hi - c, c - lo), level
 
 
 def _rng_for(seed: int, key: str) -> np.random.Generator:
@@ -335,7 +339,7 @@ def compare(
                 rs = sorted(set(map(str, bad[rcol].dropna())))
                 reasons = f" ({'; '.join(rs[:3])})" if rs else ""
             book.add("invalid", f"{len(bad)} invalid trial(s) in {key_text} left out{reasons}", group_rows)
-    _adjust_and_decide(rows, extras, by, alpha, correction, margin, method, power, family, book, infos)
+    verdicts = _adjust_and_decide(rows, extras, by, alpha, correction, margin, method, power, family, book, infos)
     if correction == "none" and len(rows) > 1:
         book.add("no_correction",
                  f"no correction for multiple comparisons over {len(rows)} rows: about {alpha:.0%} of rows "
@@ -358,7 +362,8 @@ def compare(
     if pair_list is not None:
         params["baseline"] = None
         params["contrasts"] = [list(c) for c in pair_list]
-    return Comparison(table=table, notes=book.notes, shift=shift_table, params=params, pairs=pairs)
+    return Comparison(table=table, notes=book.notes, shift=shift_table, params=params, pairs=pairs,
+                      verdicts=verdicts)
 
 
 def _check_contrasts(baseline: str | None, contrasts: Sequence[tuple[str, str]] | None) -> list[tuple[str, str]] | None:
@@ -425,9 +430,10 @@ def _row(
         effect="ratio" if log else "difference",
     )
     for side, x in (("baseline", a), ("arm", b)):
-        c, pm = _centre(x, confidence, log) if x.size else (math.nan, math.nan)
+        c, pm, level = _centre(x, confidence, log) if x.size else (math.nan, math.nan, math.nan)
         row[f"centre_{side}"] = c
         row[f"pm_{side}"] = pm
+        row[f"pm_confidence_{side}"] = level
     row["ratio_of_medians"] = (
         float(np.median(b) / np.median(a)) if log and a.size and b.size and np.median(a) > 0 else math.nan
     )
@@ -437,21 +443,23 @@ def _row(
         row["prob_better"] = 1.0 - a12 if info.better == "lower" else a12
     else:
         row["prob_better"] = math.nan
-    extra: dict[str, Any] = {"status": "ok", "paired": paired, "n": min(a.size, b.size), "info": info}
+    extra: dict[str, Any] = {"status": "ok", "paired": paired, "n": min(a.size, b.size), "info": info,
+                             "arm": arm, "baseline": baseline, "labels": labels, "n_tied": 0}
+    row["n_tied"] = 0
     # single trial per arm: degraded block-bootstrap mode from per-trial standard errors
     lse = f"{metric}_lse"
     if (
         a.size == 1 and b.size == 1 and log and lse in pair.a.columns and lse in pair.b.columns
         and np.isfinite(float(pair.a[lse].iloc[0])) and np.isfinite(float(pair.b[lse].iloc[0]))
     ):
+        # pseudo-replication: the requests' block bootstrap gives a within-run interval, but no
+        # test across runs is possible, so the row is never given a direction (issue 11)
         se = math.hypot(float(pair.a[lse].iloc[0]), float(pair.b[lse].iloc[0]))
         eff = float(np.log(b[0]) - np.log(a[0]))
         z = float(stats.norm.ppf(0.5 + confidence / 2))
-        zt = float(stats.norm.ppf(1 - alpha))
-        p = float(2 * stats.norm.sf(abs(eff) / se)) if se > 0 else (1.0 if eff == 0 else 0.0)
-        row.update(design="single trial", test="circular block bootstrap (one trial per arm)")
-        extra.update(status="single", effect=eff, lo=eff - z * se, hi=eff + z * se, tost_lo=eff - zt * se,
-                     tost_hi=eff + zt * se, p=p, min_p=0.0, sigma=math.nan, achieved=confidence, floor=1)
+        row.update(design="single trial", test="none: circular block bootstrap interval (one trial per arm)")
+        extra.update(status="single", effect=eff, lo=eff - z * se, hi=eff + z * se, se=se, p=math.nan,
+                     min_p=math.nan, sigma=math.nan, achieved=confidence, floor=1)
         book.add("single_trial",
                  "single-trial analysis (one trial per arm): the interval comes from a block bootstrap of the "
                  "requests and does not include the variation between runs, so it is too narrow; run at least "
@@ -464,7 +472,8 @@ def _row(
             extra.update(status="omitted")
         return row, extra
     if not log and np.all(a == a[0]) and np.all(b == a[0]):
-        extra.update(effect=0.0, lo=0.0, hi=0.0, tost_lo=0.0, tost_hi=0.0, p=1.0, min_p=0.0, sigma=0.0,
+        extra.update(effect=0.0, lo=0.0, hi=0.0, tost_lo=0.0, tost_hi=0.0, p=1.0,
+                     min_p=_design_min_p(method, paired, a.size, b.size, n_resamples), sigma=0.0,
                      achieved=confidence, floor=floor, all_equal=float(a[0]))
         row["test"] = "none (all trials equal)"
         return row, extra
@@ -481,11 +490,26 @@ def _row(
     if method == "bootstrap" and min(a.size, b.size) < 10:
         book.add("bootstrap_small", "bootstrap intervals with fewer than 10 trials per arm are approximate "
                  "(BCa is unreliable for small samples); the rank method is exact", [idx])
+    if est.n_tied:
+        book.add("tied_blocks", f"{est.n_tied} of {a.size} blocks tied exactly (same value in both arms): "
+                 "they carry no sign, so the signed-rank test, the minimum-p guard, the estimate and the "
+                 "interval all count only the blocks that differ", [idx])
     extra.update(
         effect=est.effect, lo=est.lo, hi=est.hi, tost_lo=est.tost_lo, tost_hi=est.tost_hi, p=est.pvalue,
-        min_p=est.min_p, sigma=est.sigma, achieved=est.achieved, floor=floor,
+        min_p=est.min_p, sigma=est.sigma, achieved=est.achieved, floor=floor, n=min(a.size, b.size) - est.n_tied,
+        n_tied=est.n_tied,
     )
+    row["n_tied"] = est.n_tied
     return row, extra
+
+
+def _design_min_p(method: str, paired: bool, m: int, n: int, n_resamples: int) -> float:
+    """The smallest p-value a method can give for this design (the minimum-p guard's input)."""
+    if method == "rank":
+        return min_p_paired(m) if paired else min_p_unpaired(m, n)
+    if method == "bootstrap":
+        return 1.0 / (n_resamples + 1)
+    return 0.0
 
 
 def _outlier_note(pair: _Pair, metrics: Sequence[str]) -> str | None:
@@ -543,84 +567,69 @@ def _adjust_and_decide(
     rows: list[dict[str, Any]], extras: list[dict[str, Any]], by: Sequence[str], alpha: float,
     correction: str, margin: float, method: str, power: float, family: str,
     book: fn.FootnoteBook, infos: Mapping[str, MetricInfo],
-) -> None:
-    """Multiplicity adjustment, minimum-p guard, verdicts and MDE, in place."""
+) -> list[Verdict]:
+    """Multiplicity adjustment, minimum-p guard and MDE; the verdicts (decided by
+    :func:`benchlib.stats.verdict.decide`) and their table columns, in place."""
     families: dict[tuple[Any, ...], list[int]] = {}
     for i, r in enumerate(rows):
         fam_key = tuple(r[c] for c in by) if family == "by" else ()
         families.setdefault(fam_key, []).append(i)
-    lo_m, hi_m = 1.0 / (1.0 + margin), 1.0 + margin
+    verdicts: list[Verdict | None] = [None] * len(rows)
     for members in families.values():
-        tested = [i for i in members if extras[i]["status"] in ("ok", "single")]
+        tested = [i for i in members if extras[i]["status"] == "ok"]
         m = max(1, len(tested))
+        # the family once every row has enough trials: what "need" is computed for
+        m_need = max(1, sum(1 for i in members if extras[i]["status"] != "omitted"))
         padj = adjust(np.array([extras[i]["p"] for i in tested]), correction) if tested else np.empty(0)
         adj_of = dict(zip(tested, padj, strict=True))
         for i in members:
             r, e = rows[i], extras[i]
             info: MetricInfo = e["info"]
-            log = info.scale == "log"
             paired = e["paired"]
-            unit_word = "blocks" if paired else "per arm"
+            status = e["status"]
             r["family_size"] = m
             r["correction"] = correction
-            nan_fields = ("ratio", "ci_lo", "ci_hi", "pct_change", "diff", "diff_lo", "diff_hi", "p_raw",
-                          "p_adj", "min_p", "achieved_confidence", "mde_pct")
-            for f in nan_fields:
-                r.setdefault(f, math.nan)
-            r.update(significant=False, practical=False, equivalent=False)
-            if e["status"] == "omitted":
-                r["verdict"] = "omitted (no values)"
-                continue
-            if e["status"] == "too_few":
-                need = max(e["floor"], min_trials(alpha=alpha, n_comparisons=m, correction=correction, paired=paired)
-                           if method == "rank" else e["floor"])
-                r["verdict"] = f"insufficient trials (need ≥ {need} {unit_word})"
-                continue
-            eff, lo, hi = e["effect"], e["lo"], e["hi"]
-            if log:
-                r.update(ratio=math.exp(eff), ci_lo=math.exp(lo), ci_hi=math.exp(hi), pct_change=100.0 * math.expm1(eff))
-            else:
-                r.update(diff=eff, diff_lo=lo, diff_hi=hi)
-            r["p_raw"] = e["p"]
-            r["p_adj"] = float(adj_of[i])
-            r["min_p"] = e["min_p"]
-            r["achieved_confidence"] = e["achieved"]
-            row_alpha = planning_alpha(alpha, m, correction)
-            if e["status"] != "single" and log:
-                r["mde_pct"] = 100.0 * mde(e["n"], e["sigma"], alpha=row_alpha, power=power, paired=paired, method=method)
-            best = best_case_adjusted(e["min_p"], m, correction)
-            if e["status"] == "ok" and best >= alpha:
-                need = (min_trials(alpha=alpha, n_comparisons=m, correction=correction, paired=paired)
-                        if method == "rank" else e["floor"] + 1)
-                r["verdict"] = f"insufficient trials (need ≥ {need} {unit_word})"
-                r["mde_pct"] = math.inf
-                continue
-            sig = r["p_adj"] < alpha
-            good = info.is_good(eff)
-            word = info.good if good else info.bad
-            if log:
-                inside = lo_m <= math.exp(lo) and math.exp(hi) <= hi_m
-                outside = math.exp(hi) < lo_m or math.exp(lo) > hi_m
-                equiv = lo_m <= math.exp(e["tost_lo"]) and math.exp(e["tost_hi"]) <= hi_m and margin > 0
-            else:
-                inside = outside = False
-                equiv = False
-            r["significant"] = bool(sig)
-            r["equivalent"] = bool(equiv)
-            r["practical"] = bool(sig and (outside or margin == 0 or not log))
-            mtxt = f"±{100 * margin:g}%"
-            if sig:
-                if not log or margin == 0 or outside:
-                    r["verdict"] = word
-                elif inside:
-                    r["verdict"] = f"{word}, within {mtxt}"
-                else:
-                    r["verdict"] = f"{word}, possibly within {mtxt}"
-            elif equiv:
-                r["verdict"] = f"equivalent ({mtxt})"
-            elif "all_equal" in e:
-                r["verdict"] = f"~ (all trials {fmt_value(e['all_equal'], info.unit)})"
-            elif log and np.isfinite(r["mde_pct"]):
-                r["verdict"] = f"~ (MDE {fmt_pct(r['mde_pct'])})"
-            else:
-                r["verdict"] = "~"
+            kw: dict[str, Any] = dict(
+                status=status, alpha=alpha, margin=margin, correction=correction, family_size=m, power=power,
+                paired=paired, n_baseline=r["n_baseline"] - e["n_tied"], n_arm=r["n_arm"] - e["n_tied"],
+                n_tied=e["n_tied"], arm=e["arm"], baseline=e["baseline"], labels=e["labels"],
+            )
+            need_m = m_need if status in ("too_few", "single") else m
+            need = (min_trials(alpha=alpha, n_comparisons=need_m, correction=correction, paired=paired)
+                    if method == "rank" else None)
+            if status == "too_few":
+                kw["need"] = max(e["floor"], need) if need is not None else e["floor"]
+            elif status == "single":
+                row_alpha = planning_alpha(alpha, m_need, correction)
+                z = float(stats.norm.ppf(1.0 - row_alpha / 2.0) + stats.norm.ppf(power))
+                kw.update(need=min_trials(alpha=alpha, n_comparisons=m_need, correction=correction),
+                          effect=e["effect"], lo=e["lo"], hi=e["hi"], achieved=e["achieved"], mde=z * e["se"])
+            elif status == "ok":
+                row_alpha = planning_alpha(alpha, m, correction)
+                kw.update(
+                    effect=e["effect"], lo=e["lo"], hi=e["hi"], tost_lo=e["tost_lo"], tost_hi=e["tost_hi"],
+                    achieved=e["achieved"], p_raw=e["p"], p_adj=float(adj_of[i]), min_p=e["min_p"],
+                    best_adjusted=best_case_adjusted(e["min_p"], m, correction),
+                    mde=mde_shift(e["n"], e["sigma"], alpha=row_alpha, power=power, paired=paired, method=method),
+                    need=need if need is not None else e["floor"] + 1,
+                    all_equal=e.get("all_equal", math.nan),
+                )
+            v = decide(info, **kw)
+            verdicts[i] = v
+            _fill_row(r, v)
+    return [v for v in verdicts if v is not None]
+
+
+def _fill_row(r: dict[str, Any], v: Verdict) -> None:
+    """The verdict's numbers and words as table columns."""
+    ratio = v.effect == "ratio"
+    nan = math.nan
+    r.update(
+        ratio=v.estimate if ratio else nan, ci_lo=v.ci_lo if ratio else nan, ci_hi=v.ci_hi if ratio else nan,
+        pct_change=v.pct_change, diff=nan if ratio else v.estimate, diff_lo=nan if ratio else v.ci_lo,
+        diff_hi=nan if ratio else v.ci_hi, p_raw=v.p_raw, p_adj=v.p_adj, min_p=v.min_p,
+        achieved_confidence=v.confidence, mde_pct=100.0 * v.mde if ratio else nan,
+        mde_diff=nan if ratio else v.mde, significant=v.significant, practical=v.practical,
+        equivalent=v.equivalent, verdict=render(v), verdict_kind=v.kind.value,
+        between_run_variance_estimated=v.between_run_variance_estimated,
+    )

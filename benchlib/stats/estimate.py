@@ -5,7 +5,8 @@ metrics, raw values for difference metrics); paired inputs are aligned by block.
 
 * ``rank`` (default): Hodges-Lehmann shift with the exact Moses interval and exact
   Mann-Whitney test (unpaired), or the median of Walsh averages with the exact signed-rank
-  interval and test (paired).
+  interval and test (paired); blocks with an exact-zero difference are left out of all of
+  them alike (see :attr:`Estimate.n_tied`).
 * ``parametric``: difference of mean logs with the Welch t interval and test (unpaired), or
   the mean within-block log difference with the one-sample t (paired).
 * ``bootstrap``: the Hodges-Lehmann shift with a trial-level (block-level when paired) BCa
@@ -66,6 +67,12 @@ class Estimate:
         Whether the p-value and interval come from exact distributions.
     ties:
         Whether ties made the rank interval approximate.
+    n_tied:
+        Paired rank method: blocks whose difference is exactly zero. They carry no sign, so
+        the signed-rank test leaves them out, and so do the estimate, the intervals and
+        ``min_p`` (computed from the blocks that differ; R's ``wilcox.test`` convention).
+        When every block ties, none is left out: the row has zero spread and the interval
+        is ``[0, 0]``.
     """
 
     effect: float
@@ -80,6 +87,7 @@ class Estimate:
     test: str
     exact: bool = True
     ties: bool = False
+    n_tied: int = 0
 
 
 def _pooled_sd(a: np.ndarray, b: np.ndarray) -> float:
@@ -120,8 +128,15 @@ def estimate(
     b = np.asarray(b, dtype=float)
     tost_conf = 1.0 - 2.0 * alpha
     if method == "rank":
+        n_tied = 0
         if paired:
             d = b - a
+            n_tied = int(np.count_nonzero(d == 0.0))
+            if 0 < n_tied < d.size:
+                # tied blocks carry no sign: the test drops them, so do the guard and the interval
+                d = d[d != 0.0]
+            else:
+                n_tied = 0  # none, or every block tied (zero spread: the interval is [0, 0])
             iv = walsh_interval(d, confidence)
             tv = signed_rank(d)
             tost = walsh_interval(d, tost_conf)
@@ -135,7 +150,7 @@ def estimate(
             sigma = _pooled_sd(a, b)
         return Estimate(
             iv.estimate, iv.lo, iv.hi, iv.achieved, tost.lo, tost.hi, tv.pvalue, mp, sigma,
-            test_name("rank", paired, tv.exact and iv.exact), tv.exact and iv.exact, tv.ties,
+            test_name("rank", paired, tv.exact and iv.exact), tv.exact and iv.exact, tv.ties, n_tied,
         )
     if method == "parametric":
         if paired:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,7 @@ __all__ = [
     "power_t",
     "power_rank",
     "mde",
+    "mde_shift",
     "trials_needed",
     "min_trials",
     "planning_alpha",
@@ -108,11 +110,17 @@ def _rank_critical(n: int, alpha: float, paired: bool) -> int:
     return int(ok[-1]) if ok.size else -1
 
 
+@lru_cache(maxsize=64)
 def _rank_draws(n: int, paired: bool, draws: int, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The standard-normal draws of :func:`power_rank` (read-only, cached: the same draws
+    serve every ``delta``, ``sigma`` and ``alpha``)."""
     rng = np.random.default_rng([seed, n, int(paired)])
-    if paired:
-        return rng.standard_normal((draws, n)), None
-    return rng.standard_normal((draws, n)), rng.standard_normal((draws, n))
+    za = rng.standard_normal((draws, n))
+    zb = None if paired else rng.standard_normal((draws, n))
+    for z in (za, zb):
+        if z is not None:
+            z.setflags(write=False)
+    return za, zb
 
 
 def power_rank(
@@ -167,6 +175,59 @@ def planning_alpha(alpha: float, n_comparisons: int, correction: str) -> float:
     return alpha if correction == "none" else alpha / max(1, n_comparisons)
 
 
+def mde_shift(
+    n: float,
+    sigma: float,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    paired: bool = False,
+    method: str = "rank",
+) -> float:
+    """Minimum detectable shift on the comparison scale (log ratio, or difference in the
+    metric's units) at ``power`` for ``n`` trials per arm (blocks when paired), given the
+    spread ``sigma`` on that scale.
+
+    ``inf`` when ``n`` is too small for any effect; NaN when ``sigma`` is not finite or
+    negative; 0 when ``sigma`` is 0 and the design can reach significance at all (with no
+    spread, a shift of every trial, however small, is found).
+    """
+    if not (np.isfinite(sigma) and sigma >= 0):
+        return math.nan
+    size = float(round(n)) if method == "rank" else float(n)
+    u = _mde_units(size, float(alpha), float(power), bool(paired), "rank" if method == "rank" else "t")
+    if not math.isfinite(u):
+        return math.inf
+    return float(sigma * u)
+
+
+@lru_cache(maxsize=1024)
+def _mde_units(n: float, alpha: float, power: float, paired: bool, method: str) -> float:
+    """Minimum detectable shift in units of ``sigma`` (power depends on ``delta / sigma``
+    only), by bisection on the power curve; cached. For the rank method the curve is the
+    simulated exact test's (a step function); otherwise the t-test's."""
+    if n < 2:
+        return math.inf
+
+    def pw(x: float) -> float:
+        if method == "rank":
+            return power_rank(x, 1.0, int(n), alpha=alpha, paired=paired)
+        return power_t(x, 1.0, n, alpha=alpha, paired=paired)
+
+    hi = 50.0
+    if pw(hi) < power:
+        return math.inf
+    lo = 0.0
+    tol = 1e-5 if method == "rank" else 1e-9
+    while hi - lo > tol:
+        mid = (lo + hi) / 2.0
+        if pw(mid) >= power:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def mde(
     n: float,
     sigma: float,
@@ -176,31 +237,14 @@ def mde(
     paired: bool = False,
     method: str = "rank",
 ) -> float:
-    """Minimum detectable effect (relative, 0.05 = 5%) at ``power`` for ``n`` trials per arm.
+    """Minimum detectable effect (relative, 0.05 = 5%) at ``power`` for ``n`` trials per arm:
+    ``expm1`` of :func:`mde_shift` on the log scale.
 
     ``inf`` when ``n`` is too small for any effect; NaN when ``sigma`` is not positive.
     """
     if not (np.isfinite(sigma) and sigma > 0):
         return math.nan
-    n_int = int(round(n))
-
-    def pw(x: float) -> float:
-        if method == "rank":
-            return power_rank(x, sigma, n_int, alpha=alpha, paired=paired)
-        return power_t(x, sigma, n, alpha=alpha, paired=paired)
-
-    hi = 20.0 * sigma + 1.0
-    if n < 2 or pw(hi) < power:
-        return math.inf
-    lo = 0.0
-    tol = 2e-4 if method == "rank" else 1e-7  # log scale; the simulated curve is a step function
-    while hi - lo > tol:
-        mid = (lo + hi) / 2.0
-        if pw(mid) >= power:
-            hi = mid
-        else:
-            lo = mid
-    return float(math.expm1(hi))
+    return float(math.expm1(mde_shift(n, sigma, alpha=alpha, power=power, paired=paired, method=method)))
 
 
 def trials_needed(

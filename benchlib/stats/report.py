@@ -15,13 +15,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchlib.errors import ParameterError
 from benchlib.stats.metrics import metric_info
 from benchlib.stats.multiplicity import CORRECTION_LABELS
+from benchlib.stats.verdict import Verdict
 
-__all__ = ["Comparison", "PairInfo", "fmt_value", "fmt_p", "fmt_pct", "JSON_FORMAT_VERSION"]
+__all__ = ["Comparison", "PairInfo", "fmt_value", "fmt_p", "fmt_pct", "fmt_centre", "fmt_level", "JSON_FORMAT_VERSION"]
 
-#: Version of the JSON layout written by :meth:`Comparison.to_json`.
-JSON_FORMAT_VERSION = 1
+#: Version of the JSON layout written by :meth:`Comparison.to_json` (2: typed verdicts,
+#: the achieved level of each ``±``).
+JSON_FORMAT_VERSION = 2
 
 _SUP = str.maketrans("0123456789,", "⁰¹²³⁴⁵⁶⁷⁸⁹˒")
 _MINUS = "\u2212"
@@ -81,6 +84,26 @@ def fmt_value(x: float, unit: str) -> str:
     else:
         body = f"{x:.3g}"
     return f"{body} {unit}".strip()
+
+
+def fmt_level(level: float) -> str:
+    """An achieved confidence level: ``97.9%``, ``96.9%``, ``99.2%``."""
+    if level is None or not np.isfinite(level):
+        return "–"
+    return f"{100 * level:.1f}%"
+
+
+def fmt_centre(value: float, pm: float, unit: str, level: float | None = None) -> str:
+    """A median of trials with the half-width of its order-statistic interval: ``4.99 ms ±
+    11%`` (relative for ratio metrics, absolute for ``%`` metrics), ``± ∞`` when too few
+    trials for the interval; with ``level``, its achieved confidence: ``± 11% (97.9%)``."""
+    v = fmt_value(value, unit)
+    if v == "–":
+        return v
+    if not np.isfinite(pm):
+        return v + " ± ∞"
+    body = f" ± {100 * pm:.2g}%" if unit == "%" else f" ± {fmt_pct(pm)}"
+    return v + body + (f" ({fmt_level(level)})" if level is not None and np.isfinite(level) else "")
 
 
 def _fmt_ratio(r: float, lo: float, hi: float) -> str:
@@ -143,6 +166,32 @@ class Comparison:
     shift: pd.DataFrame | None
     params: dict[str, Any]
     pairs: list[PairInfo]
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    def verdict(self, arm: str, metric: str, *, baseline: str | None = None, **labels: Any) -> Verdict | None:
+        """The verdict of ``arm`` on ``metric`` (against ``baseline``, in the group named by
+        ``labels``, e.g. ``condition="2000rps"``); ``None`` when no row matches.
+
+        Raises
+        ------
+        ParameterError
+            When several rows match (name the baseline or the group), or a label is not one
+            of the comparison's ``by`` columns.
+        """
+        unknown = [k for k in labels if k not in self.params.get("by", [])]
+        if unknown:
+            raise ParameterError(f"verdict(): {unknown} are not group columns of this comparison; "
+                                 f"its by= columns are {list(self.params.get('by', []))}")
+        hits = [
+            v for v in self.verdicts
+            if v.arm == str(arm) and v.metric == metric and (baseline is None or v.baseline == str(baseline))
+            and all(v.labels.get(k) == val for k, val in labels.items())
+        ]
+        if len(hits) > 1:
+            where = sorted({(v.baseline, tuple(sorted(v.labels.items()))) for v in hits})
+            raise ParameterError(f"verdict(): {len(hits)} rows of {arm!r} on {metric!r} match; name baseline= "
+                                 f"or the group ({', '.join(map(str, self.params.get('by', [])))}): {where}")
+        return hits[0] if hits else None
 
     @property
     def footnotes(self) -> list[str]:
@@ -176,23 +225,37 @@ class Comparison:
         )
         return ["  ·  ".join(parts), line2]
 
+    def _levels(self, p: PairInfo, side: str) -> set[float]:
+        """The achieved levels of the ``±`` intervals of one side's centres in a block."""
+        col = f"pm_confidence_{side}"
+        if col not in self.table.columns:
+            return set()
+        vals = self.table.loc[p.rows, col].to_numpy(dtype=float)
+        return {round(float(v), 4) for v in vals if np.isfinite(v)}
+
     def _lines(self, p: PairInfo) -> list[list[str]]:
         t = self.table
         corr = {"holm": "Holm", "bh": "BH", "by": "BY", "none": "adj"}[self.params["correction"]]
-        head = ["metric", "better", f"{p.baseline} (median of trials)", p.arm,
+        heads = []
+        per_cell = {}
+        for side, name, lead in (("baseline", p.baseline, "median "), ("arm", p.arm, "")):
+            levels = self._levels(p, side)
+            per_cell[side] = len(levels) > 1
+            if not levels:
+                heads.append(f"{name} (median of trials)" if lead else name)
+            elif len(levels) == 1:
+                heads.append(f"{name} ({lead}± {fmt_level(next(iter(levels)))} CI)")
+            else:
+                heads.append(f"{name} ({lead}± CI at the level shown)")
+        head = ["metric", "better", *heads,
                 f"{p.arm}/{p.baseline} [{self.params['confidence']:.0%} CI]", "Δ%", "p (raw)", f"p ({corr})", "verdict"]
         out = [head]
         for i in p.rows:
             r = t.loc[i]
             unit = str(r["unit"])
             def centre(side: str) -> str:
-                v = fmt_value(r[f"centre_{side}"], unit)
-                pm = r[f"pm_{side}"]
-                if v == "–":
-                    return v
-                if unit == "%":
-                    return v + (f" ± {100 * pm:.2g}%" if np.isfinite(pm) else " ± ∞")
-                return v + (f" ± {fmt_pct(pm)}" if np.isfinite(pm) else " ± ∞")
+                level = r.get(f"pm_confidence_{side}") if per_cell[side] else None
+                return fmt_centre(r[f"centre_{side}"], r[f"pm_{side}"], unit, level)
             if r["effect"] == "ratio":
                 eff = _fmt_ratio(r["ratio"], r["ci_lo"], r["ci_hi"])
                 delta = fmt_pct(r["pct_change"], signed=True)
@@ -241,8 +304,11 @@ class Comparison:
         n_txt = f"{int(r['n_blocks'])} blocks" if r["design"] == "paired" else f"{int(r['n_baseline'])}+{int(r['n_arm'])} trials"
         corr = CORRECTION_LABELS[self.params["correction"]]
         mde_txt = ""
-        if np.isfinite(r["mde_pct"]) and "MDE" not in str(r["verdict"]):
-            mde_txt = f"; MDE({self.params['power']:.0%})={fmt_pct(r['mde_pct'])}"
+        v = self.verdicts[row] if row < len(self.verdicts) else None
+        if v is not None and math.isfinite(v.mde) and not v.mde_in_text:
+            from benchlib.stats.verdict import fmt_mde
+
+            mde_txt = f"; MDE({self.params['power']:.0%})={fmt_mde(v)}"
         return (
             f"{head}: {eff}, p={fmt_p(r['p_raw'])} ({r['test']} on {n_txt} of per-trial {r['metric']}; "
             f"{corr}-adjusted p={fmt_p(r['p_adj'])} over {int(r['family_size'])} comparisons) → {r['verdict']}{mde_txt}"
@@ -268,6 +334,7 @@ class Comparison:
                 for p in self.pairs
             ],
             "shift": None if self.shift is None else self.shift.to_dict(orient="records"),
+            "verdicts": [v.to_dict() for v in self.verdicts],
         }
         return _jsonable(doc)
 

@@ -3,7 +3,9 @@
 Each function simulates many replicate experiments with a seeded generator and returns
 rates: A/A rejection (size), interval coverage, power against ``plan()``, a tail-only
 change, drift, the pooled-request pitfall, a Holm family, the change-point detector and
-coordinated omission. ``tests/stats/test_validation.py`` asserts them at a reduced size in
+coordinated omission. :func:`compare_rates` and :func:`single_trial_aa` run the whole of
+:func:`~benchlib.stats.compare` (Holm, the minimum-p guard, the verdicts) instead of the
+estimator alone, and count verdicts. ``tests/stats/test_validation.py`` asserts them at a reduced size in
 the default test run and at full size under ``-m slow``;
 ``python -m benchlib.stats.validation --full`` prints the figures.
 
@@ -26,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy import signal, stats
 
 from benchlib.stats.estimate import estimate
@@ -42,6 +45,8 @@ __all__ = [
     "power_vs_plan",
     "tail_only",
     "holm_family",
+    "compare_rates",
+    "single_trial_aa",
     "changepoint_rates",
     "coordinated_omission",
     "run_all",
@@ -229,6 +234,91 @@ def holm_family(reps: int, *, rows: int = 20, trials: int = 10, phi: float = 0.9
     return {"fwer_holm": any_holm / reps, "fwer_uncorrected": any_raw / reps}
 
 
+def _summaries(values: np.ndarray, arms: Sequence[str], metric: str = "p50_ms") -> pd.DataFrame:
+    """Per-trial summaries in the shape :func:`~benchlib.stats.compare` takes: ``values[k, i]``
+    is arm ``arms[k]``'s trial in block ``i`` (arms run in a fresh random order per block)."""
+    k, n = values.shape
+    return pd.DataFrame({"condition": "sim", "arm": np.repeat(np.asarray(arms, dtype=object), n),
+                         "block": np.tile(np.arange(n), k), "valid": True, metric: values.ravel()})
+
+
+def compare_rates(reps: int, *, ratio: float = 1.0, rows: int = 1, trials: int = 10, phi: float = 0.9,
+                  trial_sd: float = 0.03, n_req: int = 2000, designs: Sequence[str] = DESIGNS, alpha: float = 0.05,
+                  seed: int = 20) -> dict[str, Any]:
+    """Verdict rates through :func:`~benchlib.stats.compare` itself (default rank method, Holm,
+    the minimum-p guard and the typed verdicts in the loop), per design.
+
+    Each replicate simulates a baseline ``A`` and ``rows`` arms ``B1..Bk`` (every latency of
+    an arm multiplied by ``ratio``), ``trials`` trials each in blocks, reduces every trial to
+    its median, and compares every arm with ``A`` on ``p50_ms``: one Holm family of ``rows``
+    rows. Returned per design: ``directional`` (share of replicates with at least one
+    "faster"/"slower" row: the family-wise rate in an A/A), ``per_row`` (share of rows),
+    ``slower``/``faster`` (share of rows), ``insufficient`` (share of rows), and for
+    ``ratio != 1`` the power ``plan()`` predicts for one such row and the type-S rate
+    (directional rows in the wrong direction).
+    """
+    from benchlib.stats.compare import compare
+    from benchlib.stats.verdict import VerdictKind
+
+    rng = np.random.default_rng(seed)
+    arms = ["A", *(f"B{k + 1}" for k in range(rows))]
+    offsets = np.repeat(np.r_[0.0, np.full(rows, math.log(ratio))], trials)
+    counts = {d: {"directional": 0, "per_row": 0, "slower": 0, "faster": 0, "insufficient": 0} for d in designs}
+    for _ in range(reps):
+        lat = _latencies((rows + 1) * trials, n_req, rng, phi=phi, trial_sd=trial_sd, log_offsets=offsets)
+        df = _summaries(np.median(lat, axis=1).reshape(rows + 1, trials), arms)
+        for d in designs:
+            verdicts = compare(df, baseline="A", metrics=("p50_ms",), design=d, alpha=alpha, shift=False).verdicts
+            c = counts[d]
+            kinds = [v.kind for v in verdicts]
+            c["directional"] += any(k.directional for k in kinds)
+            c["per_row"] += sum(k.directional for k in kinds)
+            c["slower"] += kinds.count(VerdictKind.SLOWER)
+            c["faster"] += kinds.count(VerdictKind.FASTER)
+            c["insufficient"] += kinds.count(VerdictKind.INSUFFICIENT)
+    out: dict[str, Any] = {}
+    sigma = _sigma_of_log_median(np.random.default_rng(seed + 1), phi=phi, trial_sd=trial_sd, n_req=n_req,
+                                 n=3000) if ratio != 1.0 else math.nan
+    for d in designs:
+        c = counts[d]
+        res: dict[str, Any] = {"directional": c["directional"] / reps}
+        res.update({k: c[k] / (reps * rows) for k in ("per_row", "slower", "faster", "insufficient")})
+        if ratio != 1.0:
+            s = sigma * math.sqrt(2.0) if d == "paired" else sigma
+            p = plan(sigma=s, design=d, target_mde=ratio - 1.0, alpha=alpha, n_comparisons=rows, method="rank")
+            right, wrong = ("slower", "faster") if ratio > 1 else ("faster", "slower")
+            res.update(power=res[right], predicted=p.power(trials), type_s=c[wrong] / max(1, c[right] + c[wrong]))
+        out[d] = res
+    return out
+
+
+def single_trial_aa(reps: int, *, n_req: int = 20000, phi: float = 0.9, trial_sd: float = 0.03,
+                    seed: int = 21) -> dict[str, Any]:
+    """One trial per arm of two identical services, through :func:`summarize_trial` (block
+    bootstrap of the requests) and :func:`compare`: how often a direction is claimed (it must
+    be never: one trial per arm cannot estimate the variance between runs), what the
+    verdicts are, and how often the within-run interval covers the true ratio 1."""
+    from benchlib.stats.compare import compare
+    from benchlib.stats.simulate import trial_latencies_ms, trial_rows
+    from benchlib.stats.summary import summarize_trial
+
+    rng = np.random.default_rng(seed)
+    directional = covered = 0
+    kinds: dict[str, int] = {}
+    for r in range(reps):
+        recs = []
+        for arm in ("A", "B"):
+            lat = trial_latencies_ms(n_req, rng, phi=phi, trial_sd=trial_sd)
+            recs.append({"condition": "sim", "arm": arm, "block": 0, "valid": True,
+                         **summarize_trial(trial_rows(lat, rate_rps=2000.0), block_bootstrap=200, seed=r)})
+        c = compare(pd.DataFrame(recs), baseline="A", metrics=("p50_ms",), shift=False)
+        v = c.verdicts[0]
+        directional += v.directional
+        covered += bool(v.ci_lo <= 1.0 <= v.ci_hi)
+        kinds[v.kind.value] = kinds.get(v.kind.value, 0) + 1
+    return {"directional": directional / reps, "kinds": kinds, "within_run_ci_covers_1": covered / reps}
+
+
 def changepoint_rates(reps: int, *, n_req: int = 20000, phis: Sequence[float] = (0.0, 0.9), seed: int = 6) -> dict[str, float]:
     """False alarms on stationary trials and detection of a 30% shift in the first 20%."""
     from benchlib.stats.changepoint import detect_changes
@@ -320,6 +410,12 @@ def run_all(full: bool = False, *, seed: int = 0) -> dict[str, Any]:
     res["power_10pct_10"] = power_vs_plan(r, ratio=1.10, trials=10, seed=seed + 16)
     res["tail_only"] = tail_only(r, seed=seed + 17)
     res["holm_family_20"] = holm_family(r, seed=seed + 18)
+    res["compare_aa_1_row"] = compare_rates(r, seed=seed + 20)
+    res["compare_aa_holm_5_rows"] = compare_rates(r, rows=5, seed=seed + 21)
+    for ratio, n in ((1.05, 10), (1.05, 20), (1.10, 10), (1.10, 20)):
+        res[f"compare_power_{round(100 * (ratio - 1))}pct_{n}"] = compare_rates(r, ratio=ratio, trials=n,
+                                                                               seed=seed + 22 + n)
+    res["single_trial_aa"] = single_trial_aa(max(100, r // 5), seed=seed + 23)
     res["changepoint"] = changepoint_rates(r, seed=seed + 19)
     res["coordinated_omission"] = coordinated_omission()
     res["elapsed_s"] = round(time.time() - t0, 1)

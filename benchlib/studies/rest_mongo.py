@@ -239,10 +239,13 @@ def planned_family(contrasts: Sequence[Contrast], unavailable: Mapping[str, str]
 
 
 def not_run_reason(why: str) -> str:
-    """The runner's reason an arm did not run, shortened for tables."""
+    """The runner's reason an arm did not run, shortened for tables (the rendered
+    :meth:`~benchlib.stats.verdict.Verdict.not_run` verdict)."""
+    from benchlib.stats.verdict import Verdict, render
+
     if why.startswith("no dotnet toolchain"):
-        return "not run: no .NET SDK (no `dotnet` on PATH)"
-    return f"not run: {why}"
+        why = "no .NET SDK (no `dotnet` on PATH)"
+    return render(Verdict.not_run(why))
 
 
 def compare_study(summaries: pd.DataFrame, contrasts: Sequence[Contrast], unavailable: Mapping[str, str], *,
@@ -268,6 +271,7 @@ def verdict_tables(comparison: Comparison | None, contrasts: Sequence[Contrast],
     import pandas as pd
 
     from benchlib.notebook import verdict_table
+    from benchlib.stats.verdict import VerdictKind
 
     question_of = {(c.baseline, c.arm): QUESTIONS[c.question] for c in contrasts}
     out: dict[str, pd.DataFrame] = {}
@@ -276,7 +280,7 @@ def verdict_tables(comparison: Comparison | None, contrasts: Sequence[Contrast],
         base = verdict_table(comparison)
         t = comparison.table
         base.insert(0, "question", [question_of.get((b, a), "") for b, a in zip(t["baseline"], t["arm"], strict=True)])
-        base = base[~t["verdict"].astype(str).str.startswith("omitted").to_numpy()]
+        base = base[(t["verdict_kind"] != VerdictKind.OMITTED).to_numpy()]
     for cond in CONDITIONS:
         rows = base[base["condition"] == cond].drop(columns=["condition"]) if len(base) else pd.DataFrame()
         missing = []

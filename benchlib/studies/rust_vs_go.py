@@ -701,25 +701,38 @@ def _ok(r: Mapping[str, Any] | None) -> bool:
     return r is not None and r.get("ratio") == r.get("ratio") and r.get("ratio") is not None
 
 
+def _kind(r: Mapping[str, Any]) -> Any:
+    """The typed verdict kind (:class:`benchlib.stats.verdict.VerdictKind`) of a comparison row."""
+    from benchlib.stats.verdict import VerdictKind
+
+    return VerdictKind(r["verdict_kind"])
+
+
 def _says(r: Mapping[str, Any], arm: str, base: str) -> str:
     """What a throughput row's verdict says, in words."""
+    from benchlib.stats.verdict import VerdictKind
+
     v = str(r["verdict"])
-    if v.startswith("faster"):
+    kind = _kind(r)
+    if kind is VerdictKind.FASTER:
         core = f"{arm} served more requests per second than {base}"
-    elif v.startswith("slower"):
+    elif kind is VerdictKind.SLOWER:
         core = f"{arm} served fewer requests per second than {base}"
-    elif v.startswith("equivalent"):
+    elif kind is VerdictKind.EQUIVALENT:
         core = f"{arm} and {base} served the same rate within ±2%"
-    elif v.startswith("insufficient"):
+    elif kind is VerdictKind.INSUFFICIENT:
         core = "too few trials to tell"
     else:
         core = "no difference could be shown"
     return f"verdict **{v}**: {core}"
 
 
-def _direction(verdict: str) -> str | None:
+def _direction(r: Mapping[str, Any]) -> str | None:
     """``"up"`` for a significant improvement (faster), ``"down"`` for slower, else ``None``."""
-    return "up" if verdict.startswith("faster") else ("down" if verdict.startswith("slower") else None)
+    from benchlib.stats.verdict import VerdictKind
+
+    kind = _kind(r)
+    return "up" if kind is VerdictKind.FASTER else ("down" if kind is VerdictKind.SLOWER else None)
 
 
 def _p(r: Mapping[str, Any]) -> str:
@@ -732,6 +745,8 @@ def conclusion_markdown(families: Mapping[str, FamilyResult], reference: Any, *,
     does Go beat actix here, by how much, and is it the framework, the build mode or the logging.
     ``limited``: arms whose client came near its CPU limit (:func:`client_limited`); the answer
     says that their rates, and the ratios built on them, are bounds."""
+    from benchlib.stats.verdict import VerdictKind
+
     out: list[str] = []
     ref = reference.set_index("output")["requests_per_s"]
     seed_gaps = f"{ref[3] / ref[1]:.2f}× (output 3 / output 1) and {ref[3] / ref[2]:.2f}× (output 3 / output 2)"
@@ -775,24 +790,24 @@ def conclusion_markdown(families: Mapping[str, FamilyResult], reference: Any, *,
     out.append("")
     if _ok(fp):
         v = str(fp["verdict"])
-        if v.startswith("faster"):
+        if _kind(fp) is VerdictKind.FASTER:
             ans = (f"Yes. Even against actix-web's release build, at the same log sink (pipe), Go served "
                    f"{fp['ratio']:.2f}× its requests per second.")
-        elif v.startswith("slower"):
+        elif _kind(fp) is VerdictKind.SLOWER:
             ans = (f"Not when the comparison is fair. " + (f"As the seed ran them, Go served {g['ratio']:.2f}× "
                    "actix-web's rate, but " if _ok(g) else "") + f"against actix-web's release build at the same "
                    f"log sink (pipe), Go served only {fp['ratio']:.2f}× actix-web's rate: actix-web served "
                    f"{1 / fp['ratio']:.2f}× Go's.")
-        elif v.startswith("equivalent"):
+        elif _kind(fp) is VerdictKind.EQUIVALENT:
             ans = "They are equivalent: with a release build and the same sink, the rates differ by less than 2%."
         else:
             ans = f"This run cannot tell: the fair comparison (release build, pipe) gives verdict {v}."
         if _ok(fd):
             vd = str(fd["verdict"])
-            dp, dd = _direction(v), _direction(vd)
+            dp, dd = _direction(fp), _direction(fd)
             ans += f" With the logs discarded, Go served {fd['ratio']:.2f}× actix-web release's rate (verdict {vd})"
             if dd is None:
-                ans += (": the same rate within ±2% there." if vd.startswith("equivalent") else
+                ans += (": the same rate within ±2% there." if _kind(fd) is VerdictKind.EQUIVALENT else
                         ": undecided there.")
             else:
                 ans += (": the same direction." if dd == dp else

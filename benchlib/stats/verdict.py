@@ -1,0 +1,365 @@
+"""Verdicts as data: what one comparison row concluded, decided here and rendered here (pure).
+
+:func:`decide` turns a row's numbers (effect, intervals, raw and adjusted p-values, the
+design's smallest attainable p-value, the MDE) into a :class:`Verdict`; :func:`render`
+turns a verdict into the words the reports print. Nothing else in benchlib decides a verdict
+or parses one: tables, one-line forms and the studies' conclusions read the
+:class:`Verdict` (``Comparison.verdicts``, ``Comparison.verdict(...)``).
+
+The rules (statistics reference, section 5.6; ``docs/statistics.md``):
+
+* **insufficient**: the exact test cannot reach significance with this many trials (the
+  minimum-p guard), or there is one trial per arm (the between-run variance is not
+  estimated, so no direction can be given); unless the equivalence test decides on its own.
+* **faster / slower**: adjusted p below alpha; the metric's words ("faster"/"slower" for
+  latency and throughput, "fewer errors"/"more errors" for the error rate), qualified
+  "within ±2%" when the whole interval is inside the practical margin and "possibly within
+  ±2%" when it straddles it.
+* **equivalent**: not significant and the ``1 - 2 alpha`` interval lies inside the margin
+  (TOST); decided even when the guard makes significance impossible.
+* **no difference detected** ("~"): none of the above; always with the MDE.
+* **omitted**: no values; **not run**: the arm could not run (with the reason).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from benchlib.stats.metrics import MetricInfo
+
+__all__ = ["VerdictKind", "Verdict", "decide", "render", "fmt_mde"]
+
+_NAN = math.nan
+
+
+class VerdictKind(StrEnum):
+    """What a row concluded. ``FASTER``/``SLOWER`` mean better/worse in the metric's own
+    direction (for throughput "faster" is higher; for the error rate they render as "fewer
+    errors"/"more errors")."""
+
+    FASTER = "faster"
+    SLOWER = "slower"
+    EQUIVALENT = "equivalent"
+    NO_DIFFERENCE = "no_difference"
+    INSUFFICIENT = "insufficient"
+    OMITTED = "omitted"
+    NOT_RUN = "not_run"
+
+    @property
+    def directional(self) -> bool:
+        """Whether the verdict claims a direction (a significant difference)."""
+        return self in (VerdictKind.FASTER, VerdictKind.SLOWER)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One row's conclusion with the numbers it rests on.
+
+    Attributes
+    ----------
+    kind:
+        The decision.
+    arm, baseline, metric, labels:
+        Which row (``labels``: the ``by`` columns, e.g. ``{"condition": "2000rps"}``).
+    better:
+        ``"lower"`` or ``"higher"``: the metric's good direction ("" if unknown).
+    word:
+        The metric's word for the verdict's direction (``faster``, ``slower``, ``fewer
+        errors``, ``more errors``, ``better``, ``worse``); "" when not directional.
+    effect:
+        ``"ratio"`` (arm / baseline) or ``"difference"`` (arm - baseline, the metric's units).
+    unit:
+        The metric's unit (``ms``, ``req/s``, ``%``...).
+    estimate, ci_lo, ci_hi, confidence:
+        The effect with its interval and the interval's achieved confidence (NaN when no
+        estimate was made).
+    p_raw, p_adj:
+        Raw and adjusted p-values (NaN when the row was not tested).
+    min_p:
+        The smallest p-value the design allows (the guard's input).
+    correction, family_size, alpha:
+        The multiplicity correction, the number of tested rows it runs over, and the level.
+    significant, practical, equivalent:
+        Adjusted p below alpha; significant with the interval beyond the margin; the
+        ``1 - 2 alpha`` interval inside the margin.
+    qualifier:
+        For directional verdicts: ``""`` (beyond the margin), ``"within"`` or
+        ``"possibly within"`` (the practical margin).
+    margin:
+        The practical / equivalence margin (relative, 0.02 = ±2%).
+    mde, mde_power:
+        Minimum detectable effect at ``mde_power``: relative (0.09 = 9%) for ratios,
+        absolute (the metric's units) for differences; ``inf`` when the design can detect
+        nothing.
+    mde_is_lower_bound:
+        The MDE ignores a variance component (single-trial mode: only the within-run
+        variance is known), so the true MDE is at least this.
+    need, paired:
+        For ``INSUFFICIENT``: trials per arm (blocks when ``paired``) the exact test needs.
+    n_baseline, n_arm:
+        Trials (blocks when paired) that entered the estimate.
+    n_tied:
+        Blocks whose two trials gave exactly the same value; like the signed-rank test, the
+        guard, the estimate and the interval leave them out (paired rank method).
+    between_run_variance_estimated:
+        False in single-trial mode: one trial per arm, the interval comes from a block
+        bootstrap of the requests and does not contain the run-to-run variation.
+    all_equal:
+        Zero-spread rows: the value every trial of both arms had (NaN otherwise).
+    reason:
+        For ``NOT_RUN``: why the arm did not run.
+    """
+
+    kind: VerdictKind
+    arm: str = ""
+    baseline: str = ""
+    metric: str = ""
+    labels: Mapping[str, Any] = field(default_factory=dict)
+    better: str = ""
+    word: str = ""
+    effect: str = ""
+    unit: str = ""
+    estimate: float = _NAN
+    ci_lo: float = _NAN
+    ci_hi: float = _NAN
+    confidence: float = _NAN
+    p_raw: float = _NAN
+    p_adj: float = _NAN
+    min_p: float = _NAN
+    correction: str = ""
+    family_size: int = 0
+    alpha: float = _NAN
+    significant: bool = False
+    practical: bool = False
+    equivalent: bool = False
+    qualifier: str = ""
+    margin: float = _NAN
+    mde: float = _NAN
+    mde_power: float = _NAN
+    mde_is_lower_bound: bool = False
+    need: int | None = None
+    paired: bool = False
+    n_baseline: int = 0
+    n_arm: int = 0
+    n_tied: int = 0
+    between_run_variance_estimated: bool = True
+    all_equal: float = _NAN
+    reason: str = ""
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.arm, self.baseline, self.metric, tuple(sorted(map(str, self.labels.items())))))
+
+    @classmethod
+    def not_run(cls, reason: str, *, arm: str = "", baseline: str = "", metric: str = "all",
+                labels: Mapping[str, Any] | None = None) -> Verdict:
+        """The verdict of a row whose arm (or baseline) could not run, with the reason."""
+        return cls(VerdictKind.NOT_RUN, arm=arm, baseline=baseline, metric=metric, labels=dict(labels or {}),
+                   reason=str(reason))
+
+    @property
+    def directional(self) -> bool:
+        """Whether the verdict claims a direction (``FASTER`` or ``SLOWER``)."""
+        return self.kind.directional
+
+    @property
+    def improved(self) -> bool:
+        """A significant change in the metric's good direction."""
+        return self.kind is VerdictKind.FASTER
+
+    @property
+    def pct_change(self) -> float:
+        """The ratio as a percent change (NaN for differences and missing estimates)."""
+        return 100.0 * (self.estimate - 1.0) if self.effect == "ratio" else _NAN
+
+    @property
+    def mde_in_text(self) -> bool:
+        """Whether :func:`render` prints the MDE (every "~" does, and single-trial rows)."""
+        if self.kind is VerdictKind.NO_DIFFERENCE:
+            return not math.isnan(self.mde)
+        return self.kind is VerdictKind.INSUFFICIENT and not self.between_run_variance_estimated and math.isfinite(
+            self.mde)
+
+    @property
+    def text(self) -> str:
+        """The verdict as the reports print it (:func:`render`)."""
+        return render(self)
+
+    def __str__(self) -> str:
+        return render(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain fields (``kind`` as its string value, ``text`` added); floats may be NaN/inf."""
+        d = asdict(self)
+        d["kind"] = self.kind.value
+        d["labels"] = dict(self.labels)
+        d["text"] = render(self)
+        return d
+
+
+def _fmt_pct(x: float) -> str:
+    from benchlib.stats.report import fmt_pct
+
+    return fmt_pct(x)
+
+
+def fmt_mde(v: Verdict) -> str:
+    """The MDE as printed: ``9.0%`` (ratios, relative) or ``0.12 pp`` (error rates and other
+    fractions, absolute); ``∞`` when nothing is detectable."""
+    if v.effect == "ratio":
+        return _fmt_pct(100.0 * v.mde)
+    if not math.isfinite(v.mde):
+        return "∞"
+    if v.unit == "%":
+        return "0 pp" if v.mde == 0 else f"{100.0 * v.mde:.2g} pp"
+    return "0" if v.mde == 0 else f"{v.mde:.3g}{(' ' + v.unit) if v.unit else ''}"
+
+
+def render(v: Verdict) -> str:
+    """The verdict's words, as every table and sentence shows them.
+
+    ``faster``, ``slower, within ±2%``, ``slower, possibly within ±2%``, ``equivalent (±2%)``,
+    ``~ (MDE 9.0%)``, ``~ (all trials 0%, MDE 0 pp)``, ``insufficient trials (need ≥ 6 blocks)``,
+    ``insufficient trials (need ≥ 4 per arm; between-run variance not estimated, MDE ≥ 1.2%)``,
+    ``omitted (no values)``, ``not run: <reason>``.
+    """
+    k = v.kind
+    mtxt = f"±{100 * v.margin:g}%" if math.isfinite(v.margin) else ""
+    if k is VerdictKind.NOT_RUN:
+        return f"not run: {v.reason}" if v.reason else "not run"
+    if k is VerdictKind.OMITTED:
+        return "omitted (no values)"
+    if k.directional:
+        return f"{v.word}, {v.qualifier} {mtxt}" if v.qualifier else v.word
+    if k is VerdictKind.EQUIVALENT:
+        return f"equivalent ({mtxt})"
+    if k is VerdictKind.INSUFFICIENT:
+        unit = "blocks" if v.paired else "per arm"
+        if v.n_tied:
+            unit = "blocks that differ"
+        extra = []
+        if v.n_tied:
+            extra.append(f"{v.n_tied} of {v.n_baseline + v.n_tied} tied")
+        if not v.between_run_variance_estimated:
+            bit = "between-run variance not estimated"
+            if math.isfinite(v.mde):
+                bit += f", MDE {'≥ ' if v.mde_is_lower_bound else ''}{fmt_mde(v)}"
+            extra.append(bit)
+        need = f"need ≥ {v.need} {unit}" if v.need is not None else "too few trials"
+        return f"insufficient trials ({'; '.join([need, *extra])})"
+    # no difference detected
+    bits = []
+    if math.isfinite(v.all_equal):
+        from benchlib.stats.report import fmt_value
+
+        bits.append(f"all trials {fmt_value(v.all_equal, v.unit)}")
+    if not math.isnan(v.mde):
+        bits.append(f"MDE {fmt_mde(v)}")
+    return f"~ ({', '.join(bits)})" if bits else "~"
+
+
+def decide(
+    info: MetricInfo,
+    *,
+    status: str,
+    alpha: float,
+    margin: float,
+    correction: str,
+    family_size: int,
+    power: float,
+    effect: float = _NAN,
+    lo: float = _NAN,
+    hi: float = _NAN,
+    tost_lo: float = _NAN,
+    tost_hi: float = _NAN,
+    achieved: float = _NAN,
+    p_raw: float = _NAN,
+    p_adj: float = _NAN,
+    min_p: float = _NAN,
+    best_adjusted: float = _NAN,
+    mde: float = _NAN,
+    need: int | None = None,
+    paired: bool = False,
+    n_baseline: int = 0,
+    n_arm: int = 0,
+    n_tied: int = 0,
+    all_equal: float = _NAN,
+    arm: str = "",
+    baseline: str = "",
+    labels: Mapping[str, Any] | None = None,
+) -> Verdict:
+    """Decide one row's verdict from its numbers.
+
+    Parameters
+    ----------
+    info:
+        The metric (direction, scale, words).
+    status:
+        ``"ok"`` (estimated and tested), ``"single"`` (one trial per arm, within-run
+        interval only), ``"too_few"`` (no estimate possible) or ``"omitted"`` (no values).
+    alpha, margin, correction, family_size, power:
+        Level, practical margin (relative), multiplicity correction, tested rows in the
+        family, power at which ``mde`` is quoted.
+    effect, lo, hi, tost_lo, tost_hi, achieved:
+        The effect on the comparison scale (log ratio for ratio metrics, difference
+        otherwise), its interval at the reported confidence (achieved level ``achieved``)
+        and its ``1 - 2 alpha`` interval for the equivalence test.
+    p_raw, p_adj, min_p, best_adjusted:
+        Raw and adjusted p-values; the design's smallest p-value and the smallest adjusted
+        p-value the family allows (the guard: not below ``alpha`` means "insufficient").
+    mde:
+        Minimum detectable effect on the comparison scale (log shift or difference); for
+        ``"single"`` the within-run lower bound.
+    need:
+        Trials per arm (blocks) needed for significance to be possible.
+    n_baseline, n_arm, n_tied, paired, all_equal:
+        Trial counts (tied blocks left out), the design, and for zero-spread rows the
+        common value.
+    """
+    log = info.scale == "log"
+    base = dict(
+        arm=arm, baseline=baseline, metric=info.name, labels=dict(labels or {}), better=info.better,
+        effect="ratio" if log else "difference", unit=info.unit, correction=correction,
+        family_size=int(family_size), alpha=float(alpha), margin=float(margin), mde_power=float(power),
+        paired=bool(paired), n_baseline=int(n_baseline), n_arm=int(n_arm), n_tied=int(n_tied),
+    )
+    if status == "omitted":
+        return Verdict(VerdictKind.OMITTED, **base)
+    if status == "too_few":
+        return Verdict(VerdictKind.INSUFFICIENT, need=need, **base)
+    conv = math.exp if log else (lambda x: x)
+
+    def scale_mde(x: float) -> float:
+        return math.expm1(x) if log and math.isfinite(x) else x
+
+    nums = dict(estimate=conv(effect), ci_lo=conv(lo), ci_hi=conv(hi), confidence=float(achieved),
+                p_raw=float(p_raw), p_adj=float(p_adj), min_p=float(min_p))
+    if status == "single":
+        return Verdict(VerdictKind.INSUFFICIENT, need=need, mde=scale_mde(mde), mde_is_lower_bound=True,
+                       between_run_variance_estimated=False, **nums, **base)
+    lo_m, hi_m = 1.0 / (1.0 + margin), 1.0 + margin
+    equiv = bool(
+        log and margin > 0 and math.isfinite(tost_lo) and math.isfinite(tost_hi)
+        and lo_m <= math.exp(tost_lo) and math.exp(tost_hi) <= hi_m
+    )
+    if not best_adjusted < alpha:
+        if equiv:
+            return Verdict(VerdictKind.EQUIVALENT, equivalent=True, mde=scale_mde(mde), **nums, **base)
+        return Verdict(VerdictKind.INSUFFICIENT, need=need, mde=math.inf, **nums, **base)
+    sig = bool(p_adj < alpha)
+    if sig:
+        good = info.is_good(effect)
+        kind = VerdictKind.FASTER if good else VerdictKind.SLOWER
+        qualifier = ""
+        if log and margin > 0:
+            inside = lo_m <= math.exp(lo) and math.exp(hi) <= hi_m
+            outside = math.exp(hi) < lo_m or math.exp(lo) > hi_m
+            qualifier = "" if outside else ("within" if inside else "possibly within")
+        return Verdict(kind, word=info.good if good else info.bad, significant=True, practical=qualifier == "",
+                       equivalent=equiv, qualifier=qualifier, mde=scale_mde(mde), **nums, **base)
+    if equiv:
+        return Verdict(VerdictKind.EQUIVALENT, equivalent=True, mde=scale_mde(mde), **nums, **base)
+    return Verdict(VerdictKind.NO_DIFFERENCE, mde=scale_mde(mde), all_equal=float(all_equal), **nums, **base)
