@@ -27,6 +27,7 @@ from benchlib.analysis.display import metric_words, show, table
 from benchlib.analysis.questions import Answer, Contrast, Family, compare_valid, planned_rows, run_family
 from benchlib.analysis.run_info import design_markdown, provenance_markdown
 from benchlib.analysis.tables import (
+    add_trial_metric,
     client_cpu_table,
     client_limited,
     contracts_table,
@@ -48,7 +49,7 @@ from benchlib.analysis.verdicts import (
 )
 
 __all__ = [
-    "Answer", "Contrast", "Family", "answer_table", "answer_tables", "client_cpu_table", "client_limited",
+    "Answer", "Contrast", "Family", "add_trial_metric", "answer_table", "answer_tables", "client_cpu_table", "client_limited",
     "compare_valid", "contracts_table", "design_markdown", "family_markdown", "footnotes_markdown",
     "limits_table", "log_lines_table", "measured_minutes", "metric_words", "percentile_support",
     "planned_rows", "provenance_markdown", "repeats_table", "run_family", "show", "status_table", "table",

@@ -16,14 +16,15 @@ lists arms. Rows follow the experiment's arm order.
 * :func:`log_lines_table`: log lines written per request sent;
 * :func:`measured_minutes`: how long the trials took;
 * :func:`median_of_trials`: a median of per-trial values with its interval;
-* :func:`percentile_support`: which percentiles a trial supports at each size.
+* :func:`percentile_support`: which percentiles a trial supports at each size;
+* :func:`add_trial_metric`: a study's own per-trial metric as a summaries column.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ import numpy as np
 from benchlib.records import RunRecord, TrialRecord, read_run
 from benchlib.records import rows as R
 
-__all__ = ["CLIENT_NEAR_LIMIT", "client_cpu_table", "client_limited", "contracts_table", "limits_table",
+__all__ = ["CLIENT_NEAR_LIMIT", "add_trial_metric", "client_cpu_table", "client_limited", "contracts_table", "limits_table",
            "log_lines_table", "logged_lines", "measured_minutes", "median_of_trials", "percentile_support", "repeats_table",
            "status_table", "warmup_table"]
 
@@ -291,6 +292,20 @@ def median_of_trials(values: Iterable[float], confidence: float = 0.95) -> tuple
         return med, math.nan, math.nan, int(x.size)
     ci = quantile_test(x, p=0.5).confidence_interval(confidence)
     return med, float(ci.low), float(ci.high), int(x.size)
+
+
+def add_trial_metric(summaries: Any, run: Any, name: str, value: Callable[[TrialRecord], float]) -> Any:
+    """``summaries`` with one more per-trial column ``name``: ``value(trial)`` of each stored
+    trial's record (NaN where it gives none), matched by condition, arm and block. For a
+    study's own metric, compared like any other (e.g. the server's CPU time per request from
+    the trial's resource samples; give its direction with ``Family(better=...)`` unless its
+    name says it: ``*_ms``, ``*_us``, ``*_rps``)."""
+    run = read_run(run)
+    got = {(t.condition, t.arm, t.block): value(t) for t in run.trials}
+    out = summaries.copy()
+    out[name] = [float(got.get((c, a, int(b)), math.nan))
+                 for c, a, b in zip(out["condition"], out["arm"], out["block"], strict=True)]
+    return out
 
 
 def percentile_support(loads: Mapping[str, Mapping[str, Any]], *, labels: Mapping[str, str] | None = None,

@@ -16,7 +16,7 @@ from benchlib import logs
 from benchlib.analysis import (client_cpu_table, client_limited, limits_table, log_lines_table, measured_minutes,
                                repeats_table, status_table, warmup_table)
 from benchlib.analysis.peers import peer_beside, peer_labels, peer_notes, peer_summary, peer_view
-from benchlib.analysis.tables import logged_lines, median_of_trials
+from benchlib.analysis.tables import add_trial_metric, logged_lines, median_of_trials
 from benchlib.records import RunRecord, TrialRecord, read_run
 from benchlib.schema import ROW_DTYPE
 from benchlib.store import RunStore
@@ -169,3 +169,13 @@ def test_median_of_trials_gives_an_interval_from_six_values() -> None:
     med, lo, hi, n = median_of_trials([3.0, 1.0, 2.0, math.nan, 5.0, 4.0, 6.0])
     assert (med, n) == (3.5, 6) and lo <= med <= hi
     assert math.isnan(median_of_trials([1.0, 2.0])[1]) and median_of_trials([])[3] == 0
+
+
+def test_a_study_s_own_metric_joins_the_summaries_by_trial() -> None:
+    run = _run([_t("fast", 0, 0.1, resources=[{"cpu_s": 1.0}, {"cpu_s": 1.5}]),
+                _t("slow", 0, 0.1, resources=[{"cpu_s": 2.0}, {"cpu_s": 4.0}])])
+    summaries = pd.DataFrame({"condition": ["closed"] * 3, "arm": ["slow", "fast", "gone"], "block": [0, 0, 0]})
+    out = add_trial_metric(summaries, run, "server_cpu_s",
+                           lambda t: t.meta["resources"][-1]["cpu_s"] - t.meta["resources"][0]["cpu_s"])
+    assert out["server_cpu_s"].tolist()[:2] == [2.0, 0.5] and math.isnan(out["server_cpu_s"].iloc[2])
+    assert "server_cpu_s" not in summaries.columns
