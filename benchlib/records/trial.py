@@ -171,14 +171,13 @@ class TrialRecord:
         return self.load.client_cpu_busiest if self.load is not None else math.nan
 
     def rows(self) -> np.ndarray:
-        """The trial's per-request rows (:data:`benchlib.schema.ROW_DTYPE`)."""
-        import pyarrow.parquet as pq
-
-        from benchlib.store import table_to_rows
+        """The trial's per-request rows (:data:`benchlib.schema.ROW_DTYPE`), read and checked
+        as :meth:`benchlib.store.StoredTrial.rows` does."""
+        from benchlib.store import StoredTrial
 
         if self.path is None:
             raise StorageError(f"trial {self.condition}/{self.arm}/b{self.block:03d} has no stored file")
-        return table_to_rows(pq.read_table(self.path))
+        return StoredTrial(self.path, self.meta).rows()
 
 
 @dataclass(frozen=True)
