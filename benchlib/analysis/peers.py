@@ -172,9 +172,11 @@ def peer_labels(tool: str, *, since: str = "summary", unit: str = "ms") -> dict[
 
 
 def peer_view(df: Any, columns: Sequence[str], tool: str, *, since: str = "summary", unit: str = "ms",
-              index: str | None = None) -> Any:
+              index: str | None = None, digits: int | None = 3) -> Any:
     """``df``'s ``columns`` (those present; the tool's failures only when it failed), labelled
-    for ``tool``, rounded to 3 decimals; ``index``: a column to make the index."""
+    for ``tool``, rounded to ``digits`` decimals (``None``: not rounded, for
+    :func:`benchlib.analysis.display.table`, which formats the numbers itself); ``index``: a
+    column to make the index."""
     if df is None or not len(df):
         import pandas as pd
 
@@ -183,7 +185,7 @@ def peer_view(df: Any, columns: Sequence[str], tool: str, *, since: str = "summa
     out = df[cols].rename(columns=peer_labels(tool, since=since, unit=unit))
     if index is not None:
         out = out.set_index(peer_labels(tool, since=since, unit=unit).get(index, index))
-    return out.round(3)
+    return out.round(digits) if digits is not None else out
 
 
 def peer_notes(summary: Any, tool: str, *, figures: Sequence[str] = ("rps", "p50", "p99"), tolerance: float = 0.03,

@@ -189,7 +189,7 @@ def k6_tables(result: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     return (peers.peer_view(summary, ["condition", "arm", "order", "trials", *figs, "p50_ratio"], "k6", since="sent"),
             peers.peer_view(beside, ["condition", "arm", "block", "order", "status", "peer_error", "peer_requests",
                                      "peer_dropped", "peer_p50", "peer_p95", "peer_max", "bl_requests", "bl_p50",
-                                     "bl_p95", "bl_max", "bl_p50_due", "p50_ratio"], "k6", since="sent"))
+                                     "bl_p95", "bl_max", "bl_p50_due", "p50_ratio"], "k6", since="sent", digits=None))
 
 
 def original_vs_ours(result: Any, reference: pd.DataFrame) -> pd.DataFrame:
