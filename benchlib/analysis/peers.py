@@ -30,6 +30,7 @@ from typing import Any
 from benchlib.analysis.fmt import signed_pct
 from benchlib.records import read_run
 from benchlib.records import rows as R
+from benchlib.records.rows import quantile_of
 
 __all__ = ["peer_beside", "peer_labels", "peer_notes", "peer_summary", "peer_view"]
 
@@ -37,21 +38,14 @@ _EXTRA = ("requests", "dropped", "errors", "cpu", "bytes")
 _WORDS = {"rps": "requests/s", "requests": "requests", "mean": "mean", "min": "min", "max": "max"}
 
 
-def _quantile(fig: str) -> float | None:
-    if fig.startswith("p") and fig[1:].isdigit():
-        d = fig[1:]
-        return float(f"0.{d}") if len(d) > 2 else int(d) / 100
-    return None
-
-
 def _latency(fig: str) -> bool:
-    return _quantile(fig) is not None or fig in ("min", "mean", "max")
+    return quantile_of(fig) is not None or fig in ("min", "mean", "max")
 
 
 def _from_summary(s: Any, fig: str) -> float:
     from benchlib.stats.summary import quantile_column
 
-    q = _quantile(fig)
+    q = quantile_of(fig)
     col = {"rps": "throughput_rps", "requests": "n_ok", "mean": "mean_ms", "max": "max_ms"}.get(
         fig, quantile_column(q) if q is not None else fig)
     return float(s[col]) if s is not None and col in s.index and s[col] == s[col] else math.nan
@@ -78,7 +72,7 @@ def peer_beside(run: Any, *, summaries: Any = None, figures: Sequence[str] = ("r
     scale = {"ms": 1.0, "µs": 1e3, "us": 1e3}[unit]
     run = read_run(run)
     index = summaries.set_index(["condition", "arm", "block"]) if summaries is not None and len(summaries) else None
-    qs = tuple(q for q in (_quantile(f) for f in figures) if q is not None)
+    qs = tuple(q for q in (quantile_of(f) for f in figures) if q is not None)
     out = []
     for t in run.trials:
         p = t.peer

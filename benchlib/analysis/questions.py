@@ -12,7 +12,6 @@ and every conclusion keeps it (:class:`Answer`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -251,22 +250,19 @@ def run_family(summaries: Any, family: Family, *, unavailable: Mapping[str, str]
     return Answer(family, comparison, notes, missing, absent)
 
 
-_QUANTILE = re.compile(r"^p(\d+)_")
-
-
 def planned_rows(family: Family, requests: Mapping[str, float], unavailable: Mapping[str, str] | None = None) -> int:
     """Rows the family will have: each runnable row times the metrics its condition's trials
     support (``requests``: successful requests per trial, by condition; a quantile needs 50
     beyond it)."""
+    from benchlib.records.rows import quantile_of
     from benchlib.stats import required_requests
 
     total = 0
     for c in Family(family.key, tuple(family.runnable(unavailable or {})), family.metrics,
                     conditions=family.conditions).rows():
         for m in family.metrics:
-            q = _QUANTILE.match(m)
-            total += q is None or requests.get(str(c.condition), 0) >= required_requests(
-                int(q.group(1)) / 10 ** len(q.group(1)))
+            q = quantile_of(m)
+            total += q is None or requests.get(str(c.condition), 0) >= required_requests(q)
     return total
 
 

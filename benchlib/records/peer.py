@@ -18,6 +18,7 @@ from typing import Any
 
 from benchlib.errors import ParameterError
 from benchlib.records._convert import as_float as _f
+from benchlib.records.rows import quantile_of
 
 __all__ = ["ADAPTERS", "PEER_REPORT_VERSION", "PeerReport", "peer_report"]
 
@@ -81,10 +82,9 @@ class PeerReport:
                   "min": self.min_ms, "mean": self.mean_ms, "max": self.max_ms}
         if key in simple:
             return simple[key]
-        if key.startswith("p") and key[1:].isdigit():
-            digits = key[1:]
-            q = float(f"0.{digits}") if len(digits) > 2 else int(digits) / 100
-            return _f(self.latency_ms.get(q))
+        q = quantile_of(key)
+        if q is not None and key[1:].isdigit():
+            return _f(self.latency_ms.get(round(q, 6)))
         raise ParameterError(f"unknown peer figure {key!r}; valid: {', '.join(simple)}, p<percentile>")
 
 

@@ -15,6 +15,7 @@ per-trial summaries in :mod:`benchlib.stats.summary` apply the same rules):
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 from benchlib.errors import ParameterError
 from benchlib.schema import ERROR_CODES, PHASE_CODES
 
-__all__ = ["SINCE", "figures", "quantile_key", "latency_ms", "measured", "ok", "ok_measured", "warmup"]
+__all__ = ["SINCE", "figures", "quantile_key", "quantile_of", "latency_ms", "measured", "ok", "ok_measured", "warmup"]
 
 #: Where a latency starts: the due time or the send time.
 SINCE: tuple[str, ...] = ("intended", "sent")
@@ -59,6 +60,19 @@ def latency_ms(rows: np.ndarray, since: str = "intended") -> np.ndarray:
         raise ParameterError(f"since={since!r}; valid: {', '.join(SINCE)}")
     start = rows["t_intended_ns"] if since == "intended" else rows["t_sent_ns"]
     return (rows["t_done_ns"] - start).astype(np.float64) / 1e6
+
+
+_QUANTILE = re.compile(r"^p(\d+)(?:_[a-z]+)?$")
+
+
+def quantile_of(name: str) -> float | None:
+    """The quantile a figure or metric name stands for: ``p50`` and ``p50_ms`` -> 0.5,
+    ``p999_us`` -> 0.999, ``p95`` -> 0.95; ``None`` for other names (``max``, ``throughput_rps``)."""
+    m = _QUANTILE.match(name)
+    if m is None:
+        return None
+    d = m.group(1)
+    return int(d) / 10 ** len(d) if len(d) > 2 else int(d) / 100
 
 
 def quantile_key(q: float) -> str:
