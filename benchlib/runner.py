@@ -48,6 +48,7 @@ from benchlib.errors import (
 from benchlib.manifest import Endpoint, ResolvedService, get_manifest
 from benchlib.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
 from benchlib.progress import ProgressCallback, make_progress
+from benchlib.records.trial import TRIAL_RECORD_VERSION
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
 from benchlib.schema import PHASE_CODES, ROW_DTYPE
 from benchlib.signals import interrupt_on_signals
@@ -257,6 +258,7 @@ class _Executor:
 
         arm = self.exp.arm(planned.arm)
         meta: dict[str, Any] = {
+            "record_version": TRIAL_RECORD_VERSION,
             **planned.to_dict(), **dict(extra_meta or {}), "service": arm.service, "variant": arm.variant,
             "log_sink": arm.log_sink,
             "runtime": self.runtime_name(arm), "limits": asdict(arm.limits or self.exp.limits),
@@ -342,21 +344,18 @@ def run_cross_check(check: CrossCheck, url: str, cpus: Sequence[int], *, order: 
 
 def cross_check_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
     """The cross-check's headline figures for the summaries table: ``xcheck_tool``,
-    ``xcheck_rps``, ``xcheck_p50_ms``, ``xcheck_p99_ms``, ``xcheck_error``."""
+    ``xcheck_rps``, ``xcheck_p50_ms``, ``xcheck_p99_ms``, ``xcheck_error`` (read through
+    :func:`benchlib.records.peer_report`; NaN where the tool does not report a figure)."""
+    from benchlib.records.peer import ADAPTERS, peer_report
+
     x = meta.get("cross_check")
     if not x:
         return {}
-    if x.get("error"):
-        return {"xcheck_tool": x.get("tool"), "xcheck_error": x["error"]}
-    pct = x.get("latency_percentiles_ms") or {}
-    trend = x.get("http_req_duration_ms") or {}
-    return {
-        "xcheck_tool": x.get("tool"), "xcheck_order": x.get("order"),
-        "xcheck_rps": x.get("requests_per_s", x.get("http_reqs_per_s")),
-        "xcheck_p50_ms": pct.get("50", trend.get("med", trend.get("p(50)"))),
-        "xcheck_p99_ms": pct.get("99", trend.get("p(99)")),
-        "xcheck_error": None,
-    }
+    if x.get("error") or x.get("tool") not in ADAPTERS:
+        return {"xcheck_tool": x.get("tool"), "xcheck_error": x.get("error")}
+    p = peer_report(x)
+    return {"xcheck_tool": p.tool, "xcheck_order": x.get("order"), "xcheck_rps": p.requests_per_s,
+            "xcheck_p50_ms": p.figure("p50"), "xcheck_p99_ms": p.figure("p99"), "xcheck_error": None}
 
 
 def _check_same_plan(store: RunStore, old: Mapping[str, Any], plan: list[PlannedTrial],

@@ -19,10 +19,12 @@ import pandas as pd
 import pytest
 
 from benchlib import stats
+from benchlib.analysis import answer_tables, run_family
 from benchlib.errors import ParameterError
 from benchlib.reference import load_reference
 from benchlib.report import notebook_parameters, run_notebook
 from benchlib.stats.simulate import simulate_summaries
+from benchlib.stats.verdict import VerdictKind
 from benchlib.studies import rest_mongo as study
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01_rest_mongo_go_dotnet_rust.ipynb"
@@ -42,12 +44,12 @@ def test_parameters_and_their_defaults() -> None:
 
 def test_default_trials_are_the_fewest_blocks_holm_can_decide_with() -> None:
     """At scale 1 without .NET: 6 contrasts x (3 percentiles on /helloWorld + 1 on /users/1)."""
-    family = study.planned_family(study.study_contrasts(), NO_DOTNET, 1.0)
+    family = study.planned_family(study.family(), NO_DOTNET, 1.0)
     assert family == 18
     trials = int(notebook_parameters(NOTEBOOK)["trials"]["default"])
     assert stats.min_trials(alpha=0.05, n_comparisons=family, paired=True) == trials == 10
     # with .NET (12 contrasts) the family is 36 rows and needs 11 blocks: said in the notebook, not hidden
-    assert stats.min_trials(alpha=0.05, n_comparisons=study.planned_family(study.study_contrasts(), {}, 1.0),
+    assert stats.min_trials(alpha=0.05, n_comparisons=study.planned_family(study.family(), {}, 1.0),
                             paired=True) == 11
 
 
@@ -97,12 +99,12 @@ def test_arms_and_contrasts_follow_the_variants() -> None:
     for bad in ("", "debug", "fair,debug"):
         with pytest.raises(ParameterError, match="faithful, fair"):
             study.parse_variants(bad)
-    pairs = {(c.question, c.baseline, c.arm) for c in study.study_contrasts()}
+    pairs = {(c.question, c.baseline, c.arm) for c in study.family().contrasts}
     assert ("implementation", "rust-fair", "rust-faithful") in pairs
     assert ("language", "go-fair", "node-fair") in pairs and ("original", "go-faithful", "rust-faithful") in pairs
     assert len(pairs) == 9
-    assert {c.question for c in study.study_contrasts(("fair",))} == {"language"}
-    assert {(c.baseline, c.arm) for c in study.study_contrasts(("faithful",))} == {
+    assert {c.question for c in study.family(("fair",)).contrasts} == {"language"}
+    assert {(c.baseline, c.arm) for c in study.family(("faithful",)).contrasts} == {
         ("go-faithful", "dotnet-faithful"), ("go-faithful", "rust-faithful")}
 
 
@@ -118,13 +120,12 @@ def _simulated(trials: int = 10) -> pd.DataFrame:
 
 
 def test_verdict_tables_keep_every_contrast_and_report_dotnet_as_not_run() -> None:
-    contrasts = study.study_contrasts()
-    comparison = study.compare_study(_simulated(), contrasts, NO_DOTNET, seed=1)
-    assert comparison is not None
-    t = comparison.table
-    decided = t[~t["verdict"].str.startswith("omitted")]
+    answer = run_family(_simulated(), study.family(), unavailable=study.short_reasons(NO_DOTNET), seed=1)
+    assert answer.comparison is not None
+    t = answer.comparison.table
+    decided = t[t["verdict_kind"] != VerdictKind.OMITTED]
     assert len(decided) == 18 and (decided["family_size"] == 18).all()  # one Holm family, both endpoints
-    tables = study.verdict_tables(comparison, contrasts, NO_DOTNET)
+    tables = answer_tables(answer, drop_omitted=True)
     for cond in ("helloWorld", "users"):
         v = tables[cond]
         dotnet = v[v["verdict"].str.startswith("not run: no .NET SDK")]
@@ -132,9 +133,12 @@ def test_verdict_tables_keep_every_contrast_and_report_dotnet_as_not_run() -> No
         measured = v[~v["verdict"].str.startswith("not run")]
         assert len(measured) == 6 * (2 if cond == "helloWorld" else 1)  # omitted percentiles left out
         assert set(measured["question"]) == set(study.QUESTIONS.values())
-    r = t[(t["metric"] == "p50_ms") & (t["condition"] == "users") & (t["baseline"] == "rust-fair")].iloc[0]
-    assert r["arm"] == "rust-faithful" and r["verdict"] == "slower"  # 6x: decided by 10 concordant blocks
-    text = study.conclusion_markdown(comparison, load_reference("01"), NO_DOTNET)
+        assert list(dict.fromkeys(v["question"])) == list(study.QUESTIONS.values())  # rows in question order
+    r = answer.verdict("rust-faithful", "p50_ms", group="users", baseline="rust-fair")
+    assert r.kind is VerdictKind.SLOWER and r.estimate > 3  # 6x: decided by 10 concordant blocks
+    gone = answer.verdict("dotnet-fair", "p50_ms", group="users", baseline="go-fair")
+    assert gone.kind is VerdictKind.NOT_RUN and gone.reason.startswith("no .NET SDK")
+    text = study.conclusion_markdown(answer, load_reference("01"))
     assert text.count("the original: Rust / Go medians") == 2 and "not run: no .NET SDK" in text
     assert "decomposes" in text
 
@@ -146,16 +150,22 @@ def test_conclusion_says_when_the_original_difference_does_not_hold_up() -> None
     df = pd.concat([simulate_summaries(rng, arms=effects, trials=10, trial_sd=0.02, sigma=0.1, condition=c,
                                        rate_rps=r, quantiles=(0.5,))
                     for c, r in (("helloWorld", 100.0), ("users", 10.0))], ignore_index=True)
-    comparison = study.compare_study(df, study.study_contrasts(), NO_DOTNET, seed=1)
-    text = study.conclusion_markdown(comparison, load_reference("01"), NO_DOTNET)
+    answer = run_family(df, study.family(), unavailable=NO_DOTNET, seed=1)
+    text = study.conclusion_markdown(answer, load_reference("01"))
     assert text.count("does not hold up") == 2, text
     assert text.count("slow both alike") == 2 and "comes mostly from" not in text
 
 
-def test_compare_study_without_both_arms_of_any_contrast_is_none() -> None:
+def test_without_both_arms_of_any_contrast_every_row_says_why() -> None:
     df = _simulated(3)
     only = df[df["arm"].isin(["python-fair", "node-fair"])]
-    assert study.compare_study(only, study.study_contrasts(), NO_DOTNET) is None
+    answer = run_family(only, study.family(), unavailable=NO_DOTNET)
+    assert answer.comparison is None
+    kinds = {(v.arm, v.labels["condition"]): v.kind for v in answer.missing}
+    assert kinds[("python-fair", "users")] is VerdictKind.NO_VALID_TRIAL  # its baseline go-fair has no trial
+    assert kinds[("dotnet-fair", "helloWorld")] is VerdictKind.NOT_RUN
+    assert len(answer.missing) == 2 * len(study.family().contrasts)
+    assert study.conclusion_markdown(answer, load_reference("01")).startswith("_No comparison could be computed")
 
 
 # -- the notebook, for real --------------------------------------------------------------------
@@ -164,6 +174,8 @@ def test_compare_study_without_both_arms_of_any_contrast_is_none() -> None:
 @pytest.mark.integration
 @pytest.mark.timeout(900)
 def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
+    from benchlib.analysis import fmt
+    from benchlib.records.rows import figures
     from benchlib.store import RunStore
 
     runs = tmp_path / "runs"
@@ -215,7 +227,7 @@ def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
     # the comparison stored with the run holds a row per metric for every contrast whose two arms
     # have a valid trial in that condition (one Holm family); the report shows the figures computed here
     valid = {(t.condition, t.arm) for t in trials if t.meta["status"] == "ok"}
-    expected = {(c, k.baseline, k.arm) for c in study.CONDITIONS for k in study.study_contrasts()
+    expected = {(c, k.baseline, k.arm) for c in study.CONDITIONS for k in study.family().contrasts
                 if (c, k.baseline) in valid and (c, k.arm) in valid}
     path = store.path / "derived" / "comparison.json"
     if expected:
@@ -228,9 +240,9 @@ def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
         assert not path.exists() and "No contrast could be computed" in page
     for t in trials:
         if t.meta["status"] == "ok":
-            med = study._trial_figures(t.rows(), since="sent")["med"]
+            med = figures(t.rows(), since="sent")["p50"]
             if not math.isnan(med):
-                assert study._fmt_ms(med) in page
+                assert fmt.num(med) in page
     db = json.loads((store.path / "derived" / "database.json").read_text())
     assert db["trial_logs"] == {"v1.24.2": len(trials)}
     assert db.get("ferretdb_version") == "v1.24.2" and str(db.get("backend", "")).startswith("SQLite")

@@ -1,8 +1,9 @@
 """Study 04 (Rust vs. Go: the benchmark): its notebook and its helper module.
 
-* ``benchlib.studies.rust_vs_go`` (pure parts, fast): parameter parsing names the valid
-  choices, the arms follow the parameters, the comparison families relabel the right trials,
-  and the conclusion computed from known effects names the factor that dominates.
+* ``benchlib.studies.rust_vs_go`` (pure parts, fast): the arms follow the parameters, the
+  comparison families relabel the right trials, and the conclusion computed from known effects
+  (typed verdicts) names the factor that dominates. The generic parts (parameter lists, client
+  CPU, log lines, wrk beside benchlib) are tested with the analysis layer (``tests/analysis``).
 * The notebook, executed by papermill with tiny parameters against the real services
   (marked ``notebook`` and ``integration``; about 3 minutes with warm builds): every arm and
   sink ran and met its contract, wrk ran beside benchlib on the seed's arms in alternating
@@ -21,19 +22,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchlib.analysis import family_markdown, run_family
 from benchlib.errors import ParameterError
+from benchlib.stats.verdict import VerdictKind
 from benchlib.studies import rust_vs_go as rvg
 
 # -- pure parts ----------------------------------------------------------------------------------
-
-
-def test_parse_choices_keeps_order_drops_repeats_and_names_the_valid_choices() -> None:
-    assert rvg.parse_choices(" pipe, discard,pipe ", rvg.SINKS, "log sink(s)") == ("pipe", "discard")
-    assert rvg.parse_choices(["file"], rvg.SINKS, "log sink(s)") == ("file",)
-    with pytest.raises(ParameterError, match="unknown log sink.*'tty'.*valid: pipe, file, discard"):
-        rvg.parse_choices("pipe,tty", rvg.SINKS, "log sink(s)")
-    with pytest.raises(ParameterError, match="no log sink"):
-        rvg.parse_choices(" , ", rvg.SINKS, "log sink(s)")
 
 
 def test_study_arms_follow_the_parameters() -> None:
@@ -74,21 +68,22 @@ def test_families_relabel_trials_and_the_conclusion_names_the_dominant_factor() 
     fams = rvg.closed_families(list(effects), extras=True)
     assert [f.key for f in fams] == ["seed", "framework", "logging", "extras"]
     framework = next(f for f in fams if f.key == "framework")
-    data = rvg.family_summaries(s, framework)
-    assert set(data["condition"]) == {"log to pipe", "log to discard"} and set(data["arm"]) == {"actix-release", "go"}
-    assert len(data) == 40
-    results = {f.key: rvg.run_family(s, f, seed=0) for f in fams}
-    for fr in results.values():
-        t = fr.comparison.table
+    assert {(c.group, c.baseline, c.arm, *c.labels) for c in framework.rows()} == {
+        ("log to pipe", "actix-release-pipe", "go-pipe", "actix-release", "go"),
+        ("log to discard", "actix-release-discard", "go-discard", "actix-release", "go")}
+    results = {f.key: run_family(s, f, seed=0) for f in fams}
+    for answer in results.values():
+        t = answer.comparison.table
         assert set(t["metric"]) == set(rvg.METRICS) and (t["correction"] == "holm").all()
-        assert (t["family_size"] == len(t)).all()
-    g = results["seed"].row("log to pipe", "go-pipe", "throughput_rps")
-    assert g["ratio"] == pytest.approx(16_200 / 5_000, rel=0.03) and g["verdict"] == "faster"
-    fp = results["framework"].row("log to pipe", "go", "throughput_rps")
-    assert fp["ratio"] == pytest.approx(1.62, rel=0.03) and fp["verdict"] == "faster"
-    lg = results["logging"].row("actix-release", "discard", "throughput_rps")
-    assert lg["ratio"] == pytest.approx(2.0, rel=0.03)
-    assert "Holm-adjusted over these 6 rows" in rvg.family_markdown(results["framework"])
+        assert (t["family_size"] == len(t)).all() and (t["n_blocks"] == 10).all()
+    assert set(results["framework"].comparison.table["condition"]) == {"log to pipe", "log to discard"}
+    g = results["seed"].verdict("go-pipe", "throughput_rps", group="log to pipe")
+    assert g.estimate == pytest.approx(16_200 / 5_000, rel=0.03) and g.kind is VerdictKind.FASTER
+    fp = results["framework"].verdict("go", "throughput_rps", group="log to pipe")
+    assert fp.estimate == pytest.approx(1.62, rel=0.03) and fp.kind is VerdictKind.FASTER
+    lg = results["logging"].verdict("discard", "throughput_rps", group="actix-release")
+    assert lg.estimate == pytest.approx(2.0, rel=0.03)
+    assert "Holm-adjusted over these 6 rows" in family_markdown(results["framework"])
     text = rvg.conclusion_markdown(results, _reference())
     assert "Yes. Even against actix-web's release build" in text
     assert "The largest factor, by point estimate, is **the build mode** (" in text
@@ -99,58 +94,19 @@ def test_the_answer_says_no_when_release_actix_wins_and_missing_arms_are_named()
     effects = {"actix-debug-pipe": 5_000.0, "actix-release-pipe": 30_000.0, "go-pipe": 15_000.0}
     s = _synthetic_summaries(effects)
     fams = rvg.closed_families(list(effects) + ["actix-release-discard", "go-discard"], extras=False)
-    results = {f.key: rvg.run_family(s, f, unavailable={"go-discard": "no go toolchain"}) for f in fams}
+    results = {f.key: run_family(s, f, unavailable={"go-discard": "no go toolchain"}) for f in fams}
     assert set(results) == {"seed", "framework", "logging"}
     notes = results["framework"].notes
     assert "go-discard (log to discard): not run: no go toolchain" in notes
     assert "actix-release-discard (log to discard): no valid trial" in notes
     assert set(results["framework"].comparison.table["condition"]) == {"log to pipe"}
     assert results["logging"].comparison is None
-    assert rvg.family_markdown(results["logging"]).count("not compared") == 2
+    assert family_markdown(results["logging"]).count("not compared") == 2
+    missing = results["framework"].verdict("go", "throughput_rps", group="log to discard")
+    assert missing.kind is VerdictKind.NOT_RUN and missing.reason == "no go toolchain"
     text = rvg.conclusion_markdown(results, _reference())
     assert "Not when the comparison is fair" in text and "actix-web served 2.0" in text
     assert "Run with the discard sink to separate the logging" in text
-
-
-class _Trial:
-    def __init__(self, arm: str, block: int, busy: float, status: str = "ok", reason: str | None = None) -> None:
-        self.condition, self.arm, self.block = "closed", arm, block
-        self.meta = {"status": status, "reason": reason, "load": {"client_cpu": {"per_cpu": {"0": busy}}}}
-
-
-class _Store:
-    def __init__(self, trials: list[_Trial]) -> None:
-        self._trials = trials
-
-    def trials(self) -> list[_Trial]:
-        return self._trials
-
-
-def test_client_cpu_flags_the_arms_whose_client_came_near_its_limit() -> None:
-    store = _Store([_Trial("fast", 0, 0.85), _Trial("fast", 1, 0.83), _Trial("fast", 2, 0.5),
-                    _Trial("odd", 0, 0.95, "invalid", "client CPU 0 was 95% busy (limit 90%)"), _Trial("odd", 1, 0.3),
-                    _Trial("odd", 2, 0.3), _Trial("slow", 0, 0.3), _Trial("slow", 1, 0.81)])
-    table = rvg.client_cpu(store).set_index("arm")
-    assert table.loc["fast", "client CPU, median"] == 0.83 and table.loc["fast", "trials at ≥ 80%"] == 2
-    assert table.loc["odd", "invalid (client CPU ≥ 90%)"] == 1 and table.loc["slow", "client CPU, max"] == 0.81
-    assert rvg.client_limited(table.reset_index()) == ["fast", "odd", "slow"]
-    assert rvg.client_limited(rvg.client_cpu(_Store([_Trial("a", 0, 0.2), _Trial("a", 1, 0.9)]))) == ["a"]
-    assert rvg.client_limited(rvg.client_cpu(_Store([_Trial("a", 0, 0.2), _Trial("a", 1, 0.3)]))) == []
-
-
-def test_logged_lines_come_from_the_runtime_count_or_the_kept_log_with_its_cut_markers(tmp_path: Path) -> None:
-    from benchlib import logs
-    from benchlib.studies.rust_vs_go import _logged_lines
-
-    log = tmp_path / "b000.log"
-    log.write_bytes(b"".join(b"127.0.0.1 GET / 200 %06d\n" % i for i in range(50_000)))
-    assert logs.compact_log(log, cap_bytes=100_000)["truncated"]
-    assert log.stat().st_size < 110_000
-    assert _logged_lines(_Trial("a", 0, 0.1), log) == 50_000
-    counted = _Trial("a", 0, 0.1)
-    counted.meta["service_log"] = {"sink": "pipe", "lines": 123, "bytes": 4567}
-    assert _logged_lines(counted, log) == 123
-    assert _logged_lines(_Trial("a", 0, 0.1), tmp_path / "missing.log") is None
 
 
 def _reference() -> pd.DataFrame:
@@ -178,7 +134,8 @@ SMALL = {"trials": 2, "duration_s": 1.0, "warmup_s": 0.3, "connections": 8, "swe
 def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_and_wrk(tmp_path: Path) -> None:
     import nbformat
 
-    from benchlib.notebook import verdict_table
+    from benchlib.analysis import client_cpu_table, log_lines_table, verdict_table
+    from benchlib.analysis.peers import peer_beside
     from benchlib.report import run_notebook
     from benchlib.runner import trial_summary
     from benchlib.store import RunStore
@@ -209,7 +166,7 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
         assert {f"actix-release-{sink}", f"go-{sink}"} <= {t.arm for t in trials}
 
     # logging really happened: about one line per request (fastify two) in every pipe and file log
-    lines = rvg.log_lines(store).set_index("arm")
+    lines = log_lines_table(store, expected=rvg.expected_log_lines(list(arms)), condition="closed").set_index("arm")
     for arm, a in arms.items():
         if a.log_sink == "discard":
             assert math.isnan(lines.loc[arm, "log lines per request (median over trials)"])
@@ -218,7 +175,7 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
             assert per == pytest.approx(lines.loc[arm, "expected"], rel=0.05), (arm, per)
 
     # the client's CPU use is reported for every arm
-    client = rvg.client_cpu(store)
+    client = client_cpu_table(store, condition="closed")
     assert set(client["arm"]) == set(arms) and (client["client CPU, median"] > 0).all()
 
     # wrk ran on the seed's arms only, on the same instance, first in odd blocks and second in even ones
@@ -232,10 +189,10 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
         else:
             assert not x, t.arm
     summaries = store.summaries(trial_summary)
-    beside = rvg.wrk_beside(trials, summaries)
+    beside = peer_beside(store, summaries=summaries, tool="wrk")
     assert sorted(beside["arm"].unique()) == sorted(rvg.SEED_ARMS) and len(beside) == 2 * len(rvg.SEED_ARMS)
-    assert (beside["wrk_rps"] > 0).all() and (beside["bl_rps"] > 0).all()
-    bytes_per = beside.groupby("arm")["wrk_bytes_per_response"].median()
+    assert (beside["peer_rps"] > 0).all() and (beside["bl_rps"] > 0).all()
+    bytes_per = beside.groupby("arm")["peer_bytes"].median()
     assert bytes_per["go-pipe"] == pytest.approx(155, abs=3) and bytes_per["actix-debug-pipe"] == pytest.approx(114, abs=3)
 
     # the comparison tables stored with the run hold the expected rows
@@ -287,7 +244,7 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
         assert heading in page, heading
     for key in ("seed", "framework", "logging", "extras"):
         fam = next(f for f in rvg.closed_families(list(arms)) if f.key == key)
-        cells = verdict_table(rvg.run_family(summaries, fam, seed=SMALL["seed"]).comparison)["arm / baseline [95% CI]"]
+        cells = verdict_table(run_family(summaries, fam, seed=SMALL["seed"]).comparison)["arm / baseline [95% CI]"]
         assert all(cell in page for cell in cells), (key, list(cells))
     for arm in rvg.SEED_ARMS:
         assert arm in page

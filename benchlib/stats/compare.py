@@ -323,7 +323,7 @@ def compare(
             if "error_rate" in g.columns:
                 note = fn.error_rate_note(pair.a["error_rate"], pair.b["error_rate"], base, arm, alpha)
                 if note:
-                    lat_rows = [i for i in pair_rows if infos[rows[i]["metric"]].unit in ("ms", "s")]
+                    lat_rows = [i for i in pair_rows if infos[rows[i]["metric"]].unit in ("ms", "µs", "s")]
                     book.add("error_rates", note, lat_rows or pair_rows)
             pairs.append(PairInfo(labels, base, arm, pair.paired, len(pair.a), len(pair.b), pair_rows,
                                   _context(pd.concat([pair.a, pair.b]))))

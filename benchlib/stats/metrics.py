@@ -41,7 +41,7 @@ class MetricInfo:
     def label(self) -> str:
         """Short label for tables (``p50``, ``throughput``, ``errors``)."""
         n = self.name
-        for suffix in ("_ms", "_rps", "_s"):
+        for suffix in ("_ms", "_us", "_rps", "_s"):
             if n.endswith(suffix):
                 n = n[: -len(suffix)]
         return {"error_rate": "errors"}.get(n, n)
@@ -57,7 +57,7 @@ _RATE_METRICS = {"error_rate", "timeout_rate"}
 def metric_info(name: str, better: Mapping[str, str] | None = None) -> MetricInfo:
     """The :class:`MetricInfo` of a summary column.
 
-    Known: ``*_ms`` and ``*_s`` (latency: lower is better, ratio), ``*_rps`` (throughput:
+    Known: ``*_ms``, ``*_us`` and ``*_s`` (latency: lower is better, ratio), ``*_rps`` (throughput:
     higher is better, ratio), ``error_rate`` (lower is better, difference in percentage
     points). Other columns need an entry in ``better`` (``{"cpu_pct": "lower"}``).
 
@@ -75,11 +75,13 @@ def metric_info(name: str, better: Mapping[str, str] | None = None) -> MetricInf
         return MetricInfo(name, override or "higher", "log", "req/s", "faster", "slower")
     if name.endswith("_ms"):
         return MetricInfo(name, override or "lower", "log", "ms", "faster", "slower")
+    if name.endswith("_us"):
+        return MetricInfo(name, override or "lower", "log", "µs", "faster", "slower")
     if name.endswith("_s"):
         return MetricInfo(name, override or "lower", "log", "s", "faster", "slower")
     if override is not None:
         return MetricInfo(name, override, "log", "", "better", "worse")
     raise ParameterError(
-        f"metric {name!r}: unknown direction; known metrics end in _ms, _s (lower is better), _rps "
+        f"metric {name!r}: unknown direction; known metrics end in _ms, _us, _s (lower is better), _rps "
         "(higher is better) or are error_rate; for others pass better={name: 'lower' or 'higher'}"
     )

@@ -18,7 +18,9 @@ The rules (statistics reference, section 5.6; ``docs/statistics.md``):
 * **equivalent**: not significant and the ``1 - 2 alpha`` interval lies inside the margin
   (TOST); decided even when the guard makes significance impossible.
 * **no difference detected** ("~"): none of the above; always with the MDE.
-* **omitted**: no values; **not run**: the arm could not run (with the reason).
+* **omitted**: no values; **not run**: the arm could not run (with the reason); **no valid
+  trial**: the arm ran, but none of its trials there counts (the guard invalidated them or
+  they failed; with the reason).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class VerdictKind(StrEnum):
     INSUFFICIENT = "insufficient"
     OMITTED = "omitted"
     NOT_RUN = "not_run"
+    NO_VALID_TRIAL = "no_valid_trial"
 
     @property
     def directional(self) -> bool:
@@ -111,7 +114,8 @@ class Verdict:
     all_equal:
         Zero-spread rows: the value every trial of both arms had (NaN otherwise).
     reason:
-        For ``NOT_RUN``: why the arm did not run.
+        For ``NOT_RUN``: why the arm did not run; for ``NO_VALID_TRIAL``: what became of its
+        trials.
     """
 
     kind: VerdictKind
@@ -158,6 +162,14 @@ class Verdict:
                 labels: Mapping[str, Any] | None = None) -> Verdict:
         """The verdict of a row whose arm (or baseline) could not run, with the reason."""
         return cls(VerdictKind.NOT_RUN, arm=arm, baseline=baseline, metric=metric, labels=dict(labels or {}),
+                   reason=str(reason))
+
+    @classmethod
+    def no_valid_trial(cls, reason: str = "", *, arm: str = "", baseline: str = "", metric: str = "all",
+                       labels: Mapping[str, Any] | None = None) -> Verdict:
+        """The verdict of a row whose arm (or baseline) ran but has no valid trial there
+        (``reason``: what became of its trials, e.g. ``"6 invalid"``)."""
+        return cls(VerdictKind.NO_VALID_TRIAL, arm=arm, baseline=baseline, metric=metric, labels=dict(labels or {}),
                    reason=str(reason))
 
     @property
@@ -224,12 +236,14 @@ def render(v: Verdict) -> str:
     ``faster``, ``slower, within ±2%``, ``slower, possibly within ±2%``, ``equivalent (±2%)``,
     ``~ (MDE 9.0%)``, ``~ (all trials 0%, MDE 0 pp)``, ``insufficient trials (need ≥ 6 blocks)``,
     ``insufficient trials (need ≥ 4 per arm; between-run variance not estimated, MDE ≥ 1.2%)``,
-    ``omitted (no values)``, ``not run: <reason>``.
+    ``omitted (no values)``, ``not run: <reason>``, ``no valid trial: <reason>``.
     """
     k = v.kind
     mtxt = f"±{100 * v.margin:g}%" if math.isfinite(v.margin) else ""
     if k is VerdictKind.NOT_RUN:
         return f"not run: {v.reason}" if v.reason else "not run"
+    if k is VerdictKind.NO_VALID_TRIAL:
+        return f"no valid trial: {v.reason}" if v.reason else "no valid trial"
     if k is VerdictKind.OMITTED:
         return "omitted (no values)"
     if k.directional:

@@ -1,5 +1,7 @@
 """Study 01, "the same REST API in Go, .NET and Rust with MongoDB" (DotnetGoRustBenchmark):
-the arms, loads, contrasts and tables of ``notebooks/01_rest_mongo_go_dotnet_rust.ipynb``.
+what is its own in ``notebooks/01_rest_mongo_go_dotnet_rust.ipynb``: the arms, the seed's
+loads, the questions, the original's table beside ours, the database facts and the
+conclusion. Everything generic comes from :mod:`benchlib.analysis`.
 
 The seed ran k6 ``constant-arrival-rate`` (100 pre-allocated VUs, 10 s) at 100 requests/s
 on ``GET /helloWorld`` and 10/s on ``GET /users/1`` against three APIs, each limited to
@@ -8,15 +10,11 @@ implementation runs in a ``faithful`` variant (the study's code behaviour) and a
 (release build, one pooled client, no per-request log, identical bodies); see
 ``docs/studies/01_rest_mongo.md``.
 
-Three questions, each a set of (baseline, arm) contrasts compared in one Holm family
-(:func:`benchlib.stats.compare` with ``contrasts=``):
+Three questions answered in **one** Holm family over both endpoints (:func:`family`):
 
-* ``language``: every fair variant against Go fair (what the languages and frameworks do
-  when the code does the same thing);
-* ``implementation``: each language's faithful variant against its own fair variant (what
-  per-request connections, debug builds and per-request logging cost);
-* ``original``: the faithful variants against faithful Go (the original's own comparison,
-  reproduced).
+* ``language``: every fair variant against Go fair;
+* ``implementation``: each language's faithful variant against its own fair variant;
+* ``original``: the faithful variants against faithful Go (the original's own comparison).
 
 Arms that cannot run here (.NET without an SDK) stay in every table as "not run: why".
 """
@@ -30,26 +28,22 @@ import subprocess
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-import numpy as np
-
+from benchlib.analysis import Answer, Contrast, Family, planned_rows
+from benchlib.analysis import conclusion as say
+from benchlib.analysis import fmt, params, peers, tables
 from benchlib.errors import ParameterError
-from benchlib.model import Arm, Condition, CrossCheck, LoadSpec, Limits
+from benchlib.model import Arm, Condition, CrossCheck, Limits, LoadSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from benchlib.runner import ExperimentResult
-    from benchlib.stats import Comparison
-
 __all__ = [
-    "BASELINE", "CONDITIONS", "Contrast", "IMPLEMENTATIONS", "Implementation", "LIMITS", "METRICS", "QUESTIONS",
-    "REPEAT_INVALID", "SEED_DURATION_S", "SEED_IN_FLIGHT", "SEED_RATE_RPS", "VARIANTS", "WARMUP_S", "arm_order",
-    "compare_study", "conclusion_markdown", "database_info", "k6_setup", "k6_summary_table", "k6_trial_table",
-    "limits_table", "not_run_reason", "original_vs_ours", "parse_variants", "percentile_support", "planned_family",
-    "repeats_table", "runnable_contrasts", "scaled_load", "study_arms", "study_conditions", "study_contrasts",
-    "table", "verdict_tables", "warmup_table",
+    "BASELINE", "CONDITIONS", "IMPLEMENTATIONS", "Implementation", "LIMITS", "METRICS", "QUESTIONS", "REPEAT_INVALID",
+    "SEED_DURATION_S", "SEED_IN_FLIGHT", "SEED_RATE_RPS", "VARIANTS", "WARMUP_S", "conclusion_markdown",
+    "database_info", "family", "k6_setup", "k6_tables", "original_vs_ours", "parse_variants", "percentile_support",
+    "planned_family", "scaled_load", "short_reasons", "study_arms", "study_conditions",
 ]
 
 
@@ -91,46 +85,10 @@ QUESTIONS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Contrast:
-    """One comparison of the study: ``arm`` against ``baseline``, answering ``question``."""
-
-    question: str
-    baseline: str
-    arm: str
-
-
-def _num(v: Any) -> str:
-    if isinstance(v, (float, np.floating)):
-        if v != v:
-            return "–"
-        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
-    return str(v)
-
-
-def table(df: pd.DataFrame) -> Any:
-    """``df`` for display in the report: no index column, numbers to 3 significant digits
-    (thousands separated, no decimals from 100 up), missing values as "–", cells never
-    truncated."""
-    floats = [c for c in df.columns if df[c].dtype.kind == "f"]
-    others = [c for c in df.columns if c not in floats]
-    return (df.style.hide(axis="index").format(_num, subset=floats)
-            .format(lambda v: "" if v is None or (isinstance(v, float) and v != v) else v, subset=others))
-
-
 def parse_variants(text: str | Sequence[str]) -> tuple[str, ...]:
-    """``"faithful,fair"`` (or a list) as a tuple in the canonical order.
-
-    Raises
-    ------
-    ParameterError  for an empty selection or an unknown variant (naming the valid ones).
-    """
-    items = [v.strip() for v in (text.split(",") if isinstance(text, str) else text) if v.strip()]
-    bad = sorted(set(items) - set(VARIANTS))
-    if bad or not items:
-        raise ParameterError(f"variants must name one or more of {', '.join(VARIANTS)} (comma-separated), "
-                             f"got {text!r}")
-    return tuple(v for v in VARIANTS if v in items)
+    """``"faithful,fair"`` (or a list) as a tuple in the canonical order (see
+    :func:`benchlib.analysis.params.choices` for the errors)."""
+    return params.choices(text, VARIANTS, "variant(s)", canonical=True)
 
 
 def study_arms(variants: Sequence[str] = VARIANTS) -> tuple[Arm, ...]:
@@ -140,24 +98,12 @@ def study_arms(variants: Sequence[str] = VARIANTS) -> tuple[Arm, ...]:
                  if v in variants)
 
 
-def arm_order(names: Iterable[str]) -> list[str]:
-    """``names`` in the study's table order."""
-    order = [a.name for a in study_arms()]
-    names = list(names)
-    return [a for a in order if a in names] + sorted(set(names) - set(order))
-
-
-def _check_scale(scale: float) -> None:
-    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
-        raise ParameterError(f"scale must be a positive number (1.0 = the seed's size), got {scale!r}")
-
-
 def scaled_load(condition: str, scale: float = 1.0, *, warmup_s: float = WARMUP_S) -> LoadSpec:
     """The seed's load for ``condition`` at ``scale``: open model, constant arrivals at
     ``round(seed rate x scale)`` per second (at least 1) for ``10 s x scale``, at most 100 in
     flight, keep-alive (k6's VUs keep their connections), ``warmup_s`` of warm-up first.
     Requests per trial therefore grow as ``scale**2``."""
-    _check_scale(scale)
+    params.positive("scale", scale, "1.0 = the seed's size")
     if condition not in SEED_RATE_RPS:
         raise ParameterError(f"unknown condition {condition!r}; valid: {', '.join(SEED_RATE_RPS)}")
     rate = max(1, int(round(SEED_RATE_RPS[condition] * scale)))
@@ -181,25 +127,37 @@ def study_conditions(scale: float = 1.0, *, k6_arms: Sequence[str] | None = None
     return tuple(out)
 
 
-def study_contrasts(variants: Sequence[str] = VARIANTS) -> list[Contrast]:
-    """The study's three questions as (baseline, arm) contrasts, for the selected variants
+def family(variants: Sequence[str] = VARIANTS) -> Family:
+    """The three questions as one family over both endpoints, for the selected variants
     (arms that cannot run here included: they are reported as not run)."""
     have = {a.name for a in study_arms(variants)}
-    out: list[Contrast] = []
-    for impl in IMPLEMENTATIONS:
-        if impl.key != "go":
-            out.append(Contrast("language", BASELINE, f"{impl.key}-fair"))
-    for impl in IMPLEMENTATIONS:
-        out.append(Contrast("implementation", f"{impl.key}-fair", f"{impl.key}-faithful"))
-    for impl in IMPLEMENTATIONS:
-        if impl.in_original and impl.key != "go":
-            out.append(Contrast("original", "go-faithful", f"{impl.key}-faithful"))
-    return [c for c in out if c.baseline in have and c.arm in have]
+    rows = [Contrast(BASELINE, f"{i.key}-fair", question="language") for i in IMPLEMENTATIONS if i.key != "go"]
+    rows += [Contrast(f"{i.key}-fair", f"{i.key}-faithful", question="implementation") for i in IMPLEMENTATIONS]
+    rows += [Contrast("go-faithful", f"{i.key}-faithful", question="original") for i in IMPLEMENTATIONS
+             if i.in_original and i.key != "go"]
+    return Family("study", tuple(c for c in rows if c.baseline in have and c.arm in have), METRICS,
+                  conditions=tuple(CONDITIONS), questions=QUESTIONS)
 
 
-def runnable_contrasts(contrasts: Sequence[Contrast], unavailable: Mapping[str, str]) -> list[Contrast]:
-    """The contrasts whose two arms both ran."""
-    return [c for c in contrasts if c.baseline not in unavailable and c.arm not in unavailable]
+def planned_family(fam: Family, unavailable: Mapping[str, str], scale: float) -> int:
+    """Rows of the Holm family the design will produce at ``scale``."""
+    requests = {c: (load.rate_rps or 0) * (load.duration_s or 0)
+                for c, load in ((c, scaled_load(c, scale)) for c in CONDITIONS)}
+    return planned_rows(fam, requests, unavailable)
+
+
+def short_reasons(unavailable: Mapping[str, str]) -> dict[str, str]:
+    """Why each arm did not run, shortened for tables (the .NET SDK's install hint left out)."""
+    return {a: "no .NET SDK (no `dotnet` on PATH)" if why.startswith("no dotnet toolchain") else why
+            for a, why in unavailable.items()}
+
+
+def percentile_support(scales: Sequence[float] = (0.2, 1.0, 2.0, 3.0, 5.0, 8.0), *,
+                       current: float | None = None) -> pd.DataFrame:
+    """Which latency percentiles a trial supports at each scale (:func:`benchlib.analysis.tables.percentile_support`)."""
+    loads = {f"{s:g}" + (" (this run)" if current is not None and s == current else ""):
+             {c: scaled_load(c, s) for c in CONDITIONS} for s in scales}
+    return tables.percentile_support(loads, labels=CONDITIONS)
 
 
 def k6_setup(arms: Sequence[Arm], variants: Sequence[str], enabled: bool = True) -> tuple[tuple[str, ...], str]:
@@ -222,164 +180,19 @@ def k6_setup(arms: Sequence[Arm], variants: Sequence[str], enabled: bool = True)
     return chosen, f"{version} on {', '.join(chosen)}"
 
 
-def planned_family(contrasts: Sequence[Contrast], unavailable: Mapping[str, str], scale: float,
-                   metrics: Sequence[str] = METRICS) -> int:
-    """Rows of the Holm family the design will produce: runnable contrasts x the metrics
-    each endpoint's trials support at ``scale``."""
-    from benchlib.stats import required_requests
-
-    qs = {m: float(m[1:-3]) / 10 ** (len(m[1:-3])) for m in metrics}  # p50_ms -> 0.5, p999_ms -> 0.999
-    n = len(runnable_contrasts(contrasts, unavailable))
-    total = 0
-    for cond in CONDITIONS:
-        load = scaled_load(cond, scale)
-        requests = (load.rate_rps or 0) * (load.duration_s or 0)
-        total += n * sum(1 for q in qs.values() if requests >= required_requests(q))
-    return total
+def k6_tables(result: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """k6 beside benchlib (:mod:`benchlib.analysis.peers`), benchlib timed from the send time
+    as k6 is: medians over the valid trials by k6's order, and one row per trial."""
+    beside = peers.peer_beside(result, figures=("p50", "p95", "max"), since="sent", tool="k6")
+    summary = peers.peer_summary(beside, by=("condition", "arm", "order"), main="p50")
+    figs = [c for f in ("p50", "p95", "max") for c in (f"peer_{f}", f"bl_{f}")]
+    return (peers.peer_view(summary, ["condition", "arm", "order", "trials", *figs, "p50_ratio"], "k6", since="sent"),
+            peers.peer_view(beside, ["condition", "arm", "block", "order", "status", "peer_error", "peer_requests",
+                                     "peer_dropped", "peer_p50", "peer_p95", "peer_max", "bl_requests", "bl_p50",
+                                     "bl_p95", "bl_max", "bl_p50_due", "p50_ratio"], "k6", since="sent", digits=None))
 
 
-def not_run_reason(why: str) -> str:
-    """The runner's reason an arm did not run, shortened for tables (the rendered
-    :meth:`~benchlib.stats.verdict.Verdict.not_run` verdict)."""
-    from benchlib.stats.verdict import Verdict, render
-
-    if why.startswith("no dotnet toolchain"):
-        why = "no .NET SDK (no `dotnet` on PATH)"
-    return render(Verdict.not_run(why))
-
-
-def compare_study(summaries: pd.DataFrame, contrasts: Sequence[Contrast], unavailable: Mapping[str, str], *,
-                  seed: int = 0, metrics: Sequence[str] = METRICS) -> Comparison | None:
-    """:func:`benchlib.stats.compare` over the runnable contrasts, one Holm family over both
-    endpoints and every metric; ``None`` when no contrast can be computed."""
-    from benchlib import stats
-
-    pairs = [(c.baseline, c.arm) for c in runnable_contrasts(contrasts, unavailable)]
-    valid = summaries[summaries["valid"].astype(bool)] if "valid" in summaries.columns else summaries
-    arms = set(valid["arm"])
-    if not any(b in arms and a in arms for b, a in pairs):
-        return None
-    present = tuple(m for m in metrics if m in summaries.columns)
-    return stats.compare(summaries, contrasts=pairs, metrics=present, seed=seed)
-
-
-def verdict_tables(comparison: Comparison | None, contrasts: Sequence[Contrast], unavailable: Mapping[str, str]
-                   ) -> dict[str, pd.DataFrame]:
-    """One verdict table per condition (:func:`benchlib.notebook.verdict_table` with the
-    question in front), rows for metrics no trial could support left out, and a "not run"
-    row for every contrast whose arm could not run here."""
-    import pandas as pd
-
-    from benchlib.notebook import verdict_table
-    from benchlib.stats.verdict import VerdictKind
-
-    question_of = {(c.baseline, c.arm): QUESTIONS[c.question] for c in contrasts}
-    out: dict[str, pd.DataFrame] = {}
-    base = pd.DataFrame()
-    if comparison is not None:
-        base = verdict_table(comparison)
-        t = comparison.table
-        base.insert(0, "question", [question_of.get((b, a), "") for b, a in zip(t["baseline"], t["arm"], strict=True)])
-        base = base[(t["verdict_kind"] != VerdictKind.OMITTED).to_numpy()]
-    for cond in CONDITIONS:
-        rows = base[base["condition"] == cond].drop(columns=["condition"]) if len(base) else pd.DataFrame()
-        missing = []
-        for c in contrasts:
-            gone = [x for x in (c.baseline, c.arm) if x in unavailable]
-            if gone:
-                missing.append({"question": QUESTIONS[c.question], "metric": "all",
-                                "baseline": f"{c.baseline}" + (" (not run)" if c.baseline in unavailable else ""),
-                                "arm": f"{c.arm}" + (" (not run)" if c.arm in unavailable else ""),
-                                "verdict": not_run_reason(unavailable[gone[0]])})
-        table = pd.concat([rows, pd.DataFrame(missing)], ignore_index=True) if missing else rows.reset_index(drop=True)
-        if len(table):
-            order = {q: i for i, q in enumerate(QUESTIONS.values())}
-            table = table.sort_values("question", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
-        out[cond] = table.fillna("")
-    return out
-
-
-def percentile_support(scales: Sequence[float] = (0.2, 1.0, 2.0, 3.0, 5.0, 8.0), *,
-                       current: float | None = None) -> pd.DataFrame:
-    """Which latency percentiles a trial supports at each scale: at least 50 requests must
-    lie beyond a percentile (``n (1 - q) >= 50``, benchlib's rule for per-trial summaries)."""
-    import pandas as pd
-
-    from benchlib.stats import required_requests
-
-    qs = (0.5, 0.9, 0.95, 0.99, 0.999)
-    rows = []
-    for s in scales:
-        for cond in CONDITIONS:
-            load = scaled_load(cond, s)
-            n = int(round((load.rate_rps or 0) * (load.duration_s or 0)))
-            rows.append({"scale": f"{s:g}" + (" (this run)" if current is not None and s == current else ""),
-                         "endpoint": CONDITIONS[cond], "rate (req/s)": load.rate_rps,
-                         "seconds": load.duration_s, "requests per trial": n,
-                         "percentiles supported": ", ".join(f"p{100 * q:g}" for q in qs if n >= required_requests(q))
-                         or "none"})
-    return pd.DataFrame(rows)
-
-
-# -- per-trial figures ------------------------------------------------------------------------
-
-def _ok_measured(rows: np.ndarray) -> np.ndarray:
-    return rows[(rows["phase"] == 1) & (rows["error"] == 0) & (rows["status"] >= 100) & (rows["status"] < 400)]
-
-
-def _quantiles_supported(x: np.ndarray, qs: Sequence[float]) -> list[float]:
-    from benchlib.stats import required_requests
-    from benchlib.stats.summary import trial_quantiles
-
-    vals, _ = trial_quantiles(x, qs)
-    return [float(v) if x.size >= required_requests(q) else math.nan for q, v in zip(qs, vals, strict=True)]
-
-
-def _trial_figures(rows: np.ndarray, *, since: str = "sent") -> dict[str, float]:
-    """min, avg, med, max, p95, p99 (ms) of one trial's successful measured requests, from the
-    send time (``since="sent"``, as k6's http_req_duration) or the intended time."""
-    ok = _ok_measured(rows)
-    start = ok["t_sent_ns"] if since == "sent" else ok["t_intended_ns"]
-    x = np.sort((ok["t_done_ns"] - start).astype(np.float64) / 1e6)
-    if not x.size:
-        return {k: math.nan for k in ("min", "avg", "med", "max", "p95", "p99")} | {"n": 0}
-    med, p95, p99 = _quantiles_supported(x, (0.5, 0.95, 0.99))
-    return {"n": int(x.size), "min": float(x[0]), "avg": float(x.mean()), "med": med, "max": float(x[-1]),
-            "p95": p95, "p99": p99}
-
-
-def _median_ci(values: Iterable[float]) -> tuple[float, float, float, int]:
-    """Median of the trials' values with its 95% order-statistic interval (NaN when fewer than
-    6 trials), and how many values there were."""
-    from scipy.stats import quantile_test
-
-    x = np.asarray([v for v in values if v == v], dtype=float)
-    if not x.size:
-        return math.nan, math.nan, math.nan, 0
-    med = float(np.median(x))
-    if x.size < 6:
-        return med, math.nan, math.nan, int(x.size)
-    ci = quantile_test(x, p=0.5).confidence_interval(0.95)
-    return med, float(ci.low), float(ci.high), int(x.size)
-
-
-def _fmt_ms(v: float) -> str:
-    if v != v:
-        return "–"
-    return f"{v:.3g}" if v < 100 else f"{v:.0f}"
-
-
-def _fmt_ci(med: float, lo: float, hi: float) -> str:
-    if med != med:
-        return "–"
-    return _fmt_ms(med) + (f" [{_fmt_ms(lo)}, {_fmt_ms(hi)}]" if lo == lo else "")
-
-
-def _ok_trials(result: ExperimentResult) -> list[Any]:
-    return [t for t in result.trials() if t.meta.get("status") == "ok"]
-
-
-def original_vs_ours(result: ExperimentResult, reference: pd.DataFrame) -> pd.DataFrame:
+def original_vs_ours(result: Any, reference: pd.DataFrame) -> pd.DataFrame:
     """The seed's k6 table beside ours, for the same cells (endpoint x implementation):
     the original's single run; our k6 runs on the faithful services (median over trials);
     benchlib on the faithful and on the fair services (median over trials [95% interval]),
@@ -387,172 +200,42 @@ def original_vs_ours(result: ExperimentResult, reference: pd.DataFrame) -> pd.Da
     support are "–"; arms not run here say why."""
     import pandas as pd
 
-    stats_cols = ("min", "avg", "med", "max", "p95", "p99")
-    per_trial: dict[tuple[str, str], list[dict[str, float]]] = {}
-    k6: dict[tuple[str, str], list[dict[str, float]]] = {}
-    for t in _ok_trials(result):
-        per_trial.setdefault((t.condition, t.arm), []).append(_trial_figures(t.rows(), since="sent"))
-        x = t.meta.get("cross_check") or {}
-        d = x.get("http_req_duration_ms")
-        if d and not x.get("error"):
-            k6.setdefault((t.condition, t.arm), []).append(
-                {"min": d.get("min"), "avg": d.get("avg"), "med": d.get("med"), "max": d.get("max"),
-                 "p95": d.get("p(95)"), "p99": d.get("p(99)")})
-    unavailable = result.unavailable
-    arms = {a.name for a in result.experiment.arms}
+    from benchlib.records import read_run
+    from benchlib.records.rows import figures
+    from benchlib.stats.verdict import Verdict, render
+
+    run = read_run(result)
+    cols = {"min": "min", "avg": "mean", "med": "p50", "max": "max", "p95": "p95", "p99": "p99"}
+    ours: dict[tuple[str, str, str], list[dict[str, float]]] = {}
+    for t in run.trials:
+        if t.valid:
+            f = figures(t.rows(), since="sent", quantiles=(0.5, 0.95, 0.99))
+            ours.setdefault((t.condition, t.arm, "benchlib"), []).append({c: f[k] for c, k in cols.items()})
+            if t.peer is not None and t.peer.ok:
+                ours.setdefault((t.condition, t.arm, "k6"), []).append({c: t.peer.figure(k) for c, k in cols.items()})
+    why = short_reasons(run.unavailable)
     rows = []
     for cond, path in CONDITIONS.items():
         for impl in IMPLEMENTATIONS:
-            ref = reference[(reference["endpoint"] == path) & (reference["service"] == impl.service)]
-            if len(ref):
-                r = ref.iloc[0]
-                rows.append({"endpoint": path, "implementation": impl.label, "source": "original: k6, one run",
-                             "trials": 1, **{c: _fmt_ms(float(r[f"{c}_ms"])) for c in stats_cols}})
+            cell = {"endpoint": path, "implementation": impl.label}
+            for _, r in reference[(reference["endpoint"] == path) & (reference["service"] == impl.service)].iterrows():
+                rows.append({**cell, "source": "original: k6, one run", "trials": 1,
+                             **{c: fmt.num(float(r[f"{c}_ms"])) for c in cols}})
             for variant in impl.variants:
                 arm = f"{impl.key}-{variant}"
-                if arm not in arms:
-                    continue
-                if arm in unavailable:
-                    rows.append({"endpoint": path, "implementation": impl.label, "source": f"ours: {variant}",
-                                 "trials": 0, "min": not_run_reason(unavailable[arm])})
-                    continue
-                if (cond, arm) in k6:
-                    vals = k6[(cond, arm)]
-                    rows.append({"endpoint": path, "implementation": impl.label, "source": f"ours: {variant}, k6",
-                                 "trials": len(vals),
-                                 **{c: _fmt_ci(*_median_ci(float(v[c]) for v in vals if v[c] is not None)[:3])
-                                    for c in stats_cols}})
-                vals = per_trial.get((cond, arm), [])
-                rows.append({"endpoint": path, "implementation": impl.label, "source": f"ours: {variant}, benchlib",
-                             "trials": len(vals), **{c: _fmt_ci(*_median_ci(v[c] for v in vals)[:3])
-                                                     for c in stats_cols}})
-    return pd.DataFrame(rows, columns=["endpoint", "implementation", "source", "trials", *stats_cols]).fillna("")
+                if arm in why:
+                    rows.append({**cell, "source": f"ours: {variant}", "trials": 0, "min": render(Verdict.not_run(why[arm]))})
+                elif arm in run.arms:
+                    for tool in ("k6", "benchlib"):
+                        vals = ours.get((cond, arm, tool), [])
+                        if tool == "benchlib" or vals:
+                            rows.append({**cell, "source": f"ours: {variant}, {tool}", "trials": len(vals),
+                                         **{c: fmt.median_ci(*tables.median_of_trials([v[c] for v in vals])[:3])
+                                            for c in cols}})
+    return pd.DataFrame(rows, columns=["endpoint", "implementation", "source", "trials", *cols]).fillna("")
 
 
-def k6_trial_table(result: ExperimentResult) -> pd.DataFrame:
-    """k6's ``http_req_duration`` beside benchlib's figures for the same trial (same service
-    instance, one run after the other): per trial, k6's requests, dropped iterations, median,
-    p95 and max, and benchlib's from the send time (as k6 measures) and from the intended time.
-    Both sides use linear-interpolated percentiles of the same kind of sample here."""
-    import pandas as pd
-
-    rows = []
-    for t in result.trials():
-        x = t.meta.get("cross_check")
-        if not x:
-            continue
-        rec: dict[str, Any] = {"condition": t.condition, "arm": t.arm, "block": t.block, "k6 ran": x.get("order"),
-                               "status": t.meta.get("status")}
-        if x.get("error"):
-            rows.append({**rec, "k6 error": x["error"]})
-            continue
-        d = x.get("http_req_duration_ms") or {}
-        ok = _ok_measured(t.rows())
-        sent = np.sort((ok["t_done_ns"] - ok["t_sent_ns"]) / 1e6) if len(ok) else np.zeros(0)
-        due = np.sort((ok["t_done_ns"] - ok["t_intended_ns"]) / 1e6) if len(ok) else np.zeros(0)
-
-        def q(v: np.ndarray, p: float) -> float:
-            return float(np.quantile(v, p)) if v.size else math.nan
-
-        rows.append({**rec, "k6 requests": x.get("http_reqs"), "k6 dropped": x.get("dropped_iterations"),
-                     "k6 med": d.get("med"), "k6 p95": d.get("p(95)"), "k6 max": d.get("max"),
-                     "benchlib requests": int(sent.size), "benchlib med (from send)": q(sent, 0.5),
-                     "benchlib p95 (from send)": q(sent, 0.95), "benchlib max (from send)": q(sent, 1.0),
-                     "benchlib med (from due time)": q(due, 0.5),
-                     "k6 med / benchlib med": (d.get("med") / q(sent, 0.5)) if sent.size and d.get("med") else math.nan})
-    return pd.DataFrame(rows)
-
-
-def k6_summary_table(trials: pd.DataFrame) -> pd.DataFrame:
-    """Per condition and arm (and k6's position, before or after benchlib's load): the
-    medians over trials of k6's and benchlib's median and p95 and of their ratio."""
-    import pandas as pd
-
-    if not len(trials) or "k6 med" not in trials.columns:
-        return pd.DataFrame()
-    ok = trials[trials["k6 med"].notna() & (trials["status"] == "ok")]
-    cols = ["k6 med", "benchlib med (from send)", "k6 p95", "benchlib p95 (from send)", "k6 max",
-            "benchlib max (from send)", "k6 med / benchlib med"]
-    g = ok.groupby(["condition", "arm", "k6 ran"], sort=False)[cols].median().reset_index()
-    g.insert(3, "trials", ok.groupby(["condition", "arm", "k6 ran"], sort=False).size().to_numpy())
-    return g.round(3)
-
-
-def warmup_table(result: ExperimentResult) -> pd.DataFrame:
-    """What the warm-up kept out of the analysis, per condition and arm (medians over trials):
-    the first request of a fresh instance (what the seed's max and tail included), the
-    warm-up's median and the measured median, all from the intended send time, in ms."""
-    import pandas as pd
-
-    acc: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
-    for t in _ok_trials(result):
-        rows = t.rows()
-        warm = rows[(rows["phase"] == 0) & (rows["error"] == 0)]
-        meas = _ok_measured(rows)
-        if not len(warm) or not len(meas):
-            continue
-        lat_w = (warm["t_done_ns"] - warm["t_intended_ns"]) / 1e6
-        lat_m = (meas["t_done_ns"] - meas["t_intended_ns"]) / 1e6
-        first = float(lat_w[np.argmin(warm["t_intended_ns"])])
-        acc.setdefault((t.condition, t.arm), []).append((first, float(np.median(lat_w)), float(np.median(lat_m))))
-    out = [{"condition": c, "arm": a, "trials": len(v), "first request": float(np.median([x[0] for x in v])),
-            "warm-up median": float(np.median([x[1] for x in v])), "measured median": float(np.median([x[2] for x in v]))}
-           for (c, a), v in acc.items()]
-    df = pd.DataFrame(out)
-    if len(df):
-        df["arm"] = pd.Categorical(df["arm"], arm_order(df["arm"]), ordered=True)
-        df = df.sort_values(["condition", "arm"]).reset_index(drop=True)
-        df["arm"] = df["arm"].astype(str)
-    return df.round(3)
-
-
-def repeats_table(result: ExperimentResult) -> pd.DataFrame:
-    """Per condition and arm: how many trials the load generator's guard invalidated and the
-    runner repeated in place (``Experiment.repeat_invalid``), the attempts set aside, and the
-    trials still invalid after their repeats (left out of the analysis). Empty when none."""
-    import pandas as pd
-
-    acc: dict[tuple[str, str], dict[str, int]] = {}
-    for t in result.trials():
-        prev = t.meta.get("previous_attempts") or []
-        d = acc.setdefault((t.condition, t.arm), {"trials": 0, "repeated": 0, "attempts set aside": 0,
-                                                  "still invalid": 0})
-        d["trials"] += 1
-        d["repeated"] += bool(prev)
-        d["attempts set aside"] += len(prev)
-        d["still invalid"] += t.meta.get("status") == "invalid"
-    rows = [{"condition": c, "arm": a, **v} for (c, a), v in acc.items() if v["repeated"] or v["still invalid"]]
-    df = pd.DataFrame(rows, columns=["condition", "arm", "trials", "repeated", "attempts set aside", "still invalid"])
-    if len(df):
-        df["arm"] = pd.Categorical(df["arm"], arm_order(df["arm"]), ordered=True)
-        df = df.sort_values(["condition", "arm"]).reset_index(drop=True)
-        df["arm"] = df["arm"].astype(str)
-    return df
-
-
-def limits_table(result: ExperimentResult) -> pd.DataFrame:
-    """What the runtime enforced on each arm's service, as read back in its trials (CPU
-    set, CPU quota, memory cap, swap), and where the dependency (FerretDB) ran."""
-    import pandas as pd
-
-    acc: dict[str, dict[str, set[str]]] = {}
-    for t in result.trials():
-        e = t.meta.get("enforced") or {}
-        if not e:
-            continue
-        d = acc.setdefault(t.arm, {k: set() for k in ("cpus", "cpu", "memory", "swap", "ferretdb cpus", "runtime")})
-        d["cpus"].add(",".join(map(str, e.get("cpus_read_back", e.get("cpus", [])))))
-        d["cpu"].add(f"{e.get('cpu_quota', '–')} CPU: {e.get('cpu', '–')}")
-        d["memory"].add(f"{e.get('memory_mb', '–')} MB: {e.get('memory', '–')}")
-        d["swap"].add(str(e.get("swap", "–")))
-        d["ferretdb cpus"].add(",".join(map(str, (t.meta.get("cpus") or {}).get("dependencies", []))))
-        d["runtime"].add(str(e.get("runtime", t.meta.get("runtime"))))
-    rows = [{"arm": a, **{k: "; ".join(sorted(v)) for k, v in acc[a].items()}} for a in arm_order(acc)]
-    rows += [{"arm": a, "cpus": not_run_reason(why)} for a, why in result.unavailable.items()]
-    return pd.DataFrame(rows).fillna("")
-
-
-def database_info(result: ExperimentResult, *, timeout_s: float = 60.0) -> dict[str, Any]:
+def database_info(result: Any, *, timeout_s: float = 60.0) -> dict[str, Any]:
     """Which MongoDB server ran: ``services/ferretdb/seed.py info`` against one extra start of
     the arms' dependency (same runtime, same build), plus the version line of the FerretDB
     log of every trial. Stored as ``derived/database.json`` in the run folder (read from
@@ -594,101 +277,69 @@ def database_info(result: ExperimentResult, *, timeout_s: float = 60.0) -> dict[
 
 # -- the conclusion ---------------------------------------------------------------------------
 
-def _row(comparison: Comparison, condition: str, baseline: str, arm: str, metric: str = "p50_ms") -> Any:
-    t = comparison.table
-    hit = t[(t["condition"] == condition) & (t["baseline"] == baseline) & (t["arm"] == arm) & (t["metric"] == metric)]
-    return hit.iloc[0] if len(hit) else None
-
-
-def _effect(r: Any) -> str:
-    if r is None:
-        return "not compared"
-    if r["ratio"] != r["ratio"]:
-        return f"**{r['verdict']}**"
-    return (f"{r['ratio']:.2f}× [{r['ci_lo']:.2f}, {r['ci_hi']:.2f}], Holm p = {r['p_adj']:.2g} → "
-            f"**{r['verdict']}**")
-
-
-def _decided(r: Any) -> bool:
-    return r is not None and bool(r["significant"]) and bool(r["practical"])
-
-
-def conclusion_markdown(comparison: Comparison | None, reference: pd.DataFrame, unavailable: Mapping[str, str],
-                        variants: Sequence[str] = VARIANTS) -> str:
-    """The conclusion in words, every figure from ``comparison`` (median latency, p50): per
-    endpoint, the original's ratio, ours with the original's code, the part the languages
+def conclusion_markdown(answer: Answer, reference: pd.DataFrame, variants: Sequence[str] = VARIANTS) -> str:
+    """The conclusion in words, every figure from the answer's verdicts (median latency, p50):
+    per endpoint, the original's ratio, ours with the original's code, the part the languages
     explain (fair vs fair) and the part the implementation explains (faithful vs fair)."""
-    if comparison is None:
+    if answer.comparison is None:
         return "_No comparison could be computed (fewer than two arms ran)._"
     lines = []
     labels = {i.key: i.label for i in IMPLEMENTATIONS}
     for cond, path in CONDITIONS.items():
+        def v(base: str, arm: str) -> Any:
+            return answer.verdict(arm, "p50_ms", group=cond, baseline=base)
+
         lines.append(f"**`GET {path}`**, median latency (p50) ratios with exact 95% intervals:")
         ref = reference[reference["endpoint"] == path].set_index("service")
-        r_orig = _row(comparison, cond, "go-faithful", "rust-faithful")
+        r_orig, r_lang = v("go-faithful", "rust-faithful"), v(BASELINE, "rust-fair")
+        r_rust, r_go = v("rust-fair", "rust-faithful"), v("go-fair", "go-faithful")
         if {"go-gin-mongo", "rust-rocket-mongo"} <= set(ref.index):
-            orig = float(ref.loc["rust-rocket-mongo", "med_ms"]) / float(ref.loc["go-gin-mongo", "med_ms"])
-            lines.append(f"- the original: Rust / Go medians {ref.loc['rust-rocket-mongo', 'med_ms']:g} / "
-                         f"{ref.loc['go-gin-mongo', 'med_ms']:g} ms = {orig:.2f}× (one run each); ours with the "
-                         f"original's code (faithful): {_effect(r_orig)}")
-        lang = []
-        for key in ("rust", "python", "node", "dotnet"):
-            arm = f"{key}-fair"
-            if arm in unavailable:
-                lang.append(f"{labels[key]} {not_run_reason(unavailable[arm])}")
-            elif "fair" in variants:
-                lang.append(f"{labels[key]} {_effect(_row(comparison, cond, BASELINE, arm))}")
-        if lang:
-            lines.append("- **languages** (fair variants, vs Go fair): " + "; ".join(lang))
-        impl = []
-        for key in ("go", "rust", "dotnet"):
-            if f"{key}-faithful" in unavailable:
-                impl.append(f"{labels[key]} {not_run_reason(unavailable[key + '-faithful'])}")
-            elif set(variants) == set(VARIANTS):
-                impl.append(f"{labels[key]} {_effect(_row(comparison, cond, key + '-fair', key + '-faithful'))}")
-        if impl:
+            rust, go = ref.loc["rust-rocket-mongo", "med_ms"], ref.loc["go-gin-mongo", "med_ms"]
+            lines.append(f"- the original: Rust / Go medians {rust:g} / {go:g} ms = {float(rust) / float(go):.2f}× "
+                         f"(one run each); ours with the original's code (faithful): {say.effect(r_orig)}")
+        if "fair" in variants:
+            lines.append("- **languages** (fair variants, vs Go fair): " + "; ".join(
+                f"{labels[k]} {say.effect(v(BASELINE, f'{k}-fair'))}" for k in ("rust", "python", "node", "dotnet")))
+        if set(variants) == set(VARIANTS):
             lines.append("- **implementation** (faithful / fair, same language: per-request clients, debug build, "
-                         "per-request logs, bodies): " + "; ".join(impl))
-        r_lang = _row(comparison, cond, BASELINE, "rust-fair")
-        r_rust = _row(comparison, cond, "rust-fair", "rust-faithful")
-        r_go = _row(comparison, cond, "go-fair", "go-faithful")
-        if all(r is not None and r["ratio"] == r["ratio"] for r in (r_orig, r_lang, r_rust, r_go)):
-            parts = []
-            if _decided(r_lang):
-                parts.append(f"the languages/frameworks account for a factor {r_lang['ratio']:.2f} "
-                             "(Rust fair / Go fair)")
-            else:
-                parts.append(f"fair Rust and fair Go do not differ detectably ({r_lang['verdict']})")
-            impl_bits = [f"{name} {r['ratio']:.2f}×" for name, r in (("Rust", r_rust), ("Go", r_go)) if _decided(r)]
-            if impl_bits:
-                parts.append("the implementations' own choices change the faithful variants by "
-                             + " and ".join(impl_bits) + " against their fair versions")
-            else:
-                parts.append("the faithful-vs-fair differences are not decided at this design")
-            lines.append(f"- so the faithful Rust/Go ratio {r_orig['ratio']:.2f}× decomposes (approximately, on the "
-                         f"log scale: {r_lang['ratio']:.2f} × {r_rust['ratio']:.2f} / {r_go['ratio']:.2f} = "
-                         f"{r_lang['ratio'] * r_rust['ratio'] / r_go['ratio']:.2f}) as: " + "; ".join(parts) + ".")
-            lang_size = abs(math.log(r_lang["ratio"])) if _decided(r_lang) else 0.0
-            impl_size = abs(math.log(r_rust["ratio"] / r_go["ratio"])) if (_decided(r_rust) or _decided(r_go)) else 0.0
-            if not _decided(r_orig):
-                alike = [f"{name} {r['ratio']:.2f}×" for name, r in (("Rust", r_rust), ("Go", r_go)) if _decided(r)]
-                source = (f"with the original's code, Rust and Go do not differ detectably here ({r_orig['verdict']}), "
-                          "so the original's Rust/Go difference on this endpoint does not hold up"
-                          + (f"; the implementations' choices slow both alike ({' and '.join(alike)} against "
-                             "their fair versions), and that cost, not the language, is what the columns measure"
-                             if len(alike) == 2 else ""))
-            elif lang_size == impl_size == 0.0:
-                source = "neither part is decided at this design (see the MDEs)"
-            elif impl_size >= lang_size:
-                source = (f"the difference between the original's Rust and Go columns comes mostly from the "
-                          f"implementations (faithful vs fair: a factor {math.exp(impl_size):.2f} between them), "
-                          + (f"less from the languages (a factor {math.exp(lang_size):.2f})" if lang_size else
-                             "not from the languages"))
-            else:
-                source = (f"the difference between the original's Rust and Go columns comes mostly from the languages "
-                          f"and frameworks (a factor {math.exp(lang_size):.2f}), "
-                          + (f"less from the implementations (a factor {math.exp(impl_size):.2f})" if impl_size else
-                             "not from the implementations"))
-            lines.append(f"- **in short**: {source}.")
+                         "per-request logs, bodies): " + "; ".join(
+                             f"{labels[k]} {say.effect(v(f'{k}-fair', f'{k}-faithful'))}" for k in ("go", "rust", "dotnet")))
+        if all(say.estimated(r) for r in (r_orig, r_lang, r_rust, r_go)):
+            lines += _decomposition(r_orig, r_lang, r_rust, r_go)
         lines.append("")
     return "\n".join(lines)
+
+
+def _decomposition(r_orig: Any, r_lang: Any, r_rust: Any, r_go: Any) -> list[str]:
+    """The faithful Rust/Go ratio as languages x implementations, and which part dominates."""
+    if say.decided(r_lang):
+        parts = [f"the languages/frameworks account for a factor {r_lang.estimate:.2f} (Rust fair / Go fair)"]
+    else:
+        parts = [f"fair Rust and fair Go do not differ detectably ({r_lang.text})"]
+    impl = [f"{name} {r.estimate:.2f}×" for name, r in (("Rust", r_rust), ("Go", r_go)) if say.decided(r)]
+    parts.append("the implementations' own choices change the faithful variants by " + " and ".join(impl)
+                 + " against their fair versions" if impl else
+                 "the faithful-vs-fair differences are not decided at this design")
+    lang, rust, go = r_lang.estimate, r_rust.estimate, r_go.estimate
+    out = [f"- so the faithful Rust/Go ratio {r_orig.estimate:.2f}× decomposes (approximately, on the log scale: "
+           f"{lang:.2f} × {rust:.2f} / {go:.2f} = {lang * rust / go:.2f}) as: " + "; ".join(parts) + "."]
+    lang_size = abs(math.log(lang)) if say.decided(r_lang) else 0.0
+    impl_size = abs(math.log(rust / go)) if (say.decided(r_rust) or say.decided(r_go)) else 0.0
+    if not say.decided(r_orig):
+        source = (f"with the original's code, Rust and Go do not differ detectably here ({r_orig.text}), so the "
+                  "original's Rust/Go difference on this endpoint does not hold up"
+                  + (f"; the implementations' choices slow both alike ({' and '.join(impl)} against their fair "
+                     "versions), and that cost, not the language, is what the columns measure" if len(impl) == 2 else ""))
+    elif lang_size == impl_size == 0.0:
+        source = "neither part is decided at this design (see the MDEs)"
+    elif impl_size >= lang_size:
+        source = ("the difference between the original's Rust and Go columns comes mostly from the implementations "
+                  f"(faithful vs fair: a factor {math.exp(impl_size):.2f} between them), "
+                  + (f"less from the languages (a factor {math.exp(lang_size):.2f})" if lang_size else
+                     "not from the languages"))
+    else:
+        source = ("the difference between the original's Rust and Go columns comes mostly from the languages and "
+                  f"frameworks (a factor {math.exp(lang_size):.2f}), "
+                  + (f"less from the implementations (a factor {math.exp(impl_size):.2f})" if impl_size else
+                     "not from the implementations"))
+    return out + [f"- **in short**: {source}."]

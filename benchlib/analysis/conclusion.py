@@ -1,0 +1,101 @@
+"""Conclusions from verdict data: the phrases a study's conclusion is assembled from (pure).
+
+A conclusion looks its rows up as typed :class:`~benchlib.stats.verdict.Verdict` objects
+(:meth:`benchlib.analysis.questions.Answer.verdict`) and writes them with these helpers, so
+no conclusion parses verdict text or reads table columns: every number comes from the
+verdict (estimate, interval, adjusted p-value, family size), every decision from its kind.
+``None`` (no such row) and ``not run`` / ``no valid trial`` verdicts are handled by each
+helper.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TypeGuard
+
+from benchlib.analysis.fmt import fixed, inverse_ci, ratio_ci
+from benchlib.stats.multiplicity import CORRECTION_LABELS
+from benchlib.stats.verdict import Verdict, VerdictKind
+
+__all__ = ["decided", "direction", "effect", "estimated", "inverse", "largest_factor", "p_text", "product_text", "ratio",
+           "says"]
+
+
+def estimated(v: Verdict | None) -> TypeGuard[Verdict]:
+    """The row has an effect estimate (it was compared and had values)."""
+    return v is not None and v.estimate == v.estimate
+
+
+def decided(v: Verdict | None) -> TypeGuard[Verdict]:
+    """A significant difference beyond the practical margin."""
+    return v is not None and v.directional and v.practical
+
+
+def direction(v: Verdict | None) -> str | None:
+    """``"up"`` for a significant improvement (``faster``), ``"down"`` for ``slower``, else ``None``."""
+    if v is None or not v.directional:
+        return None
+    return "up" if v.kind is VerdictKind.FASTER else "down"
+
+
+def ratio(v: Verdict, digits: int = 2) -> str:
+    """The effect with its interval: ``1.23× [1.10, 1.40]``."""
+    return ratio_ci(v.estimate, v.ci_lo, v.ci_hi, digits)
+
+
+def inverse(v: Verdict, digits: int = 2) -> str:
+    """The effect the other way round (baseline / arm): ``0.81× [0.71, 0.91]``."""
+    return inverse_ci(v.estimate, v.ci_lo, v.ci_hi, digits)
+
+
+def _correction(v: Verdict) -> str:
+    return CORRECTION_LABELS.get(v.correction, v.correction)
+
+
+def p_text(v: Verdict) -> str:
+    """``Holm-adjusted p = 0.031 over 6 rows``."""
+    return f"{_correction(v)}-adjusted p = {v.p_adj:.2g} over {v.family_size} rows"
+
+
+def effect(v: Verdict | None) -> str:
+    """A row in one phrase: ``1.23× [1.10, 1.40], Holm p = 0.031 → **faster**``; the verdict
+    alone when there is no estimate (``**insufficient trials ...**``; ``not run: why`` and
+    ``no valid trial: ...`` unmarked); ``not compared`` for no row."""
+    if v is None:
+        return "not compared"
+    if v.kind in (VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL):
+        return v.text
+    if not estimated(v):
+        return f"**{v.text}**"
+    return f"{ratio(v)}, {_correction(v)} p = {v.p_adj:.2g} → **{v.text}**"
+
+
+def says(v: Verdict, arm: str, baseline: str) -> str:
+    """What a throughput row's verdict says, in words: ``verdict **faster**: Go served more
+    requests per second than actix-web``."""
+    k = v.kind
+    if k is VerdictKind.FASTER:
+        core = f"{arm} served more requests per second than {baseline}"
+    elif k is VerdictKind.SLOWER:
+        core = f"{arm} served fewer requests per second than {baseline}"
+    elif k is VerdictKind.EQUIVALENT:
+        core = f"{arm} and {baseline} served the same rate within ±{100 * v.margin:g}%"
+    elif k is VerdictKind.INSUFFICIENT:
+        core = "too few trials to tell"
+    elif k in (VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL):
+        core = "nothing to compare"
+    else:
+        core = "no difference could be shown"
+    return f"verdict **{v.text}**: {core}"
+
+
+def largest_factor(factors: Mapping[str, float]) -> tuple[str, float]:
+    """The factor farthest from 1 on the log scale (a ratio and its reciprocal weigh alike)."""
+    name = max(factors, key=lambda k: abs(math.log(factors[k])) if factors[k] > 0 else math.inf)
+    return name, factors[name]
+
+
+def product_text(factors: Mapping[str, float], digits: int = 2) -> str:
+    """``1.20 × 4.35 × 0.68 = 3.55``."""
+    return " × ".join(fixed(x, digits) for x in factors.values()) + f" = {fixed(math.prod(factors.values()), digits)}"

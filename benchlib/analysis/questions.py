@@ -1,0 +1,287 @@
+"""Questions as comparison families: one :class:`Family` = one ``compare`` call = one Holm family.
+
+A study asks its questions as families of :class:`Contrast` rows (an arm against a baseline,
+in a group): every arm against one baseline (:meth:`Family.against`), arms relabelled per
+group (:meth:`Family.grouped`: "the same server at each log sink"), or explicit pairs with
+different baselines in one family (study 01: language, implementation and the original's
+code, over both endpoints). :func:`run_family` compares what can be compared and says what
+cannot: every contrast whose arm did not run or has no valid trial comes back as a typed
+``not run`` / ``no valid trial`` :class:`~benchlib.stats.verdict.Verdict`, so every table
+and every conclusion keeps it (:class:`Answer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchlib.errors import ParameterError
+from benchlib.stats.verdict import Verdict
+
+__all__ = ["Answer", "Contrast", "Family", "compare_valid", "planned_rows", "run_family"]
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """One comparison of a family: ``arm`` against ``baseline`` (stored arm names).
+
+    Attributes
+    ----------
+    baseline, arm: stored arm names.
+    condition: the stored condition their trials come from (``None``: each of the family's
+        ``conditions``).
+    group: the row's group in the family's tables (default: the condition).
+    baseline_label, arm_label: the names the two arms carry in this family's tables
+        (default: their stored names), e.g. ``"pipe"`` and ``"discard"`` in "per server".
+    question: the sub-question the row answers (a key of :attr:`Family.questions`).
+    """
+
+    baseline: str
+    arm: str
+    condition: str | None = None
+    group: str | None = None
+    baseline_label: str | None = None
+    arm_label: str | None = None
+    question: str = ""
+
+    @property
+    def labels(self) -> tuple[str, str]:
+        """(baseline label, arm label)."""
+        return self.baseline_label or self.baseline, self.arm_label or self.arm
+
+
+@dataclass(frozen=True)
+class Family:
+    """One question (or several answered together): contrasts compared in one Holm family.
+
+    Attributes
+    ----------
+    key: short name (file names, lookups). title, text: heading and question for the report.
+    contrasts: the rows' pairs, in table order.
+    metrics: summary columns compared (any unit: ``p50_ms``, ``p99_us``, ``throughput_rps``...).
+    conditions: what ``Contrast.condition=None`` expands to.
+    questions: sub-question key -> its words, in table order (a "question" column).
+    better: directions of metrics ``compare`` cannot infer (``{"cpu_per_req": "lower"}``).
+    """
+
+    key: str
+    contrasts: tuple[Contrast, ...]
+    metrics: tuple[str, ...]
+    title: str = ""
+    text: str = ""
+    conditions: tuple[str, ...] = ()
+    questions: Mapping[str, str] = field(default_factory=dict)
+    better: Mapping[str, str] | None = None
+
+    @classmethod
+    def against(cls, key: str, baseline: str, arms: Sequence[str], *, conditions: Sequence[str],
+                metrics: Sequence[str], title: str = "", text: str = "") -> Family:
+        """Every arm of ``arms`` against ``baseline``, in each condition."""
+        return cls(key, tuple(Contrast(baseline, a) for a in arms if a != baseline), tuple(metrics), title, text,
+                   tuple(conditions))
+
+    @classmethod
+    def grouped(cls, key: str, *, baseline: str, groups: Mapping[str, Mapping[str, str]],
+                metrics: Sequence[str], condition: str | None = None, title: str = "", text: str = "") -> Family:
+        """Groups of relabelled arms, each against the arm labelled ``baseline`` in it.
+
+        ``groups``: group -> {stored arm: its label in this family}; ``condition``: the
+        stored condition of every group (``None``: each group's name is its condition)."""
+        out = []
+        for group, mapping in groups.items():
+            base = [a for a, lbl in mapping.items() if lbl == baseline]
+            if len(base) != 1:
+                raise ParameterError(f"family {key!r}, group {group!r}: exactly one arm must be labelled "
+                                     f"{baseline!r}; the group holds {dict(mapping)}")
+            out += [Contrast(base[0], a, condition if condition is not None else group, group, baseline, lbl)
+                    for a, lbl in mapping.items() if a != base[0]]
+        return cls(key, tuple(out), tuple(metrics), title, text)
+
+    def rows(self) -> list[Contrast]:
+        """The contrasts with condition and group filled in (``condition=None`` expanded)."""
+        out = []
+        for c in self.contrasts:
+            for cond in ([c.condition] if c.condition is not None else self.conditions):
+                out.append(Contrast(c.baseline, c.arm, cond, c.group or cond, *c.labels, c.question))
+        return out
+
+    def runnable(self, unavailable: Mapping[str, str]) -> list[Contrast]:
+        """The contrasts whose two arms could both run."""
+        return [c for c in self.contrasts if c.baseline not in unavailable and c.arm not in unavailable]
+
+    @property
+    def baseline(self) -> str | None:
+        """The one baseline label of every row, or ``None`` when the rows have several."""
+        labels = {c.labels[0] for c in self.contrasts}
+        return labels.pop() if len(labels) == 1 else None
+
+    @property
+    def arms(self) -> list[str]:
+        """Every stored arm the family uses."""
+        return list(dict.fromkeys(a for c in self.contrasts for a in (c.baseline, c.arm)))
+
+
+@dataclass
+class Answer:
+    """A family and what :func:`run_family` found.
+
+    Attributes
+    ----------
+    family: the question. comparison: ``compare``'s result (``None`` when nothing could be compared).
+    notes: what was left out and why, in words.
+    missing: one ``not run`` or ``no valid trial`` verdict per row that could not be compared
+        (``metric="all"``, ``labels={"condition": group}``).
+    absent: (group, arm label) -> ``not run`` or ``no valid trial``, for each arm of a group
+        without valid trials there.
+    """
+
+    family: Family
+    comparison: Any | None
+    notes: list[str] = field(default_factory=list)
+    missing: list[Verdict] = field(default_factory=list)
+    absent: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def verdict(self, arm: str, metric: str, *, group: str | None = None, baseline: str | None = None) -> Verdict | None:
+        """The verdict of ``arm`` (its label in this family) on ``metric`` in ``group``: the
+        comparison's, else the ``not run`` / ``no valid trial`` one; ``None`` when the family
+        has no such row."""
+        if self.comparison is not None:
+            labels = {"condition": group} if group is not None else {}
+            found: Verdict | None = self.comparison.verdict(arm, metric, baseline=baseline, **labels)
+            if found is not None:
+                return found
+        for v in self.missing:
+            if v.arm == arm and (group is None or v.labels.get("condition") == group) and (
+                    baseline is None or v.baseline == baseline):
+                return v
+        return None
+
+    def question_of(self, group: str, baseline: str, arm: str) -> str:
+        """The sub-question's words for a row (labels), "" when the family has none."""
+        for c in self.family.rows():
+            if (c.group, *c.labels) == (group, baseline, arm):
+                return str(self.family.questions.get(c.question, c.question))
+        return ""
+
+
+def _statuses(data: Any, group: str, label: str) -> str:
+    rows = data[(data["condition"] == group) & (data["arm"] == label)]
+    if not len(rows) or "status" not in rows.columns:
+        return "no trial stored"
+    counts = rows["status"].astype(str).value_counts()
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+
+
+def _family_data(summaries: Any, rows: Sequence[Contrast]) -> Any:
+    """The trials of every group (relabelled, ``condition`` = the group), in the summaries' order."""
+    import pandas as pd
+
+    groups: dict[str, tuple[str, dict[str, str]]] = {}
+    for c in rows:
+        cond, mapping = groups.setdefault(str(c.group), (str(c.condition), {}))
+        if cond != c.condition:
+            raise ParameterError(f"group {c.group!r} takes trials from conditions {cond!r} and {c.condition!r}")
+        for stored, label in zip((c.baseline, c.arm), c.labels, strict=True):
+            if mapping.setdefault(stored, label) != label:
+                raise ParameterError(f"arm {stored!r} has two labels in group {c.group!r}: "
+                                     f"{mapping[stored]!r} and {label!r}")
+    parts = []
+    for group, (cond, mapping) in groups.items():
+        g = summaries[(summaries["condition"] == cond) & summaries["arm"].isin(list(mapping))].copy()
+        g["arm"] = g["arm"].map(mapping)
+        g["condition"] = group
+        parts.append(g)
+    return pd.concat(parts, ignore_index=True) if parts else summaries.iloc[0:0].copy()
+
+
+def run_family(summaries: Any, family: Family, *, unavailable: Mapping[str, str] | None = None, seed: int = 0,
+               **compare_kwargs: Any) -> Answer:
+    """Compare the family's rows that have valid trials of both arms (one ``compare`` call,
+    one Holm family over every group), and account for the others.
+
+    A group none of whose arms has a valid trial, a group whose rows all lack one side, and
+    each arm without valid trials there ("not run: why" when it could not run) are named in
+    ``notes``; each row not compared gets a typed verdict in ``missing``. ``compare_kwargs``
+    go to :func:`benchlib.stats.compare` (design, correction, margin...)."""
+    from benchlib.stats import compare
+
+    unavailable = dict(unavailable or {})
+    rows = family.rows()
+    data = _family_data(summaries, rows)
+    valid = data[data["valid"].astype(bool)] if "valid" in data.columns else data
+    notes: list[str] = []
+    missing: list[Verdict] = []
+    absent: dict[tuple[str, str], str] = {}
+    keep: list[str] = []
+    empty: list[str] = []
+    for group in dict.fromkeys(str(c.group) for c in rows):
+        here = [c for c in rows if c.group == group]
+        stored = {lbl: a for c in here for a, lbl in zip((c.baseline, c.arm), c.labels, strict=True)}
+        have = set(valid.loc[valid["condition"] == group, "arm"])
+        absent.update({(group, lbl): "not run" if a in unavailable else "no valid trial"
+                       for lbl, a in stored.items() if lbl not in have})
+        for c in here:
+            lacking = [(a, lbl) for a, lbl in zip((c.baseline, c.arm), c.labels, strict=True) if lbl not in have]
+            if not lacking:
+                continue
+            gone = [a for a in (c.baseline, c.arm) if a in unavailable]
+            kw: dict[str, Any] = dict(arm=c.labels[1], baseline=c.labels[0], labels={"condition": group})
+            missing.append(Verdict.not_run(unavailable[gone[0]], **kw) if gone else Verdict.no_valid_trial(
+                ", ".join(f"{a} ({_statuses(data, group, lbl)})" for a, lbl in lacking), **kw))
+        if not have and not any(a in unavailable for a in stored.values()):
+            empty.append(group)
+            continue
+        notes += [f"{a} ({group}): " + (f"not run: {unavailable[a]}" if a in unavailable else "no valid trial")
+                  for lbl, a in stored.items() if lbl not in have]
+        if any(all(lbl in have for lbl in c.labels) for c in here):
+            keep.append(group)
+        else:
+            notes.append(f"group {group!r} not compared: its baseline or every other arm has no valid trial")
+    if empty:
+        notes.insert(0, f"no valid trial in group(s) {', '.join(empty)} (see the status table for the reasons)")
+    if not keep:
+        return Answer(family, None, notes, missing, absent)
+    metrics = tuple(m for m in family.metrics if m in data.columns)
+    how: dict[str, Any] = {"baseline": family.baseline} if family.baseline is not None else {"contrasts": list(
+        dict.fromkeys(c.labels for c in rows if c.baseline not in unavailable and c.arm not in unavailable))}
+    comparison = compare(data[data["condition"].isin(keep)], metrics=metrics, by=("condition",), seed=seed,
+                         better=family.better, **how, **compare_kwargs)
+    return Answer(family, comparison, notes, missing, absent)
+
+
+def planned_rows(family: Family, requests: Mapping[str, float], unavailable: Mapping[str, str] | None = None) -> int:
+    """Rows the family will have: each runnable row times the metrics its condition's trials
+    support (``requests``: successful requests per trial, by condition; a quantile needs 50
+    beyond it)."""
+    from benchlib.records.rows import quantile_of
+    from benchlib.stats import required_requests
+
+    total = 0
+    for c in Family(family.key, tuple(family.runnable(unavailable or {})), family.metrics,
+                    conditions=family.conditions).rows():
+        for m in family.metrics:
+            q = quantile_of(m)
+            total += q is None or requests.get(str(c.condition), 0) >= required_requests(q)
+    return total
+
+
+def compare_valid(result: Any, summaries: Any, *, baseline: str | None = None, **kwargs: Any) -> Any:
+    """Every arm of ``result``'s experiment against ``baseline`` (default: the experiment's),
+    in each condition, as one family (:func:`run_family`); what could not be compared is shown.
+    Returns the :class:`~benchlib.stats.Comparison`, or ``None`` when nothing could be.
+
+    ``kwargs`` go to ``compare`` (metrics, seed, correction, ...)."""
+    from benchlib.analysis.display import show
+    from benchlib.stats.compare import DEFAULT_METRICS
+
+    exp = result.experiment
+    base = baseline or exp.baseline_arm
+    metrics = tuple(kwargs.pop("metrics", DEFAULT_METRICS))
+    fam = Family.against("all", base, [a.name for a in exp.arms], conditions=[c.name for c in exp.conditions],
+                         metrics=metrics)
+    answer = run_family(summaries, fam, unavailable=result.unavailable, **kwargs)
+    if answer.notes:
+        show("**Left out of the comparison**: " + "; ".join(answer.notes))
+    return answer.comparison
+

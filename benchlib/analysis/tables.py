@@ -1,0 +1,329 @@
+"""The tables every study report shows about its run, from the stored records.
+
+Each function takes the run (an :class:`~benchlib.runner.ExperimentResult`, a
+:class:`~benchlib.store.RunStore`, a run folder or a :class:`~benchlib.records.RunRecord`)
+and returns a DataFrame; arms that did not run appear as "not run: why" wherever a table
+lists arms. Rows follow the experiment's arm order.
+
+* :func:`status_table`: trials ok / failed / invalid per condition and arm, with reasons;
+* :func:`contracts_table`: what each arm answered at its contract check;
+* :func:`repeats_table`: trials the guard invalidated and the runner repeated in place;
+* :func:`limits_table`: what the runtime enforced (CPUs, quota, memory, swap; where the
+  dependencies ran);
+* :func:`warmup_table`: what the warm-up kept out (first request, warm-up and measured medians);
+* :func:`client_cpu_table` and :func:`client_limited`: whether benchlib's client came near its
+  CPU limit (then the measured rate is a lower bound);
+* :func:`log_lines_table`: log lines written per request sent;
+* :func:`measured_minutes`: how long the trials took;
+* :func:`median_of_trials`: a median of per-trial values with its interval;
+* :func:`percentile_support`: which percentiles a trial supports at each size;
+* :func:`add_trial_metric`: a study's own per-trial metric as a summaries column.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from benchlib.records import RunRecord, TrialRecord, read_run
+from benchlib.records import rows as R
+
+__all__ = ["CLIENT_NEAR_LIMIT", "add_trial_metric", "client_cpu_table", "client_limited", "contracts_table", "limits_table",
+           "log_lines_table", "logged_lines", "measured_minutes", "median_of_trials", "percentile_support", "repeats_table",
+           "status_table", "warmup_table"]
+
+#: A client CPU busier than this (share of one CPU) means the client may have set the rate;
+#: the load generator's guard marks a trial invalid at 0.90.
+CLIENT_NEAR_LIMIT = 0.8
+
+
+def _sorted(df: Any, run: RunRecord, by: Sequence[str] = ("condition", "arm")) -> Any:
+    """``df`` sorted by condition name, then in the experiment's arm order."""
+    import pandas as pd
+
+    if not len(df):
+        return df
+    df = df.copy()
+    df["arm"] = pd.Categorical(df["arm"], run.arm_order(df["arm"]), ordered=True)
+    df = df.sort_values(list(by)).reset_index(drop=True)
+    df["arm"] = df["arm"].astype(str)
+    return df
+
+
+def status_table(run: Any) -> Any:
+    """Per condition and arm: trials ok / failed / invalid (with reasons), and arms not run."""
+    import pandas as pd
+
+    run = read_run(run)
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for t in run.trials:
+        r = rows.setdefault((t.condition, t.arm), {"condition": t.condition, "arm": t.arm, "ok": 0, "failed": 0,
+                                                   "invalid": 0, "reasons": set()})
+        r[t.status] = r.get(t.status, 0) + 1
+        if t.status != "ok" and t.reason:
+            r["reasons"].add(str(t.reason)[:160])
+    out = [{**r, "reasons": "; ".join(sorted(r["reasons"]))} for r in rows.values()]
+    for arm, why in run.unavailable.items():
+        out += [{"condition": c, "arm": arm, "ok": 0, "failed": 0, "invalid": 0, "reasons": f"not run: {why}"}
+                for c in run.conditions]
+    return pd.DataFrame(out, columns=["condition", "arm", "ok", "failed", "invalid", "reasons"])
+
+
+def contracts_table(run: Any) -> Any:
+    """What each arm answered at its contract check (first stored trial per arm and condition)."""
+    import pandas as pd
+
+    run = read_run(run)
+    seen = set()
+    out = []
+    for t in run.trials:
+        c = t.contract
+        if (t.condition, t.arm) in seen or not c:
+            continue
+        seen.add((t.condition, t.arm))
+        out.append({"condition": t.condition, "arm": t.arm, "endpoint": c.get("url", "").split("/", 3)[-1],
+                    "status": c.get("status"), "content_type": c.get("content_type"),
+                    "body": c.get("body_head"), "bytes": c.get("body_bytes"),
+                    "contract": "ok" if c.get("ok") else "; ".join(c.get("problems", []))})
+    out += [{"condition": "-", "arm": arm, "contract": f"not run: {why}"} for arm, why in run.unavailable.items()]
+    return pd.DataFrame(out).fillna("")
+
+
+def repeats_table(run: Any) -> Any:
+    """Per condition and arm: how many trials the load generator's guard invalidated and the
+    runner repeated in place (``Experiment.repeat_invalid``), the attempts set aside, and the
+    trials still invalid after their repeats (left out of the analysis). Empty when none."""
+    import pandas as pd
+
+    run = read_run(run)
+    acc: dict[tuple[str, str], dict[str, int]] = {}
+    for t in run.trials:
+        d = acc.setdefault((t.condition, t.arm), {"trials": 0, "repeated": 0, "attempts set aside": 0,
+                                                  "still invalid": 0})
+        d["trials"] += 1
+        d["repeated"] += t.repeated
+        d["attempts set aside"] += len(t.attempts)
+        d["still invalid"] += t.status == "invalid"
+    rows = [{"condition": c, "arm": a, **v} for (c, a), v in acc.items() if v["repeated"] or v["still invalid"]]
+    cols = ["condition", "arm", "trials", "repeated", "attempts set aside", "still invalid"]
+    return _sorted(pd.DataFrame(rows, columns=cols), run)
+
+
+def limits_table(run: Any, *, unavailable: Mapping[str, str] | None = None) -> Any:
+    """What the runtime enforced on each arm's service, as read back in its trials (CPU set,
+    CPU quota, memory cap, swap), where its dependencies ran (``<name> cpus``), and the
+    runtime; arms not run say why (``unavailable`` overrides the run's reasons, e.g. shorter)."""
+    import pandas as pd
+
+    from benchlib.stats.verdict import Verdict, render
+
+    run = read_run(run)
+    acc: dict[str, dict[str, set[str]]] = {}
+    for t in run.trials:
+        e = t.enforced
+        if e is None:
+            continue
+        d = acc.setdefault(t.arm, {k: set() for k in ("cpus", "cpu", "memory", "swap")})
+        d["cpus"].add(",".join(map(str, e.cpus or ())))
+        d["cpu"].add(e.cpu_text)
+        d["memory"].add(e.memory_text)
+        d["swap"].add(str(e.swap if e.swap is not None else "–"))
+        if t.dependencies:
+            d.setdefault(f"{', '.join(t.dependencies)} cpus", set()).add(
+                ",".join(map(str, t.cpus.get("dependencies", ()))))
+        d.setdefault("runtime", set()).add(e.runtime or t.runtime)
+    rows = [{"arm": a, **{k: "; ".join(sorted(v)) for k, v in acc[a].items()}} for a in run.arm_order(acc)]
+    why = dict(run.unavailable if unavailable is None else unavailable)
+    rows += [{"arm": a, "cpus": render(Verdict.not_run(w))} for a, w in why.items()]
+    return pd.DataFrame(rows).fillna("")
+
+
+def warmup_table(run: Any) -> Any:
+    """What the warm-up kept out of the analysis, per condition and arm (medians over valid
+    trials): the first request of a fresh instance (what a run without warm-up would have
+    included), the warm-up's median and the measured median, all from the due time, in ms."""
+    import pandas as pd
+
+    run = read_run(run)
+    acc: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    for t in run.trials:
+        if not t.valid:
+            continue
+        rows = t.rows()
+        warm, meas = R.ok(R.warmup(rows)), R.ok_measured(rows)
+        if not len(warm) or not len(meas):
+            continue
+        lat_w = R.latency_ms(warm)
+        first = float(lat_w[np.argmin(warm["t_intended_ns"])])
+        acc.setdefault((t.condition, t.arm), []).append((first, float(np.median(lat_w)),
+                                                          float(np.median(R.latency_ms(meas)))))
+    out = [{"condition": c, "arm": a, "trials": len(v), "first request": float(np.median([x[0] for x in v])),
+            "warm-up median": float(np.median([x[1] for x in v])), "measured median": float(np.median([x[2] for x in v]))}
+           for (c, a), v in acc.items()]
+    return _sorted(pd.DataFrame(out), run).round(3)
+
+
+def client_cpu_table(run: Any, *, condition: str | None = None) -> Any:
+    """Per arm: how busy benchlib's client CPU was in its trials (share of one CPU, the load
+    generator's workers summed; median and max over trials), how many trials came near the
+    limit (:data:`CLIENT_NEAR_LIMIT`) and how many the guard marked invalid for it.
+    ``condition``: only that condition's trials."""
+    import pandas as pd
+
+    run = read_run(run)
+    per: dict[str, list[float]] = {}
+    invalid: dict[str, int] = {}
+    for t in run.trials:
+        if condition is not None and t.condition != condition:
+            continue
+        if t.client_cpu == t.client_cpu:
+            per.setdefault(t.arm, []).append(t.client_cpu)
+        if t.status == "invalid" and "client CPU" in str(t.reason):
+            invalid[t.arm] = invalid.get(t.arm, 0) + 1
+    rows = []
+    for arm, vals in per.items():
+        v = pd.Series(vals)
+        rows.append({"arm": arm, "trials": len(v), "client CPU, median": round(float(v.median()), 2),
+                     "client CPU, max": round(float(v.max()), 2),
+                     f"trials at ≥ {CLIENT_NEAR_LIMIT:.0%}": int((v >= CLIENT_NEAR_LIMIT).sum()),
+                     "invalid (client CPU ≥ 90%)": invalid.get(arm, 0)})
+    return pd.DataFrame(rows)
+
+
+def client_limited(table: Any) -> list[str]:
+    """The arms of :func:`client_cpu_table` whose client came near its limit in half of the
+    trials or more, or had a trial marked invalid for it: their measured rate is a lower bound."""
+    if table is None or not len(table):
+        return []
+    near = table[f"trials at ≥ {CLIENT_NEAR_LIMIT:.0%}"] * 2 >= table["trials"]
+    return list(table.loc[near | (table["invalid (client CPU ≥ 90%)"] > 0), "arm"])
+
+
+def measured_minutes(run: Any) -> float:
+    """Minutes from the first stored trial's start to the last one's end (NaN when nothing
+    is stored)."""
+    run = read_run(run)
+    starts = [t.started for t in run.trials if t.started]
+    ends = [t.finished for t in run.trials if t.finished]
+    if not starts or not ends:
+        return math.nan
+    return (max(ends) - min(starts)).total_seconds() / 60.0
+
+
+_CUT = re.compile(rb"^\[benchlib: log cut here: ([0-9,]+) lines \([0-9,]+ bytes\) left out\]$", re.M)
+
+
+def logged_lines(trial: TrialRecord) -> int | None:
+    """Lines the service wrote in ``trial``: the runtime's count, else the lines of its kept
+    log, where a cut marker (:mod:`benchlib.logs`) adds back the lines it stands for (the
+    marker itself is a blank line and one line); ``None`` when neither exists."""
+    if trial.service_log is not None and trial.service_log.lines:
+        return int(trial.service_log.lines)
+    path = trial.log_path
+    if path is None or not path.exists():
+        return None
+    n = 0
+    with open(path, "rb") as fh:
+        for line in fh:
+            n += line.endswith(b"\n")
+            if line.startswith(b"[benchlib: log cut here"):
+                m = _CUT.match(line.rstrip(b"\n"))
+                if m:
+                    n += int(m.group(1).replace(b",", b"")) - 2
+    return n
+
+
+def log_lines_table(run: Any, *, expected: Mapping[str, float], condition: str | None = None) -> Any:
+    """Per arm: the log lines its service wrote per request it was sent (benchlib's warm-up and
+    measured requests plus a peer tool's), median over trials, against ``expected`` (arm ->
+    lines per request); discarded logs are reported as such. Trials the guard marked invalid
+    count (they sent real requests and their service logged them); failed ones do not."""
+    import pandas as pd
+
+    run = read_run(run)
+    per_arm: dict[str, list[float]] = {}
+    sinks: dict[str, str] = {}
+    for t in run.trials:
+        if (condition is not None and t.condition != condition) or not t.ran:
+            continue
+        sinks[t.arm] = t.log_sink
+        if t.log_sink == "discard":
+            per_arm.setdefault(t.arm, [])
+            continue
+        lines = logged_lines(t)
+        if lines is None:
+            continue
+        reqs = (t.load.requests_total if t.load is not None else 0) + int(
+            t.peer.requests if t.peer is not None and t.peer.requests == t.peer.requests else 0)
+        if reqs:
+            per_arm.setdefault(t.arm, []).append(lines / reqs)
+    rows = []
+    for arm, vals in per_arm.items():
+        exp = float(expected.get(arm, math.nan))
+        med = round(float(pd.Series(vals).median()), 4) if vals else math.nan
+        if not vals:
+            note = "log discarded (/dev/null): nothing to count"
+        elif med < 0.95 * exp:
+            note = ("fewer lines than requests: the rest had not reached the log when the service was stopped "
+                    "(its logger buffers in the process instead of waiting for the pipe)")
+        elif med > 1.05 * exp:
+            note = "more lines than requests: the service logs more than its requests"
+        else:
+            note = "every request logged"
+        rows.append({"arm": arm, "log sink": sinks[arm], "log lines per request (median over trials)": med,
+                     "expected": expected.get(arm, math.nan), "trials": len(vals), "note": note})
+    return pd.DataFrame(rows)
+
+
+def median_of_trials(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float, float, int]:
+    """The median of per-trial values (NaN ignored) with its order-statistic interval
+    (``scipy.stats.quantile_test``; NaN when fewer than 6 values), and how many there were."""
+    from scipy.stats import quantile_test
+
+    x = np.asarray([v for v in values if v == v], dtype=float)
+    if not x.size:
+        return math.nan, math.nan, math.nan, 0
+    med = float(np.median(x))
+    if x.size < 6:
+        return med, math.nan, math.nan, int(x.size)
+    ci = quantile_test(x, p=0.5).confidence_interval(confidence)
+    return med, float(ci.low), float(ci.high), int(x.size)
+
+
+def add_trial_metric(summaries: Any, run: Any, name: str, value: Callable[[TrialRecord], float]) -> Any:
+    """``summaries`` with one more per-trial column ``name``: ``value(trial)`` of each stored
+    trial's record (NaN where it gives none), matched by condition, arm and block. For a
+    study's own metric, compared like any other (e.g. the server's CPU time per request from
+    the trial's resource samples; give its direction with ``Family(better=...)`` unless its
+    name says it: ``*_ms``, ``*_us``, ``*_rps``)."""
+    run = read_run(run)
+    got = {(t.condition, t.arm, t.block): value(t) for t in run.trials}
+    out = summaries.copy()
+    out[name] = [float(got.get((c, a, int(b)), math.nan))
+                 for c, a, b in zip(out["condition"], out["arm"], out["block"], strict=True)]
+    return out
+
+
+def percentile_support(loads: Mapping[str, Mapping[str, Any]], *, labels: Mapping[str, str] | None = None,
+                       quantiles: Sequence[float] = (0.5, 0.9, 0.95, 0.99, 0.999)) -> Any:
+    """Which latency percentiles a trial supports (at least 50 requests beyond, ``n (1 - q) >=
+    50``): ``loads`` maps a size label (``"1"``, ``"0.5 (this run)"``) to {condition:
+    :class:`~benchlib.model.LoadSpec`} (open model: rate x duration requests); ``labels``
+    names the conditions (e.g. their paths)."""
+    import pandas as pd
+
+    from benchlib.stats import required_requests
+
+    rows = []
+    for size, per in loads.items():
+        for cond, load in per.items():
+            n = int(round((load.rate_rps or 0) * (load.duration_s or 0)))
+            rows.append({"scale": size, "endpoint": (labels or {}).get(cond, cond), "rate (req/s)": load.rate_rps,
+                         "seconds": load.duration_s, "requests per trial": n,
+                         "percentiles supported": ", ".join(f"p{100 * q:g}" for q in quantiles
+                                                            if n >= required_requests(q)) or "none"})
+    return pd.DataFrame(rows)

@@ -1,0 +1,57 @@
+"""Conclusion phrases from typed verdicts (``benchlib.analysis.conclusion``, pure): numbers
+from the verdict's fields, decisions from its kind, never from its text."""
+
+from __future__ import annotations
+
+import math
+
+from benchlib.analysis import conclusion as say
+from benchlib.stats.verdict import Verdict, VerdictKind
+
+
+def _v(kind: VerdictKind, estimate: float = 1.62, **kw: object) -> Verdict:
+    base = dict(arm="go", baseline="actix", metric="throughput_rps", effect="ratio", estimate=estimate,
+                ci_lo=estimate * 0.9, ci_hi=estimate * 1.1, p_adj=0.0123, correction="holm", family_size=6,
+                margin=0.02, word={VerdictKind.FASTER: "faster", VerdictKind.SLOWER: "slower"}.get(kind, ""),
+                significant=kind.directional, practical=kind.directional)
+    base.update(kw)
+    return Verdict(kind, **base)  # type: ignore[arg-type]
+
+
+def test_phrases_take_every_number_from_the_verdict() -> None:
+    fast = _v(VerdictKind.FASTER)
+    assert say.ratio(fast) == "1.62× [1.46, 1.78]"
+    assert say.inverse(fast) == "0.62× [0.56, 0.69]"
+    assert say.p_text(fast) == "Holm-adjusted p = 0.012 over 6 rows"
+    assert say.effect(fast) == "1.62× [1.46, 1.78], Holm p = 0.012 → **faster**"
+    assert say.says(fast, "Go", "actix-web") == "verdict **faster**: Go served more requests per second than actix-web"
+    assert say.says(_v(VerdictKind.EQUIVALENT, 1.0), "Go", "actix") == (
+        "verdict **equivalent (±2%)**: Go and actix served the same rate within ±2%")
+
+
+def test_decisions_come_from_the_kind() -> None:
+    fast, slow = _v(VerdictKind.FASTER), _v(VerdictKind.SLOWER, 0.5)
+    assert say.decided(fast) and say.direction(fast) == "up" and say.direction(slow) == "down"
+    within = _v(VerdictKind.SLOWER, 0.99, qualifier="within", practical=False)
+    assert not say.decided(within) and say.direction(within) == "down"
+    unsure = _v(VerdictKind.INSUFFICIENT, need=8, paired=True)
+    assert not say.decided(unsure) and say.direction(unsure) is None and say.estimated(unsure)
+    assert say.effect(unsure).endswith("→ **insufficient trials (need ≥ 8 blocks)**")
+    assert not say.decided(None) and not say.estimated(None) and say.effect(None) == "not compared"
+
+
+def test_rows_not_compared_read_as_what_they_are() -> None:
+    gone = Verdict.not_run("no .NET SDK", arm="dotnet-fair")
+    empty = Verdict.no_valid_trial("go-fair (6 invalid)", arm="go-fair")
+    assert say.effect(gone) == "not run: no .NET SDK" and say.effect(empty) == "no valid trial: go-fair (6 invalid)"
+    assert not say.estimated(gone) and say.direction(empty) is None
+    assert say.says(gone, "a", "b").endswith("nothing to compare")
+    omitted = _v(VerdictKind.OMITTED, math.nan)
+    assert say.effect(omitted) == "**omitted (no values)**"
+
+
+def test_factors_multiply_and_the_largest_is_farthest_from_one() -> None:
+    factors = {"build": 4.35, "framework": 0.68, "logging": 1.2}
+    assert say.largest_factor(factors) == ("build", 4.35)
+    assert say.largest_factor({"a": 0.2, "b": 3.0}) == ("a", 0.2)  # 1/5 is farther from 1 than 3
+    assert say.product_text({"a": 2.0, "b": 0.5}) == "2.00 × 0.50 = 1.00"

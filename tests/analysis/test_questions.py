@@ -1,0 +1,108 @@
+"""Questions as families (``benchlib.analysis.questions`` and ``verdicts``), on simulated
+per-trial summaries: which rows are compared in one Holm family, what is said about the
+others (typed ``not run`` / ``no valid trial`` verdicts in every table), and the lookups a
+conclusion uses (pure)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchlib import stats
+from benchlib.analysis import (Contrast, Family, answer_table, answer_tables, family_markdown, planned_rows,
+                               run_family)
+from benchlib.errors import ParameterError
+from benchlib.stats.simulate import simulate_summaries
+from benchlib.stats.verdict import VerdictKind
+
+
+def _summaries(arms: dict[str, float], conditions: tuple[str, ...] = ("c1", "c2"), trials: int = 10,
+               seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    parts = [simulate_summaries(rng, arms=arms, trials=trials, trial_sd=0.02, sigma=0.1, condition=c, quantiles=(0.5,))
+             for c in conditions]
+    out = pd.concat(parts, ignore_index=True)
+    out["status"] = "ok"
+    return out
+
+
+def test_a_family_against_one_baseline_is_one_holm_family_over_every_condition() -> None:
+    s = _summaries({"base": 1.0, "fast": 0.5, "same": 1.0})
+    fam = Family.against("all", "base", ["base", "fast", "same"], conditions=("c1", "c2"), metrics=("p50_ms",))
+    assert fam.baseline == "base" and [c.arm for c in fam.contrasts] == ["fast", "same"]
+    answer = run_family(s, fam, seed=1)
+    t = answer.comparison.table
+    assert len(t) == 4 and (t["family_size"] == 4).all() and answer.notes == [] and answer.missing == []
+    expected = stats.compare(s, baseline="base", metrics=("p50_ms",), seed=1).table
+    pd.testing.assert_series_equal(t["p_adj"], expected["p_adj"])  # the same call as compare() itself
+    v = answer.verdict("fast", "p50_ms", group="c2")
+    assert v.kind is VerdictKind.FASTER and v.estimate == pytest.approx(0.5, rel=0.05)
+    assert answer.verdict("nope", "p50_ms", group="c2") is None
+
+
+def test_grouped_families_relabel_arms_and_take_each_group_from_its_condition() -> None:
+    s = _summaries({"a-pipe": 1.0, "a-file": 0.8, "b-pipe": 1.0, "b-file": 1.0}, conditions=("closed",))
+    fam = Family.grouped("logging", baseline="pipe", metrics=("p50_ms",), condition="closed",
+                         groups={"a": {"a-pipe": "pipe", "a-file": "file"}, "b": {"b-pipe": "pipe", "b-file": "file"}})
+    assert [(c.group, c.baseline, c.arm, *c.labels) for c in fam.rows()] == [
+        ("a", "a-pipe", "a-file", "pipe", "file"), ("b", "b-pipe", "b-file", "pipe", "file")]
+    answer = run_family(s, fam, seed=0)
+    t = answer.comparison.table
+    assert list(t["condition"]) == ["a", "b"] and set(t["arm"]) == {"file"} and set(t["baseline"]) == {"pipe"}
+    assert answer.verdict("file", "p50_ms", group="a").kind is VerdictKind.FASTER
+    with pytest.raises(ParameterError, match="exactly one arm must be labelled 'pipe'"):
+        Family.grouped("x", baseline="pipe", metrics=("p50_ms",), groups={"a": {"a-file": "file"}})
+
+
+def test_rows_whose_arms_did_not_run_or_have_no_valid_trial_stay_as_typed_verdicts() -> None:
+    s = _summaries({"go": 1.0, "rust": 0.8, "py": 1.5, "node": 1.2})
+    s.loc[(s["arm"] == "node") & (s["condition"] == "c2"), ["valid", "status"]] = (False, "invalid")
+    s = s[~((s["arm"] == "py") & (s["condition"] == "c2"))]  # py has no trial at all in c2
+    fam = Family("q", (Contrast("go", "rust", question="lang"), Contrast("go", "node", question="lang"),
+                       Contrast("go", "py", question="lang"), Contrast("go", "dotnet", question="lang"),
+                       Contrast("rust", "node", question="other")),
+                 ("p50_ms",), conditions=("c1", "c2"), questions={"lang": "languages", "other": "rust vs node"})
+    answer = run_family(s, fam, unavailable={"dotnet": "no dotnet toolchain"}, seed=2)
+    kinds = {(v.arm, v.baseline, v.labels["condition"]): (v.kind, v.reason) for v in answer.missing}
+    assert kinds == {
+        ("dotnet", "go", "c1"): (VerdictKind.NOT_RUN, "no dotnet toolchain"),
+        ("dotnet", "go", "c2"): (VerdictKind.NOT_RUN, "no dotnet toolchain"),
+        ("node", "go", "c2"): (VerdictKind.NO_VALID_TRIAL, "node (10 invalid)"),
+        ("py", "go", "c2"): (VerdictKind.NO_VALID_TRIAL, "py (no trial stored)"),
+        ("node", "rust", "c2"): (VerdictKind.NO_VALID_TRIAL, "node (10 invalid)"),
+    }
+    assert "node (c2): no valid trial" in answer.notes and "dotnet (c1): not run: no dotnet toolchain" in answer.notes
+    # several baselines in one family: compared as contrasts, one Holm family over both conditions
+    t = answer.comparison.table
+    assert answer.comparison.params["contrasts"] and (t["family_size"] == len(t)).all() and len(t) == 5
+    assert answer.verdict("dotnet", "p50_ms", group="c1").text == "not run: no dotnet toolchain"
+    assert answer.verdict("node", "p50_ms", group="c2", baseline="rust").text == "no valid trial: node (10 invalid)"
+    tables = answer_tables(answer)
+    c2 = tables["c2"]
+    assert list(c2["question"]) == ["languages"] * 4 + ["rust vs node"]  # sub-questions in their order
+    assert set(c2.loc[c2["verdict"].str.startswith("no valid trial"), "arm"]) == {
+        "node (no valid trial)", "py (no valid trial)"}
+    assert "dotnet (not run)" in set(c2["arm"]) and "go" in set(c2["baseline"])  # only the absent side is marked
+    one = answer_table(answer)
+    assert list(dict.fromkeys(one["group"])) == ["c1", "c2"] and len(one) == len(t) + 5
+
+
+def test_groups_without_valid_trials_are_said_and_nothing_is_compared_without_a_pair() -> None:
+    s = _summaries({"base": 1.0, "arm": 1.0}, conditions=("c1",))
+    s["valid"], s["status"] = False, "failed"
+    fam = Family.against("x", "base", ["arm"], conditions=("c1",), metrics=("p50_ms",), title="T", text="Q?")
+    answer = run_family(s, fam)
+    assert answer.comparison is None
+    assert answer.notes == ["no valid trial in group(s) c1 (see the status table for the reasons)"]
+    assert answer.missing[0].text == "no valid trial: base (10 failed), arm (10 failed)"
+    assert family_markdown(answer).startswith("### T\n\nQ?\n\n**Not compared**: no valid trial in group(s) c1")
+    assert len(answer_table(answer)) == 1
+
+
+def test_planned_rows_count_the_metrics_each_condition_supports() -> None:
+    fam = Family("q", (Contrast("a", "b"), Contrast("a", "c")), ("p50_ms", "p99_ms", "throughput_rps"),
+                 conditions=("big", "small"))
+    # p99 needs 5,000 requests: supported in "big" only; p50 (100) and throughput in both
+    assert planned_rows(fam, {"big": 10_000, "small": 200}) == 2 * 3 + 2 * 2
+    assert planned_rows(fam, {"big": 10_000, "small": 200}, {"c": "not here"}) == 3 + 2

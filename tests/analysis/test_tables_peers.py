@@ -1,0 +1,181 @@
+"""The run tables and the peer-beside-benchlib tables of ``benchlib.analysis``, on trials
+written to a real run folder (``RunStore``) with known rows and metadata, and on trial
+records built in memory; no service runs here."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchlib import logs
+from benchlib.analysis import (client_cpu_table, client_limited, limits_table, log_lines_table, measured_minutes,
+                               repeats_table, status_table, warmup_table)
+from benchlib.analysis.peers import peer_beside, peer_labels, peer_notes, peer_summary, peer_view
+from benchlib.analysis.tables import add_trial_metric, logged_lines, median_of_trials
+from benchlib.records import RunRecord, TrialRecord, read_run
+from benchlib.schema import ROW_DTYPE
+from benchlib.store import RunStore
+
+WRK = {"tool": "wrk", "requests": 1000, "requests_per_s": 2200.0, "bytes_read": 114_000.0, "cpu_fraction": 0.3,
+       "latency_percentiles_ms": {"50": 2.2, "99": 9.9}, "errors": {"connect": 0, "read": 1}}
+
+
+def _rows(warm_ms: list[float], measured_ms: list[float], *, send_delay_ms: float = 0.0) -> np.ndarray:
+    """Rows due 1 ms apart: the warm-up's latencies, then the measured ones (sent ``send_delay_ms`` late)."""
+    lat = warm_ms + measured_ms
+    rows = np.zeros(len(lat), dtype=ROW_DTYPE)
+    rows["t_intended_ns"] = np.arange(len(lat)) * 1_000_000
+    rows["t_sent_ns"] = rows["t_intended_ns"] + int(send_delay_ms * 1e6)
+    rows["t_done_ns"] = rows["t_intended_ns"] + (np.array(lat) * 1e6).astype(np.int64)
+    rows["status"] = 200
+    rows["phase"] = [0] * len(warm_ms) + [1] * len(measured_ms)
+    return rows
+
+
+def _meta(arm: str, block: int, status: str = "ok", **extra: Any) -> dict[str, Any]:
+    return {"condition": "closed", "arm": arm, "block": block, "seq": block, "status": status,
+            "runtime": "local", "log_sink": "pipe"} | extra
+
+
+def _run(trials: list[TrialRecord], unavailable: dict[str, str] | None = None) -> RunRecord:
+    return RunRecord("s", "r", Path("."), tuple(trials), unavailable or {}, arms=("fast", "odd", "slow", "gone"),
+                     conditions=("closed",))
+
+
+def _t(arm: str, block: int, busy: float, status: str = "ok", reason: str | None = None, **extra: Any) -> TrialRecord:
+    return TrialRecord.from_meta(_meta(arm, block, status, reason=reason,
+                                       load={"client_cpu": {"per_cpu": {"0": busy}}}, **extra))
+
+
+def test_client_cpu_flags_the_arms_whose_client_came_near_its_limit() -> None:
+    run = _run([_t("fast", 0, 0.85), _t("fast", 1, 0.83), _t("fast", 2, 0.5),
+                _t("odd", 0, 0.95, "invalid", "client CPU 0 was 95% busy (limit 90%)"), _t("odd", 1, 0.3),
+                _t("odd", 2, 0.3), _t("slow", 0, 0.3), _t("slow", 1, 0.81)])
+    table = client_cpu_table(run).set_index("arm")
+    assert table.loc["fast", "client CPU, median"] == 0.83 and table.loc["fast", "trials at ≥ 80%"] == 2
+    assert table.loc["odd", "invalid (client CPU ≥ 90%)"] == 1 and table.loc["slow", "client CPU, max"] == 0.81
+    assert client_limited(table.reset_index()) == ["fast", "odd", "slow"]
+    assert client_limited(client_cpu_table(_run([_t("a", 0, 0.2), _t("a", 1, 0.9)]))) == ["a"]
+    assert client_limited(client_cpu_table(_run([_t("a", 0, 0.2), _t("a", 1, 0.3)]))) == []
+
+
+def test_status_repeats_limits_and_minutes_come_from_the_records() -> None:
+    attempts = [{"status": "invalid", "reason": "late", "started_utc": "2026-12-02T10:00:00Z"}]
+    local = {"runtime": "local", "cpus": [1], "cpus_read_back": [1], "cpu_quota": 1.0, "memory_mb": 512,
+             "swap": "disabled", "cpu": "enforced (cgroup v1 CFS quota)", "memory": "enforced (cgroup v1)"}
+    docker = {"runtime": "docker", "cpus": [1], "cpu_quota": None, "memory_mb": None, "cpu": "no limit requested",
+              "memory": "no limit requested", "source": "host cgroup files", "container": "abc"}
+    run = _run([
+        _t("fast", 0, 0.1, enforced=local, previous_attempts=attempts, started_utc="2026-12-02T10:00:10Z",
+           finished_utc="2026-12-02T10:00:20Z", dependencies={"db": {"enforced": local}},
+           cpus={"server": [1], "client": [0], "dependencies": [1]}),
+        _t("slow", 0, 0.1, "invalid", "late", enforced=docker, previous_attempts=attempts + attempts,
+           started_utc="2026-12-02T10:00:20Z", finished_utc="2026-12-02T10:01:40Z"),
+    ], unavailable={"gone": "no dotnet toolchain (install it)"})
+    status = status_table(run).set_index("arm")
+    assert status.loc["slow", "invalid"] == 1 and status.loc["gone", "reasons"] == "not run: no dotnet toolchain (install it)"
+    rep = repeats_table(run)
+    assert rep.to_dict("records") == [
+        {"condition": "closed", "arm": "fast", "trials": 1, "repeated": 1, "attempts set aside": 1, "still invalid": 0},
+        {"condition": "closed", "arm": "slow", "trials": 1, "repeated": 1, "attempts set aside": 2, "still invalid": 1}]
+    lim = limits_table(run, unavailable={"gone": "no .NET SDK"}).set_index("arm")
+    assert lim.loc["fast", "cpu"] == "1.0 CPU: enforced (cgroup v1 CFS quota)"
+    assert lim.loc["fast", "memory"] == "512 MB: enforced (cgroup v1)" and lim.loc["fast", "db cpus"] == "1"
+    assert lim.loc["slow", "runtime"] == "docker" and lim.loc["slow", "memory"] == "– MB: no limit requested"
+    assert lim.loc["gone", "cpus"] == "not run: no .NET SDK"
+    assert measured_minutes(run) == pytest.approx(1.5)
+    assert math.isnan(measured_minutes(_run([])))
+
+
+def test_warmup_log_lines_and_peer_tables_read_the_stored_trials(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "s" / "r")
+    store.write_run({"parameters": {"arms": [{"name": "a"}, {"name": "b"}], "conditions": [{"name": "closed"}]},
+                     "unavailable": {}})
+    measured = [2.0] * 90 + [10.0] * 10
+    for seq, (block, arm, order) in enumerate(((0, "a", "after"), (1, "a", "before"), (0, "b", "after"))):
+        meta = _meta(arm, block, seq=seq, load={"requests": {"measure": 100, "warmup": 5, "total": 105},
+                                       "measured_duration_s": 0.1, "client_cpu": {"per_cpu": {"0": 0.4}}},
+                     cross_check={**WRK, "order": order}, service_log={"sink": "pipe", "lines": 1105})
+        store.write_trial(_rows([30.0, 3.0, 3.0, 3.0, 3.0], measured, send_delay_ms=1.0), meta)
+    run = read_run(store.path)
+    assert run.arms == ("a", "b") and len(run.trials) == 3
+
+    warm = warmup_table(run).set_index("arm")
+    assert warm.loc["a", "first request"] == 30.0 and warm.loc["a", "warm-up median"] == 3.0
+    assert warm.loc["a", "measured median"] == 2.0 and warm.loc["a", "trials"] == 2
+
+    lines = log_lines_table(run, expected={"a": 1, "b": 1}).set_index("arm")
+    assert lines.loc["a", "log lines per request (median over trials)"] == pytest.approx(1105 / (105 + 1000))
+    assert lines.loc["a", "note"] == "every request logged"
+
+    beside = peer_beside(run, figures=("p50", "max"), since="sent", tool="wrk")
+    assert list(beside["order"]) == ["second", "first", "second"]
+    assert beside["bl_p50"].tolist() == [1.0] * 3 and beside["bl_p50_due"].tolist() == [2.0] * 3  # sent 1 ms late
+    assert beside["p50_ratio"].tolist() == [2.2] * 3 and beside["bl_requests"].tolist() == [100] * 3
+    assert beside["peer_bytes"].tolist() == [114.0] * 3 and beside["peer_errors"].tolist() == [1] * 3
+    summary = peer_summary(beside, main="p50").set_index("arm")
+    assert summary.loc["a", "trials"] == 2 and summary.loc["a", "p50_ratio_range"] == "2.200-2.200"
+    assert summary.loc["a", "p50_ratio_first"] == summary.loc["a", "p50_ratio_second"] == 2.2
+    view = peer_view(beside, ["arm", "order", "peer_p50", "bl_p50", "p50_ratio", "peer_error"], "wrk", since="sent")
+    assert list(view.columns) == ["arm", "wrk ran", "wrk p50 (ms)", "benchlib p50 (ms, from send)", "wrk / benchlib p50"]
+
+
+def test_peer_tables_from_the_summaries_and_the_notes_say_where_the_tools_differ() -> None:
+    trials = [TrialRecord.from_meta(_meta(arm, b, load={"client_cpu": {"per_cpu": {"0": 0.9 if arm == "far" else 0.2}}},
+                                          cross_check={**WRK, "order": "before" if b % 2 else "after"}))
+              for arm in ("near", "far") for b in (0, 1)]
+    trials.append(TrialRecord.from_meta(_meta("far", 2, cross_check={"tool": "wrk", "order": "after",
+                                                                       "error": "LoadGenError: wrk exited 1\nmore"})))
+    summaries = pd.DataFrame([{"condition": "closed", "arm": arm, "block": b, "throughput_rps": rps,
+                               "p50_ms": 2.2, "p99_ms": 9.9}
+                              for arm, rps in (("near", 2210.0), ("far", 1000.0)) for b in (0, 1, 2)])
+    run = RunRecord("s", "r", Path("."), tuple(trials), arms=("near", "far"))
+    beside = peer_beside(run, summaries=summaries)
+    assert beside.loc[beside["arm"] == "far", "rps_ratio"].iloc[0] == pytest.approx(2.2)
+    by_arm = peer_summary(beside)
+    far = by_arm.set_index("arm").loc["far"]
+    assert far["trials"] == 2 and far["peer_failed"] == 1 and far["peer_error"] == "LoadGenError: wrk exited 1"
+    notes = peer_notes(by_arm, "wrk", why="Why.", why_latency="Latency.")
+    assert "Within ±3% on requests/s, p50 and p99 (median per-trial ratios): **near**." in notes
+    assert "**far**: wrk failed in 1 trial(s): LoadGenError: wrk exited 1" in notes
+    assert "**far**: wrk's requests/s +120.0% against benchlib's" in notes
+    assert "Client CPU: wrk 30%, benchlib's workers 90%; benchlib came near the limit" in notes
+    assert notes.endswith("\nWhy.") and "Latency." not in notes  # no latency figure differed
+    assert peer_notes(pd.DataFrame(), "wrk", absent="_none_") == "_none_"
+    assert peer_labels("ghz", unit="µs")["peer_p99"] == "ghz p99 (µs)"
+    rate = peer_view(by_arm, ["arm", "trials", "peer_rps", "peer_failed", "peer_error"], "wrk", index="arm")
+    assert list(rate.columns) == ["trials (wrk ok)", "wrk req/s", "wrk failed", "wrk error"]
+
+
+def test_logged_lines_count_the_kept_log_with_its_cut_markers(tmp_path: Path) -> None:
+    log = tmp_path / "b000.log"
+    log.write_bytes(b"".join(b"127.0.0.1 GET / 200 %06d\n" % i for i in range(50_000)))
+    assert logs.compact_log(log, cap_bytes=100_000)["truncated"]
+    assert log.stat().st_size < 110_000
+    kept = TrialRecord.from_meta(_meta("a", 0), log_path=log)
+    assert logged_lines(kept) == 50_000
+    counted = TrialRecord.from_meta(_meta("a", 0, service_log={"sink": "pipe", "lines": 123, "bytes": 4567}),
+                                    log_path=log)
+    assert logged_lines(counted) == 123
+    assert logged_lines(TrialRecord.from_meta(_meta("a", 0), log_path=tmp_path / "missing.log")) is None
+
+
+def test_median_of_trials_gives_an_interval_from_six_values() -> None:
+    med, lo, hi, n = median_of_trials([3.0, 1.0, 2.0, math.nan, 5.0, 4.0, 6.0])
+    assert (med, n) == (3.5, 6) and lo <= med <= hi
+    assert math.isnan(median_of_trials([1.0, 2.0])[1]) and median_of_trials([])[3] == 0
+
+
+def test_a_study_s_own_metric_joins_the_summaries_by_trial() -> None:
+    run = _run([_t("fast", 0, 0.1, resources=[{"cpu_s": 1.0}, {"cpu_s": 1.5}]),
+                _t("slow", 0, 0.1, resources=[{"cpu_s": 2.0}, {"cpu_s": 4.0}])])
+    summaries = pd.DataFrame({"condition": ["closed"] * 3, "arm": ["slow", "fast", "gone"], "block": [0, 0, 0]})
+    out = add_trial_metric(summaries, run, "server_cpu_s",
+                           lambda t: t.meta["resources"][-1]["cpu_s"] - t.meta["resources"][0]["cpu_s"])
+    assert out["server_cpu_s"].tolist()[:2] == [2.0, 0.5] and math.isnan(out["server_cpu_s"].iloc[2])
+    assert "server_cpu_s" not in summaries.columns
