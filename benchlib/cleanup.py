@@ -7,15 +7,17 @@ itself; one killed hard (SIGKILL, a crashed kernel, a closed laptop) leaves them
 :func:`sweep` removes them:
 
 - ``sweep(run_id)``: every container of that run;
-- ``sweep()``: containers whose owner process is gone (and stopped ones started from
-  another machine), but never those of a benchlib process still running on this machine,
-  so two benchlib sessions sharing an engine do not remove each other's services (not even
-  one that just died and is about to be inspected by its owner);
+- ``sweep()``: containers started on this machine (owner host and boot id) whose owner
+  process is gone; never those of a benchlib process still running, so two benchlib sessions
+  sharing an engine do not remove each other's services (not even one that just died and is
+  about to be inspected by its owner), and never those another machine (or an earlier boot)
+  started: on a shared engine, this machine cannot tell whether that run is still going;
 - ``sweep(all_owners=True)``: every benchlib container.
 
-It also removes empty ``benchlib/<name>`` cgroups left by killed local runs
-(:func:`benchlib.runtime.cgroups.sweep`). The Docker runtime runs ``sweep()`` before its
-first start.
+It also removes empty ``benchlib/<name>`` cgroups left by killed local runs, and with
+``kill_orphans`` first kills the services still running in cgroups whose benchlib process is
+gone (:func:`benchlib.runtime.cgroups.sweep`). The Docker runtime runs ``sweep()`` before
+its first start; ``benchlib cleanup`` runs it with ``kill_orphans``.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ class SweepResult:
 
 
 def sweep(run_id: str | None = None, *, client: Any | None = None, all_owners: bool = False,
-          include_cgroups: bool = True) -> SweepResult:
+          include_cgroups: bool = True, kill_orphans: bool = False) -> SweepResult:
     """Remove containers (and empty cgroups) left by benchlib runs.
 
     Parameters
@@ -78,8 +80,11 @@ def sweep(run_id: str | None = None, *, client: Any | None = None, all_owners: b
     run_id: remove every container of this run; ``None``: those whose owner process is gone.
     client: a ``docker.DockerClient`` (default: connect from the environment; when no engine
         answers, only cgroups are swept and the reason is in ``errors``).
-    all_owners: with ``run_id=None``, remove every benchlib container, live runs' included.
+    all_owners: with ``run_id=None``, remove every benchlib container, live runs' and other
+        machines' included.
     include_cgroups: also remove empty leftover ``benchlib`` cgroups of this machine.
+    kill_orphans: first kill the processes in ``benchlib`` cgroups whose creating process is
+        gone (local services that outlived a killed run), then remove those cgroups too.
 
     Returns
     -------
@@ -112,11 +117,10 @@ def sweep(run_id: str | None = None, *, client: Any | None = None, all_owners: b
                 why = "all benchlib containers swept"
             elif alive is False:
                 why = "its benchlib process is gone"
-            elif alive is None and c.status != "running":
-                why = "not running (started from another machine)"
             else:
                 result.kept.append({**entry, "why": "its benchlib process is still running" if alive
-                                    else "started from another machine (use all_owners=True)"})
+                                    else "started from another machine or an earlier boot (use all_owners=True, "
+                                         "`benchlib cleanup --all`)"})
                 continue
             try:
                 c.remove(force=True, v=True)
@@ -127,7 +131,7 @@ def sweep(run_id: str | None = None, *, client: Any | None = None, all_owners: b
         from benchlib.runtime import cgroups
 
         try:
-            result.cgroups_removed = cgroups.sweep()
+            result.cgroups_removed = cgroups.sweep(kill_orphans=kill_orphans)
         except OSError as exc:
             result.errors.append(f"cgroups: {exc}")
     return result

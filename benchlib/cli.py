@@ -9,16 +9,23 @@
                                                  reports/*.html plus reports/index.html
                                                  (reports already there stay listed)
     benchlib services                            the services, their variants and availability
-    benchlib cleanup [--run-id ID]               remove benchlib's leftover containers
+    benchlib cleanup [--run-id ID] [--all]       remove benchlib's leftover containers, and kill
+                                                 services whose benchlib process is gone
     benchlib images bootstrap                    create the base image locally (no registry)
 
-User errors print one line (``benchlib: error: ...``) and exit with status 2; a failed
-notebook exits with status 1 after its report (with the error) is written.
+User errors print one line (``benchlib: error: ...``) and exit with status 2, also when the
+bad input is found inside the notebook (a ``LoadSpecError``, ``ParameterError``, ... raised
+there); a failed notebook exits with status 1 after its report (with the error) is written.
+
+SIGINT (Ctrl-C), SIGTERM and SIGHUP take one path: the notebook's kernel stops its load and
+its services, the trials stored so far are kept, and the command exits with status 128 + the
+signal's number (130, 143, 129) after one line saying so (see :mod:`benchlib.report`).
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Any, Sequence
 
@@ -41,6 +48,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"report:   {run.html}")
         print(f"index:    {write_index([run], run.html.parent)}")
     if not run.ok:
+        if run.user_error:
+            print(f"benchlib: error: {run.notebook.stem}: {run.error}", file=sys.stderr)
+            return 2
         print(f"benchlib: {run.notebook.stem} failed: {run.error}", file=sys.stderr)
         return 1
     return 0
@@ -55,8 +65,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if runs:
         print(f"index: {runs[0].executed.parent / 'index.html'}")
     for r in failed:
-        print(f"benchlib: {r.notebook.stem} failed: {r.error}", file=sys.stderr)
-    return 1 if failed else 0
+        if r.user_error:
+            print(f"benchlib: error: {r.notebook.stem}: {r.error}", file=sys.stderr)
+        else:
+            print(f"benchlib: {r.notebook.stem} failed: {r.error}", file=sys.stderr)
+    if any(not r.user_error for r in failed):
+        return 1
+    return 2 if failed else 0
 
 
 def _cmd_services(args: argparse.Namespace) -> int:
@@ -75,7 +90,7 @@ def _cmd_services(args: argparse.Namespace) -> int:
 def _cmd_cleanup(args: argparse.Namespace) -> int:
     from benchlib.cleanup import sweep
 
-    print(sweep(run_id=args.run_id))
+    print(sweep(run_id=args.run_id, all_owners=args.all, kill_orphans=True))
     return 0
 
 
@@ -117,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_clean = sub.add_parser("cleanup", help="remove containers left by earlier runs (by label)")
     p_clean.add_argument("--run-id", default=None, help="only this run's leftovers")
+    p_clean.add_argument("--all", action="store_true",
+                         help="also containers started from another machine or an earlier boot, and those of "
+                              "benchlib processes still running")
     p_clean.set_defaults(func=_cmd_cleanup)
 
     p_img = sub.add_parser("images", help="manage the Docker base image")
@@ -145,10 +163,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for note in notes:
             print(note, file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("benchlib: interrupted; services were stopped, stored trials are kept (re-run with the same "
-              "run_id to resume)", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        from benchlib.signals import signal_name
+
+        signum = int(getattr(exc, "signum", signal.SIGINT))
+        print(f"benchlib: interrupted by {signal_name(signum)}; the load and the services were stopped, stored "
+              "trials are kept (re-run with the same run_id to resume)", file=sys.stderr)
+        return 128 + signum
 
 
 if __name__ == "__main__":  # pragma: no cover

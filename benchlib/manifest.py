@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from benchlib.errors import ManifestError, ParameterError
+from benchlib.model import check_name
 
 __all__ = [
     "Contract",
@@ -310,8 +311,8 @@ def load_manifest(path: str | Path) -> Manifest:
     if not isinstance(toolchains, list) or any(t not in KNOWN_TOOLCHAINS for t in toolchains):
         raise _err(path, "toolchains", f"a list of {', '.join(KNOWN_TOOLCHAINS)}", toolchains)
     requires = raw.get("requires", [])
-    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
-        raise _err(path, "requires", "a list of service names", requires)
+    if not isinstance(requires, list) or not all(isinstance(r, str) and _NAME_RE.fullmatch(r) for r in requires):
+        raise _err(path, "requires", "a list of service names (folder names under services/)", requires)
     studies = raw.get("studies", [])
     if not isinstance(studies, list) or not all(isinstance(s, str) for s in studies):
         raise _err(path, "studies", "a list of study names", studies)
@@ -431,7 +432,9 @@ def list_services(services_dir: str | Path | None = None) -> dict[str, Manifest]
 
 
 def get_manifest(name: str, services_dir: str | Path | None = None) -> Manifest:
-    """The manifest of service ``name``; an unknown name lists the valid ones."""
+    """The manifest of service ``name`` (a folder directly under ``services/``: a plain name,
+    never a path such as ``../x``); an unknown name lists the valid ones."""
+    check_name("service", name)
     root = Path(services_dir) if services_dir else find_services_dir()
     path = root / name / "service.toml"
     if not path.is_file():

@@ -4,17 +4,32 @@ Pure: imports nothing from ``runtime``, ``loadgen`` or ``store``.
 
 Units are in the names: ``_s`` seconds, ``_ns`` nanoseconds, ``_rps`` requests per
 second, ``_mb`` mebibytes.
+
+Every field is checked when an object is made, strictly, before anything runs: an integer
+field takes an integer (``True``, ``2.5`` or ``"4"`` are refused), a number field a finite
+number (NaN, infinities and strings are refused), and the request (method, path, headers)
+only what HTTP/1.1 allows on the wire: a method is an RFC 9110 token, a path printable ASCII
+without spaces, header names tokens and values without CR, LF or other control characters,
+all encodable as latin-1. Each refusal is one line naming the field, the value and what is
+valid. Numeric values of other integer or real types (numpy's) are stored as ``int`` /
+``float``; sequences as tuples.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from benchlib.errors import LoadSpecError, ParameterError
 
 __all__ = [
+    "MAX_SECONDS",
+    "NAME_PATTERN",
+    "check_name",
     "Arm",
     "CROSS_CHECK_TOOLS",
     "Condition",
@@ -36,6 +51,91 @@ HTTP_VERSIONS = ("1.1", "1.0")
 LoadModel = Literal["closed", "open"]
 Arrival = Literal["constant", "poisson"]
 
+#: The longest duration, warm-up or timeout accepted, in seconds (one day): a trial is bounded.
+MAX_SECONDS = 86_400.0
+
+#: Names that become folder or file names (study, arm, condition, service): letters, digits,
+#: ``.``, ``_``, ``-``; not starting with ``.`` or ``-`` (so never ``.`` or ``..``).
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 section 5.6.2
+_PATH = re.compile(r"/[\x21-\x7e]*")  # printable ASCII, no space
+_HOST = re.compile(r"[A-Za-z0-9._:%-]{1,253}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _got(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def check_name(kind: str, value: Any) -> str:
+    """``value`` if it is a plain folder name (:data:`NAME_PATTERN`), else :class:`ParameterError`
+    naming ``kind`` (``"run id"``, ``"arm name"``, ...) and the rule."""
+    if not isinstance(value, str) or not re.fullmatch(NAME_PATTERN, value):
+        raise ParameterError(
+            f"{kind} {value!r} must match {NAME_PATTERN} (a plain folder name: letters, digits, '.', '_', '-'; "
+            "no '/', not '.' or '..', not starting with '.' or '-')")
+    return value
+
+
+def _int(owner: str, name: str, value: Any, *, low: int, optional: bool = False,
+         error: type[Exception] = LoadSpecError) -> int | None:
+    """``value`` as an ``int`` >= ``low`` (``None`` allowed when ``optional``); bools, floats and
+    strings are refused."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise error(f"{owner}.{name} must be an integer >= {low}{' or None' if optional else ''}; got {_got(value)}")
+    return int(value)
+
+
+def _seconds(owner: str, name: str, value: Any, *, zero_ok: bool = False, optional: bool = False,
+             error: type[Exception] = LoadSpecError) -> float | None:
+    """``value`` as a finite ``float`` of seconds in (0, MAX_SECONDS] (or [0, ...] with ``zero_ok``)."""
+    if value is None and optional:
+        return None
+    ok = (not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
+          and (value >= 0 if zero_ok else value > 0) and value <= MAX_SECONDS)
+    if not ok:
+        lower = ">= 0" if zero_ok else "> 0"
+        raise error(f"{owner}.{name} must be a finite number of seconds {lower} and <= {MAX_SECONDS:g}"
+                    f"{' or None' if optional else ''}; got {_got(value)}")
+    return float(value)
+
+
+def _number(owner: str, name: str, value: Any, *, what: str = "a finite number", optional: bool = False,
+            error: type[Exception] = LoadSpecError) -> float | None:
+    """``value`` as a finite ``float`` (any sign; the caller checks the range; ``what`` says
+    what is valid in the message)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise error(f"{owner}.{name} must be {what}{' or None' if optional else ''}; got {_got(value)}")
+    return float(value)
+
+
+def _choice(owner: str, name: str, value: Any, valid: Sequence[str],
+            error: type[Exception] = LoadSpecError) -> str:
+    if not isinstance(value, str) or value not in valid:
+        raise error(f"unknown {owner}.{name} {value!r}; valid: {', '.join(valid)}")
+    return value
+
+
+def _header_field(where: str, value: Any) -> str:
+    """A header value: a string of latin-1 characters without control characters (HTAB allowed)."""
+    if not isinstance(value, str):
+        raise LoadSpecError(f"{where} must be a string; got {_got(value)}")
+    bad = next((c for c in value if (ord(c) < 0x20 and c != "\t") or ord(c) == 0x7f or ord(c) > 0xff), None)
+    if bad is not None:
+        what = "a control character (CR, LF, NUL, ...)" if ord(bad) <= 0x7f else "a character outside latin-1"
+        raise LoadSpecError(f"{where} {value!r} contains {what} ({bad!r}); valid: printable latin-1 text and tab "
+                            "(encode other text, e.g. with urllib.parse.quote)")
+    return value
+
+
+def _set(obj: Any, name: str, value: Any) -> None:
+    object.__setattr__(obj, name, value)
+
 
 @dataclass(frozen=True)
 class Stage:
@@ -45,10 +145,11 @@ class Stage:
     duration_s: float
 
     def __post_init__(self) -> None:
-        if not (self.rate_rps > 0 and math.isfinite(self.rate_rps)):
-            raise LoadSpecError(f"stage rate_rps must be a positive finite number, got {self.rate_rps!r}")
-        if not (self.duration_s > 0 and math.isfinite(self.duration_s)):
-            raise LoadSpecError(f"stage duration_s must be positive, got {self.duration_s!r}")
+        rate = _number("Stage", "rate_rps", self.rate_rps, what="a finite number of requests/s > 0")
+        if rate is None or not rate > 0:
+            raise LoadSpecError(f"Stage.rate_rps must be a positive finite number of requests/s; got {_got(self.rate_rps)}")
+        _set(self, "rate_rps", rate)
+        _set(self, "duration_s", _seconds("Stage", "duration_s", self.duration_s))
 
 
 @dataclass(frozen=True)
@@ -104,30 +205,28 @@ class LoadSpec:
     timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
-        if self.model not in LOAD_MODELS:
-            raise LoadSpecError(f"unknown load model {self.model!r}; valid: {', '.join(LOAD_MODELS)}")
-        if self.arrival not in ARRIVALS:
-            raise LoadSpecError(f"unknown arrival {self.arrival!r}; valid: {', '.join(ARRIVALS)}")
-        if self.http_version not in HTTP_VERSIONS:
-            raise LoadSpecError(f"unknown http_version {self.http_version!r}; valid: {', '.join(HTTP_VERSIONS)}")
-        if not isinstance(self.connections, int) or self.connections < 1:
-            raise LoadSpecError(f"connections must be an integer >= 1, got {self.connections!r}")
-        if not isinstance(self.workers, int) or self.workers < 1:
-            raise LoadSpecError(f"workers must be an integer >= 1, got {self.workers!r}")
+        o = "LoadSpec"
+        _choice(o, "model", self.model, LOAD_MODELS)
+        _choice(o, "arrival", self.arrival, ARRIVALS)
+        _choice(o, "http_version", self.http_version, HTTP_VERSIONS)
+        _set(self, "connections", _int(o, "connections", self.connections, low=1))
+        _set(self, "workers", _int(o, "workers", self.workers, low=1))
         if self.workers > self.connections:
             raise LoadSpecError(f"workers ({self.workers}) cannot exceed connections ({self.connections})")
-        if self.duration_s is not None and not (self.duration_s > 0 and math.isfinite(self.duration_s)):
-            raise LoadSpecError(f"duration_s must be a positive number of seconds, got {self.duration_s!r}")
-        if self.requests is not None and (not isinstance(self.requests, int) or self.requests < 1):
-            raise LoadSpecError(f"requests must be an integer >= 1, got {self.requests!r}")
-        if self.warmup_s < 0 or not math.isfinite(self.warmup_s):
-            raise LoadSpecError(f"warmup_s must be >= 0, got {self.warmup_s!r}")
-        if self.warmup_requests is not None and self.warmup_requests < 0:
-            raise LoadSpecError(f"warmup_requests must be >= 0, got {self.warmup_requests!r}")
-        if self.timeout_s <= 0 or self.connect_timeout_s <= 0:
-            raise LoadSpecError("timeout_s and connect_timeout_s must be positive")
-        if not self.path.startswith("/"):
-            raise LoadSpecError(f"path must start with '/', got {self.path!r}")
+        _set(self, "duration_s", _seconds(o, "duration_s", self.duration_s, optional=True))
+        _set(self, "requests", _int(o, "requests", self.requests, low=1, optional=True))
+        _set(self, "rate_rps", _number(o, "rate_rps", self.rate_rps, what="a finite number of requests/s > 0",
+                                       optional=True))
+        _set(self, "warmup_s", _seconds(o, "warmup_s", self.warmup_s, zero_ok=True))
+        _set(self, "warmup_requests", _int(o, "warmup_requests", self.warmup_requests, low=0, optional=True))
+        _set(self, "connect_timeout_s", _seconds(o, "connect_timeout_s", self.connect_timeout_s))
+        _set(self, "timeout_s", _seconds(o, "timeout_s", self.timeout_s))
+        if not isinstance(self.keep_alive, bool):
+            raise LoadSpecError(f"LoadSpec.keep_alive must be True or False; got {_got(self.keep_alive)}")
+        if not isinstance(self.stages, (tuple, list)) or not all(isinstance(st, Stage) for st in self.stages):
+            raise LoadSpecError(f"LoadSpec.stages must be a sequence of Stage(rate_rps, duration_s); got {self.stages!r}")
+        _set(self, "stages", tuple(self.stages))
+        self._check_request()
         if self.model == "open":
             if self.requests is not None:
                 raise LoadSpecError("requests (a total count) applies to the closed model only; "
@@ -145,6 +244,32 @@ class LoadSpec:
                                     "use model='open' for a fixed arrival rate")
             if self.duration_s is None and self.requests is None:
                 raise LoadSpecError("the closed model needs duration_s or requests")
+
+    def _check_request(self) -> None:
+        """The request line and headers: only what HTTP/1.1 allows on the wire (so a value can
+        never smuggle a second request), all latin-1."""
+        if not isinstance(self.method, str) or not _TOKEN.fullmatch(self.method):
+            raise LoadSpecError(f"LoadSpec.method {self.method!r} is not an HTTP method token; valid: letters, digits "
+                                "and !#$%&'*+-.^_`|~ (RFC 9110), no spaces, CR or LF, e.g. GET, POST, PUT, DELETE")
+        if not isinstance(self.path, str) or not self.path.startswith("/"):
+            raise LoadSpecError(f"LoadSpec.path must start with '/', got {self.path!r}")
+        if not _PATH.fullmatch(self.path):
+            raise LoadSpecError(f"LoadSpec.path {self.path!r} must be printable ASCII without spaces, CR or LF; "
+                                "percent-encode other characters (urllib.parse.quote(path, safe=\"/?&=\"))")
+        pairs = list(self.headers.items()) if isinstance(self.headers, Mapping) else self.headers
+        if not isinstance(pairs, (tuple, list)) or not all(
+                isinstance(h, (tuple, list)) and len(h) == 2 for h in pairs):
+            raise LoadSpecError(f"LoadSpec.headers must be a sequence of (name, value) pairs; got {self.headers!r}")
+        for name, value in pairs:
+            if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+                raise LoadSpecError(f"LoadSpec.headers: name {name!r} is not a header name token; valid: letters, "
+                                    "digits and !#$%&'*+-.^_`|~ (RFC 9110), no spaces, ':', CR or LF")
+            _header_field(f"LoadSpec.headers: value of {name!r}", value)
+        _set(self, "headers", tuple((str(n), str(v)) for n, v in pairs))
+        if not isinstance(self.body, (bytes, bytearray, memoryview)):
+            raise LoadSpecError(f"LoadSpec.body must be bytes; got {_got(self.body)} (encode text, e.g. "
+                                "'...'.encode())")
+        _set(self, "body", bytes(self.body))
 
     @property
     def measured_duration_s(self) -> float | None:
@@ -201,6 +326,14 @@ class Target:
     host: str
     port: int
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.host, str) or not _HOST.fullmatch(self.host):
+            raise LoadSpecError(f"Target.host must be a host name or IP address (letters, digits, '.', '-', ':'; "
+                                f"IPv6 without brackets); got {_got(self.host)}")
+        if isinstance(self.port, bool) or not isinstance(self.port, numbers.Integral) or not 0 < self.port < 65536:
+            raise LoadSpecError(f"Target.port must be an integer from 1 to 65535; got {_got(self.port)}")
+        _set(self, "port", int(self.port))
+
     @property
     def base_url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -221,10 +354,12 @@ class Limits:
     memory_mb: int | None = None
 
     def __post_init__(self) -> None:
-        if self.cpus is not None and not self.cpus > 0:
+        cpus = _number("Limits", "cpus", self.cpus, what="a finite number of CPUs > 0", optional=True,
+                       error=ParameterError)
+        if cpus is not None and not cpus > 0:
             raise ParameterError(f"Limits.cpus must be > 0 or None, got {self.cpus!r}")
-        if self.memory_mb is not None and not self.memory_mb > 0:
-            raise ParameterError(f"Limits.memory_mb must be > 0 or None, got {self.memory_mb!r}")
+        _set(self, "cpus", cpus)
+        _set(self, "memory_mb", _int("Limits", "memory_mb", self.memory_mb, low=1, optional=True, error=ParameterError))
 
 
 LOG_SINKS = ("pipe", "file", "discard")
@@ -258,10 +393,20 @@ class Arm:
     limits: Limits | None = None
 
     def __post_init__(self) -> None:
-        import re
-
-        if not re.fullmatch(r"[A-Za-z0-9._-]+", self.name):
-            raise ParameterError(f"arm name {self.name!r} must match [A-Za-z0-9._-]+ (it names files)")
+        check_name("arm name", self.name)
+        check_name(f"arm {self.name!r}: service (a folder under services/)", self.service)
+        for key in ("variant", "endpoint"):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str):
+                raise ParameterError(f"arm {self.name!r}: {key} must be a string or None; got {_got(value)}")
+        pairs = list(self.env.items()) if isinstance(self.env, Mapping) else self.env
+        if not isinstance(pairs, (tuple, list)) or not all(isinstance(e, (tuple, list)) and len(e) == 2 for e in pairs):
+            raise ParameterError(f"arm {self.name!r}: env must be (name, value) pairs; got {self.env!r}")
+        for k, v in pairs:
+            if not isinstance(k, str) or not _ENV_NAME.fullmatch(k) or not isinstance(v, str) or "\0" in v:
+                raise ParameterError(f"arm {self.name!r}: env entry {k!r}={v!r}: names match [A-Za-z_][A-Za-z0-9_]*, "
+                                     "values are strings without NUL")
+        _set(self, "env", tuple((k, v) for k, v in pairs))
         if self.log_sink not in LOG_SINKS:
             raise ParameterError(f"unknown log_sink {self.log_sink!r}; valid: {', '.join(LOG_SINKS)}")
         if self.runtime is not None and self.runtime not in RUNTIME_NAMES:
@@ -317,10 +462,9 @@ class Condition:
     cross_check: CrossCheck | None = None
 
     def __post_init__(self) -> None:
-        import re
-
-        if not re.fullmatch(r"[A-Za-z0-9._-]+", self.name):
-            raise ParameterError(f"condition name {self.name!r} must match [A-Za-z0-9._-]+ (it names folders)")
+        check_name("condition name", self.name)
+        if not isinstance(self.load, LoadSpec):
+            raise ParameterError(f"condition {self.name!r}: load must be a LoadSpec(...); got {_got(self.load)}")
 
 
 RUNTIME_NAMES = ("local", "docker")
@@ -361,8 +505,26 @@ class Experiment:
     repeat_invalid: int = 0
 
     def __post_init__(self) -> None:
-        if self.runtime not in RUNTIME_NAMES:
-            raise ParameterError(f"unknown runtime {self.runtime!r}; valid: {', '.join(RUNTIME_NAMES)}")
+        check_name("study name", self.study)
+        _choice("Experiment", "runtime", self.runtime, RUNTIME_NAMES, ParameterError)
+        _set(self, "trials", _int("Experiment", "trials", self.trials, low=1, error=ParameterError))
+        _set(self, "seed", _int("Experiment", "seed", self.seed, low=0, error=ParameterError))
+        _set(self, "between_trials_s", _seconds("Experiment", "between_trials_s", self.between_trials_s, zero_ok=True,
+                                                error=ParameterError))
+        _set(self, "repeat_invalid", _int("Experiment", "repeat_invalid", self.repeat_invalid, low=0,
+                                          error=ParameterError))
+        if not isinstance(self.retry_failed, bool):
+            raise ParameterError(f"Experiment.retry_failed must be True or False; got {_got(self.retry_failed)}")
+        if not isinstance(self.limits, Limits):
+            raise ParameterError(f"Experiment.limits must be a Limits(...); got {_got(self.limits)}")
+        if isinstance(self.arms, list):
+            _set(self, "arms", tuple(self.arms))
+        if isinstance(self.conditions, list):
+            _set(self, "conditions", tuple(self.conditions))
+        if not all(isinstance(a, Arm) for a in self.arms):
+            raise ParameterError(f"Experiment.arms must be Arm(...) objects; got {self.arms!r}")
+        if not all(isinstance(c, Condition) for c in self.conditions):
+            raise ParameterError(f"Experiment.conditions must be Condition(...) objects; got {self.conditions!r}")
         if not self.arms:
             raise ParameterError("an experiment needs at least one arm")
         names = [a.name for a in self.arms]
@@ -373,10 +535,6 @@ class Experiment:
         cnames = [c.name for c in self.conditions]
         if len(set(cnames)) != len(cnames):
             raise ParameterError(f"condition names must be unique, got {cnames}")
-        if not isinstance(self.trials, int) or self.trials < 1:
-            raise ParameterError(f"trials must be an integer >= 1, got {self.trials!r}")
-        if not isinstance(self.repeat_invalid, int) or isinstance(self.repeat_invalid, bool) or self.repeat_invalid < 0:
-            raise ParameterError(f"repeat_invalid must be an integer >= 0, got {self.repeat_invalid!r}")
         if self.baseline is not None and self.baseline not in names:
             raise ParameterError(f"baseline {self.baseline!r} is not an arm; valid: {', '.join(names)}")
 

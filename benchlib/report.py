@@ -4,6 +4,14 @@
 script. Parameters are checked against each notebook's ``parameters`` cell before anything
 runs: an unknown name, or a value that does not fit the declared type, is refused with the
 valid choices.
+
+Stopping: while a notebook executes, SIGINT (Ctrl-C), SIGTERM and SIGHUP sent to the calling
+process all take one path. The kernel gets SIGTERM, which its run turns into the Ctrl-C path
+(:mod:`benchlib.signals`: load stopped, services stopped, stored trials kept); the kernel is
+then shut down and :class:`~benchlib.signals.Interrupted` is raised. A kernel that has not
+finished within ``stop_grace_s`` seconds is killed with its process group, and what it
+started is swept (its cgroups' processes killed, its containers removed). The kernel itself
+gets SIGTERM if the calling process dies without that (:mod:`benchlib.kernel`).
 """
 
 from __future__ import annotations
@@ -11,7 +19,9 @@ from __future__ import annotations
 import ast
 import datetime as _dt
 import html
+import math
 import os
+import signal
 import threading
 import time
 from contextlib import contextmanager
@@ -20,9 +30,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from benchlib.errors import BenchlibError, ParameterError, UserError
+from benchlib.signals import Interrupted, recorded_signals, signal_name
 
 __all__ = [
     "NotebookRun",
+    "STOP_GRACE_S",
+    "default_stop_grace_s",
     "coerce_parameters",
     "export_html",
     "find_notebook",
@@ -93,6 +106,8 @@ def coerce_parameters(notebook: str | Path, raw: Mapping[str, Any]) -> dict[str,
                 out[name] = int(value)
             elif type_name == "float":
                 out[name] = float(value)
+                if not math.isfinite(out[name]):
+                    raise ValueError("expected a finite number")
             elif type_name == "bool":
                 low = value.lower()
                 if low not in _TRUE | _FALSE:
@@ -120,6 +135,8 @@ class NotebookRun:
     html: Path | None
     seconds: float
     error: str | None = None
+    #: the notebook stopped on bad input (a :class:`~benchlib.errors.UserError` raised in it)
+    user_error: bool = False
 
     @property
     def ok(self) -> bool:
@@ -174,7 +191,7 @@ def _this_python_kernel() -> Iterator[str]:
         spec_dir = Path(tmp) / "kernels" / name
         spec_dir.mkdir(parents=True)
         (spec_dir / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "argv": [sys.executable, "-m", "benchlib.kernel", "-f", "{connection_file}"],
             "display_name": f"Python {sys.version.split()[0]} (benchlib)", "language": "python",
         }))
         saved = os.environ.get("JUPYTER_PATH")
@@ -216,6 +233,151 @@ def export_html(executed: str | Path, html_path: str | Path | None = None) -> Pa
     return html_path
 
 
+#: Seconds a stopped notebook's kernel gets to stop its load and services before it is killed
+#: (``$BENCHLIB_STOP_GRACE_S`` overrides it).
+STOP_GRACE_S = 60.0
+
+
+def default_stop_grace_s() -> float:
+    """The grace period for a stopped kernel: ``$BENCHLIB_STOP_GRACE_S`` or :data:`STOP_GRACE_S`."""
+    value = os.environ.get("BENCHLIB_STOP_GRACE_S")
+    if value is None or value == "":
+        return STOP_GRACE_S
+    try:
+        grace = float(value)
+    except ValueError:
+        grace = -1.0
+    if not (math.isfinite(grace) and 0 <= grace <= 3600):
+        raise ParameterError(f"BENCHLIB_STOP_GRACE_S={value!r}: expected seconds from 0 to 3600")
+    return grace
+
+
+def _is_user_error(ename: str) -> bool:
+    """Is ``ename`` (an exception's class name from a kernel) one of benchlib's user errors?"""
+    from benchlib import errors
+
+    cls = getattr(errors, ename, None)
+    return isinstance(cls, type) and issubclass(cls, UserError)
+
+
+def _recording_kernel_manager(started: list[Any]) -> type:
+    """nbclient's kernel manager class, recording every manager whose kernel has started."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class RecordingKernelManager(AsyncKernelManager):  # type: ignore[misc]
+        async def start_kernel(self, **kw: Any) -> None:
+            await super().start_kernel(**kw)
+            started.append(self)
+
+    return RecordingKernelManager
+
+
+def _kernel_pid(km: Any) -> int | None:
+    pid = getattr(getattr(km, "provisioner", None), "pid", None)
+    return int(pid) if pid else None
+
+
+def _execute_stoppably(execute: Callable[[type], None], grace_s: float,
+                       show: Callable[[str], None] | None) -> None:
+    """Run ``execute(kernel_manager_class)`` (papermill) in a thread; on a stop signal, stop
+    the kernel it started (see the module docstring) and raise :class:`Interrupted`."""
+    started: list[Any] = []
+    outcome: dict[str, BaseException] = {}
+
+    def target() -> None:
+        try:
+            execute(_recording_kernel_manager(started))
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+            outcome["error"] = exc
+        finally:
+            _close_thread_loop()
+
+    worker = threading.Thread(target=target, name="benchlib-notebook", daemon=True)
+    with recorded_signals() as caught:
+        worker.start()
+        while worker.is_alive() and not caught:
+            worker.join(0.2)
+        if caught:
+            if show is not None:
+                show(f"benchlib: {signal_name(caught[0])}: stopping the notebook's load and services "
+                     f"(at most {grace_s:g} s)")
+            _stop_kernels(started, worker, grace_s)
+            raise Interrupted(caught[0])
+    if "error" in outcome:
+        raise outcome["error"]
+
+
+def _close_thread_loop() -> None:
+    """Close the event loop papermill's client made for this thread (it would be left open)."""
+    import asyncio
+
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        return
+    if not loop.is_closed() and not loop.is_running():
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+    asyncio.set_event_loop(None)
+
+
+def _stop_kernels(started: list[Any], worker: threading.Thread, grace_s: float) -> None:
+    """SIGTERM to each kernel (its run stops cleanly); after ``grace_s`` seconds, SIGKILL to
+    the kernels' process groups and a sweep of what they started."""
+    deadline = time.monotonic() + grace_s
+    signalled: set[int] = set()
+    while worker.is_alive():
+        for km in list(started):
+            pid = _kernel_pid(km)
+            if pid is not None and pid not in signalled:
+                signalled.add(pid)
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        if time.monotonic() >= deadline:
+            break
+        worker.join(0.1)
+    if not worker.is_alive():
+        return
+    for km in list(started):  # the clean stop took too long: the kernel and its load workers
+        pid = _kernel_pid(km)
+        if pid is not None:
+            signalled.add(pid)
+            try:
+                os.killpg(pid, signal.SIGKILL)  # the kernel leads its own session
+            except (ProcessLookupError, PermissionError):
+                pass
+    worker.join(15)
+    _sweep_after_kill(signalled)
+
+
+def _sweep_after_kill(kernel_pids: set[int]) -> None:
+    """What killed kernels left: processes in their cgroups, containers of dead owners."""
+    from benchlib.runtime import cgroups
+
+    for pid in kernel_pids:
+        try:
+            cgroups.kill_owned_by(pid)
+        except OSError:
+            pass
+    try:
+        from benchlib.cleanup import sweep
+        from benchlib.runtime.docker.engine import connect
+
+        client = connect(timeout_s=5.0)
+    except Exception:  # noqa: BLE001 - no Docker here: nothing to sweep
+        return
+    try:
+        sweep(client=client, include_cgroups=False)
+    except Exception:  # noqa: BLE001 - best effort on the way out
+        pass
+    finally:
+        client.close()
+
+
 def run_notebook(
     notebook: str | Path,
     parameters: Mapping[str, Any] | None = None,
@@ -225,6 +387,7 @@ def run_notebook(
     show: Callable[[str], None] | None = None,
     timeout_s: float | None = None,
     kernel_name: str | None = None,
+    stop_grace_s: float | None = None,
 ) -> NotebookRun:
     """Execute ``notebook`` with papermill (parameters checked first) and export HTML.
 
@@ -234,11 +397,18 @@ def run_notebook(
     failing notebook is still exported (the error is in the HTML) and reported in
     :attr:`NotebookRun.error`. The kernel is this interpreter (``kernel_name=None``) unless
     another kernelspec is named.
+
+    Raises
+    ------
+    benchlib.signals.Interrupted
+        a stop signal (SIGINT, SIGTERM, SIGHUP) arrived; the kernel stopped its run first
+        (at most ``stop_grace_s`` seconds, default :func:`default_stop_grace_s`); no HTML is exported.
     """
     import papermill as pm
 
     nb_path = find_notebook(str(notebook))
     params = coerce_parameters(nb_path, parameters or {})
+    grace = default_stop_grace_s() if stop_grace_s is None else float(stop_grace_s)
     if "progress" in notebook_parameters(nb_path) and "progress" not in params:
         params["progress"] = show is not None
     out_dir = Path(reports_dir) if reports_dir else project_root() / "reports"
@@ -246,15 +416,22 @@ def run_notebook(
     executed = out_dir / f"{nb_path.stem}.ipynb"
     t0 = time.monotonic()
     error = None
+    user_error = False
     with _progress_relay(show) as env, _this_python_kernel() as own_kernel:
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
-        try:
+
+        def execute(kernel_manager_class: type) -> None:
             pm.execute_notebook(str(nb_path), str(executed), parameters=params, cwd=str(nb_path.parent),
                                 kernel_name=kernel_name or own_kernel, progress_bar=False, log_output=False,
-                                execution_timeout=timeout_s, request_save_on_cell_execute=False)
+                                execution_timeout=timeout_s, request_save_on_cell_execute=False,
+                                kernel_manager_class=kernel_manager_class)
+
+        try:
+            _execute_stoppably(execute, grace, show)
         except pm.PapermillExecutionError as exc:
             error = f"{exc.ename}: {exc.evalue}"
+            user_error = _is_user_error(exc.ename)
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -262,7 +439,7 @@ def run_notebook(
                 else:
                     os.environ[k] = v
     html_path = export_html(executed, out_dir / f"{nb_path.stem}.html") if html and executed.exists() else None
-    return NotebookRun(nb_path, executed, html_path, time.monotonic() - t0, error)
+    return NotebookRun(nb_path, executed, html_path, time.monotonic() - t0, error, user_error)
 
 
 def _read_executed(executed: Path) -> tuple[str, bool]:
@@ -334,7 +511,8 @@ def build_reports(
 
     ``parameters`` apply to every notebook that declares them (others are skipped for that
     notebook, so ``-p runtime docker`` works across all). Raises :class:`UserError` if a
-    parameter is declared by none of the notebooks.
+    parameter is declared by none of the notebooks, and :class:`~benchlib.signals.Interrupted`
+    when a stop signal ends the series (the index then lists the reports done so far).
     """
     paths = [find_notebook(n) for n in notebooks] if notebooks else list_notebooks()
     params = dict(parameters or {})
@@ -343,15 +521,19 @@ def build_reports(
     if unknown:
         raise UserError(f"parameter(s) {unknown} are declared by none of the notebooks; valid: {', '.join(sorted(declared_any))}")
     out = Path(reports_dir) if reports_dir else project_root() / "reports"
-    runs = []
-    for p in paths:
-        own = {k: v for k, v in params.items() if k in notebook_parameters(p)}
-        if show:
-            show(f"== {p.stem}: executing" + (f" with {own}" if own else ""))
-        run = run_notebook(p, own, reports_dir=out, show=show)
-        if show:
-            show(f"== {p.stem}: {'ok' if run.ok else 'FAILED: ' + str(run.error)} in {run.seconds / 60:.1f} min"
-                 + (f" -> {run.html}" if run.html else ""))
-        runs.append(run)
-    write_index(runs, out)
+    runs: list[NotebookRun] = []
+    try:
+        for p in paths:
+            own = {k: v for k, v in params.items() if k in notebook_parameters(p)}
+            if show:
+                show(f"== {p.stem}: executing" + (f" with {own}" if own else ""))
+            run = run_notebook(p, own, reports_dir=out, show=show)
+            if show:
+                show(f"== {p.stem}: {'ok' if run.ok else 'FAILED: ' + str(run.error)} in {run.seconds / 60:.1f} min"
+                     + (f" -> {run.html}" if run.html else ""))
+            runs.append(run)
+    finally:  # also when a stop signal ends the series: the reports done so far are listed
+        if runs or paths:
+            out.mkdir(parents=True, exist_ok=True)
+            write_index(runs, out)
     return runs

@@ -11,7 +11,13 @@ For each planned trial, in the order of the randomized blocks (:mod:`benchlib.de
 Arms whose toolchain is missing, or whose build fails, are not run; they stay in the
 results as "not run: <why>". A trial that fails (the service dies, breaks its contract)
 is stored with its reason and whatever was measured; the run goes on. A re-run with the
-same ``run_id`` skips stored trials.
+same ``run_id`` skips stored trials; it first reads ``run.json`` and every stored trial (a
+damaged file is named before anything is written), and refuses a run folder whose
+``run.json`` is gone (its parameters and provenance cannot be recovered).
+
+SIGTERM and SIGHUP stop a run as Ctrl-C does (:func:`benchlib.signals.interrupt_on_signals`):
+the trial under way is abandoned, its load and services stopped, and the trials stored before
+it are kept for a resume.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from benchlib.errors import (
     ParameterError,
     RuntimeUnavailable,
     ServiceStartError,
+    StorageError,
     ToolchainMissing,
 )
 from benchlib.manifest import Endpoint, ResolvedService, get_manifest
@@ -43,6 +50,7 @@ from benchlib.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
 from benchlib.progress import ProgressCallback, make_progress
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
 from benchlib.schema import ROW_DTYPE
+from benchlib.signals import interrupt_on_signals
 from benchlib.store import RunStore, StoredTrial
 
 __all__ = ["ExperimentResult", "cross_check_summary", "request_for", "run_cross_check", "run_experiment", "trial_summary"]
@@ -75,7 +83,6 @@ class ExperimentResult:
         from its trials; ``None`` keeps all). Columns: condition, arm, block, latency_ms,
         service_ms. Reads only the timing columns, trial by trial, so memory stays bounded."""
         import pandas as pd
-        import pyarrow.parquet as pq
 
         rng = np.random.default_rng(seed)
         trials = [t for t in self.trials() if t.meta.get("status") == "ok"]
@@ -85,7 +92,7 @@ class ExperimentResult:
         frames = []
         cols = ["t_intended_ns", "t_sent_ns", "t_done_ns", "phase", "error"]
         for t in trials:
-            table = pq.read_table(t.path, columns=cols)
+            table = t.read_table(cols)
             keep = _codes_equal(table.column("phase"), "measure") & _codes_equal(table.column("error"), "none")
             idx = np.flatnonzero(keep)
             if max_per_arm is not None:
@@ -348,8 +355,8 @@ def cross_check_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _check_same_plan(store: RunStore, plan: list[PlannedTrial], params: Mapping[str, Any]) -> None:
-    old = store.read_run()
+def _check_same_plan(store: RunStore, old: Mapping[str, Any], plan: list[PlannedTrial],
+                     params: Mapping[str, Any]) -> None:
     if not old:
         return
     if old.get("parameters") != params or old.get("plan") != [p.to_dict() for p in plan]:
@@ -357,6 +364,21 @@ def _check_same_plan(store: RunStore, plan: list[PlannedTrial], params: Mapping[
             f"run {store.run_id!r} of study {store.study!r} exists with different parameters or plan; "
             "use a new run_id (\"\" picks one) or the same parameters to resume it"
         )
+
+
+def _read_stored(store: RunStore) -> tuple[dict[str, Any], dict[tuple[str, str, int], StoredTrial]]:
+    """Everything a resume needs from the run folder, read before anything is written there:
+    ``run.json`` and every stored trial, rows included (a damaged file raises
+    :class:`StorageError` naming it). A folder with stored data but no ``run.json`` is refused."""
+    run = store.read_run()
+    trials = store.trials(verify=True)
+    if not run and store.has_data():
+        raise StorageError(
+            f"{store.path} holds {len(trials)} stored trial(s) but no run.json (deleted?); without it the run's "
+            "parameters, plan and provenance are unknown, so it cannot be resumed: start a new run (run_id \"\" "
+            "picks one); the stored files stay where they are"
+        )
+    return run, {(t.condition, t.arm, t.block): t for t in trials}
 
 
 def experiment_parameters(exp: Experiment) -> dict[str, Any]:
@@ -388,11 +410,26 @@ def run_experiment(
     cpus: CPU assignment (default: :func:`benchlib.cpus.plan_cpus`).
     progress: ``True`` (automatic renderer), ``False`` or a callback taking event dicts.
     notebook_parameters: the calling notebook's parameters, stored in run.json.
+
+    Raises
+    ------
+    benchlib.signals.Interrupted
+        SIGINT, SIGTERM or SIGHUP arrived (a ``KeyboardInterrupt``): the trial under way was
+        abandoned, its load and services stopped; stored trials are kept.
+    benchlib.errors.StorageError
+        resuming a run whose folder has no ``run.json``, or whose stored data is unreadable
+        (the file is named); nothing was written then.
     """
-    cpus = cpus or plan_cpus()
+    with interrupt_on_signals():
+        return _run(experiment, run_id, out_dir, cpus or plan_cpus(), progress, notebook_parameters)
+
+
+def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[str] | None, cpus: CpuPlan,
+         progress: bool | ProgressCallback, notebook_parameters: Mapping[str, Any] | None) -> ExperimentResult:
     runtime = get_runtime(experiment.runtime)
     runtime.check()
     store = RunStore.open(experiment.study, run_id, root=out_dir)
+    existing, stored = _read_stored(store)
     show = make_progress(progress)
     ex = _Executor(experiment, runtime, cpus, store, show)
     ex.prepare_all()
@@ -400,9 +437,9 @@ def run_experiment(
     plan = plan_trials(runnable, experiment.trials, seed=experiment.seed,
                        conditions=[c.name for c in experiment.conditions]) if runnable else []
     params = experiment_parameters(experiment)
-    _check_same_plan(store, plan, params)
+    _check_same_plan(store, existing, plan, params)
     toolchain_names = {t for a in experiment.arms for t in get_manifest(a.service).toolchains}
-    if not store.read_run():
+    if not existing:
         store.write_run({
             "study": experiment.study, "run_id": store.run_id, "status": "running",
             "parameters": params, "notebook_parameters": dict(notebook_parameters or {}),
@@ -419,10 +456,9 @@ def run_experiment(
     with _pinned_to(cpus.client):
         for planned in plan:
             ev = {"study": experiment.study, "total": len(plan), **planned.to_dict()}
-            if store.has_trial(planned.condition, planned.arm, planned.block):
-                old = [t for t in store.trials() if (t.condition, t.arm, t.block) ==
-                       (planned.condition, planned.arm, planned.block)]
-                if not (experiment.retry_failed and old and old[0].meta.get("status") == "failed"):
+            old = stored.get((planned.condition, planned.arm, planned.block))
+            if old is not None:
+                if not (experiment.retry_failed and old.meta.get("status") == "failed"):
                     result.skipped += 1
                     show({**ev, "event": "skip"})
                     continue

@@ -12,6 +12,12 @@ A trial file is written to a temporary name, fsynced and renamed, and never rewr
 re-run with the same ``run_id`` skips stored trials. A failed trial is stored too (with what
 was measured before the failure and ``status="failed"``); re-running it moves the old file
 aside (``.failed-N.parquet``), so nothing already measured is lost.
+
+Study names and run ids are plain folder names (:data:`benchlib.model.NAME_PATTERN`: no ``/``, not ``.`` or
+``..``, no leading dot or dash), so a run never writes outside ``<root>/<study>/``. Every
+read error names the file it came from (:class:`~benchlib.errors.StorageError`). Trial files
+carry a CRC32 checksum per page, verified on every read, so damaged bytes are an error, never
+silently different numbers.
 """
 
 from __future__ import annotations
@@ -27,9 +33,11 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 
 from benchlib.errors import StorageError
+from benchlib.model import check_name
 from benchlib.schema import ERROR_NAMES, PHASE_NAMES, ROW_DTYPE, SCHEMA_VERSION
 
 __all__ = ["RunStore", "StoredTrial", "default_runs_root", "new_run_id", "rows_to_table", "table_to_rows"]
+
 
 _META_TRIAL = b"benchlib.trial"
 _META_VERSION = b"benchlib.schema_version"
@@ -53,11 +61,15 @@ def new_run_id() -> str:
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, Ctrl-C, SIGTERM: no half-written file stays behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def rows_to_table(rows: np.ndarray, metadata: Mapping[bytes, bytes] | None = None) -> Any:
@@ -122,17 +134,35 @@ class StoredTrial:
     def block(self) -> int:
         return int(self.meta["block"])
 
-    def rows(self) -> np.ndarray:
-        """The trial's rows as a ROW_DTYPE array."""
+    def read_table(self, columns: list[str] | None = None) -> Any:
+        """The trial's rows as a ``pyarrow.Table`` (``columns``: only those).
+
+        Raises
+        ------
+        StorageError
+            the file is unreadable (damaged, truncated, gone), naming it.
+        """
         import pyarrow.parquet as pq
 
-        return table_to_rows(pq.read_table(self.path))
+        try:
+            return pq.read_table(self.path, columns=columns, page_checksum_verification=True)
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises OSError, ArrowInvalid, ...
+            raise _unreadable(self.path, exc) from None
+
+    def rows(self) -> np.ndarray:
+        """The trial's rows as a ROW_DTYPE array."""
+        return table_to_rows(self.read_table())
 
     def frame(self) -> Any:
         """The trial's rows as a pandas DataFrame (``error``/``phase`` categorical)."""
-        import pyarrow.parquet as pq
+        return self.read_table().to_pandas()
 
-        return pq.read_table(self.path).to_pandas()
+
+def _unreadable(path: Path, exc: BaseException) -> StorageError:
+    why = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+    return StorageError(f"{path}: unreadable trial file ({type(exc).__name__}: {why}); move it aside "
+                        f"(e.g. rename it to {path.stem}.damaged.parquet) and resume the run to measure that "
+                        "trial again")
 
 
 class RunStore:
@@ -144,14 +174,12 @@ class RunStore:
     # -- run.json --------------------------------------------------------------------------
     @classmethod
     def open(cls, study: str, run_id: str | None = None, *, root: str | Path | None = None) -> RunStore:
-        """The run folder ``<root>/<study>/<run_id>`` (a new run id when ``None`` or ``""``)."""
-        import re
+        """The run folder ``<root>/<study>/<run_id>`` (a new run id when ``None`` or ``""``).
 
-        if not re.fullmatch(r"[A-Za-z0-9._-]+", study):
-            raise StorageError(f"study name {study!r} must match [A-Za-z0-9._-]+")
-        rid = run_id or new_run_id()
-        if not re.fullmatch(r"[A-Za-z0-9._-]+", rid):
-            raise StorageError(f"run id {rid!r} must match [A-Za-z0-9._-]+")
+        Raises :class:`ParameterError` for a study name or run id that is not a plain folder
+        name (:data:`benchlib.model.NAME_PATTERN`)."""
+        check_name("study name", study)
+        rid = check_name("run id", run_id or new_run_id())
         path = Path(root or default_runs_root()) / study / rid
         path.mkdir(parents=True, exist_ok=True)
         return cls(path)
@@ -171,8 +199,10 @@ class RunStore:
             return {}
         try:
             data: dict[str, Any] = json.loads(p.read_text())
-        except ValueError as exc:
-            raise StorageError(f"{p}: not valid JSON: {exc}") from None
+        except (ValueError, OSError) as exc:
+            raise StorageError(f"{p}: unreadable run.json ({type(exc).__name__}: {exc})") from None
+        if not isinstance(data, dict):
+            raise StorageError(f"{p}: expected a JSON object, got {type(data).__name__}")
         version = data.get("schema_version")
         if version != SCHEMA_VERSION:
             raise StorageError(f"{p}: schema_version {version!r}; this benchlib reads {SCHEMA_VERSION}")
@@ -201,6 +231,10 @@ class RunStore:
 
     def has_trial(self, condition: str, arm: str, block: int) -> bool:
         return self.trial_path(condition, arm, block).exists()
+
+    def has_data(self) -> bool:
+        """Does the folder hold any trial or log file (set-aside trials included)?"""
+        return any(p.is_file() for d in ("trials", "logs") for p in (self.path / d).rglob("*"))
 
     def set_aside(self, condition: str, arm: str, block: int) -> Path | None:
         """Move a stored trial out of the way (``.failed-N.parquet``) so it can be re-run."""
@@ -232,12 +266,22 @@ class RunStore:
             _META_VERSION: str(SCHEMA_VERSION).encode(),
         })
         sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, compression="zstd")
+        pq.write_table(table, sink, compression="zstd", write_page_checksum=True)
         _atomic_write_bytes(path, sink.getvalue().to_pybytes())
         return path
 
-    def trials(self) -> list[StoredTrial]:
-        """Every stored trial (set-aside failures excluded), in execution order (``seq``)."""
+    def trials(self, *, verify: bool = False) -> list[StoredTrial]:
+        """Every stored trial (set-aside failures excluded), in execution order (``seq``).
+
+        Only the files' metadata is read, unless ``verify``: then every file is read in full,
+        so a damaged one is found now (a resume does this before it writes anything).
+
+        Raises
+        ------
+        StorageError
+            an unreadable file, metadata that is not benchlib's, or an unknown schema
+            version, naming the file.
+        """
         import pyarrow.parquet as pq
 
         out = []
@@ -245,11 +289,20 @@ class RunStore:
             try:
                 md = pq.read_metadata(p).metadata or {}
             except Exception as exc:  # noqa: BLE001 - pyarrow raises several types
-                raise StorageError(f"{p}: unreadable trial file: {exc}") from None
-            version = md.get(_META_VERSION, b"?").decode()
+                raise _unreadable(p, exc) from None
+            version = md.get(_META_VERSION, b"?").decode(errors="replace")
             if version != str(SCHEMA_VERSION):
                 raise StorageError(f"{p}: schema_version {version}; this benchlib reads {SCHEMA_VERSION}")
-            out.append(StoredTrial(p, json.loads(md[_META_TRIAL])))
+            try:
+                meta = json.loads(md[_META_TRIAL])
+                if not isinstance(meta, dict):
+                    raise ValueError(f"expected a JSON object, got {type(meta).__name__}")
+            except (KeyError, ValueError) as exc:
+                raise StorageError(f"{p}: trial metadata unreadable ({type(exc).__name__}: {exc})") from None
+            trial = StoredTrial(p, meta)
+            if verify:
+                trial.read_table()
+            out.append(trial)
         out.sort(key=lambda t: (int(t.meta.get("seq", 0)), str(t.path)))
         return out
 
@@ -271,7 +324,10 @@ class RunStore:
         cache = self.path / "derived" / "summaries.parquet"
         key_file = cache.with_suffix(".key")
         if cache.exists() and key_file.exists() and key_file.read_text() == key:
-            return pd.read_parquet(cache)
+            try:
+                return pd.read_parquet(cache)
+            except Exception:  # noqa: BLE001 - a damaged cache is recomputed (it is derived data)
+                pass
         frame = pd.DataFrame([dict(summarize(t)) for t in trials])
         if len(frame):
             cache.parent.mkdir(parents=True, exist_ok=True)

@@ -99,3 +99,18 @@ def test_invalid_toml_and_missing_file_are_reported(tmp_path: Path) -> None:
 def test_unknown_service_lists_the_valid_ones() -> None:
     with pytest.raises(ParameterError, match="valid: .*go-nethttp-hello"):
         get_manifest("no-such-service", SERVICES)
+
+
+@pytest.mark.parametrize("name", ["../evil", "..", ".", "services/x", "/etc", "-x", ".hidden", ""])
+def test_a_service_name_is_a_plain_folder_name_never_a_path(tmp_path: Path, name: str) -> None:
+    # a manifest outside services/ that a path could reach
+    outside = _write(tmp_path, GOOD.replace('name = "svc"', 'name = "evil"'), name="evil")
+    (tmp_path / "services").mkdir()
+    with pytest.raises(ParameterError, match="must match .*a plain folder name"):
+        get_manifest(name, tmp_path / "services")
+    assert outside.exists()
+
+
+def test_requires_names_services_not_paths(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match="'requires'.*folder names"):
+        load_manifest(_write(tmp_path, GOOD.replace("[run]", 'requires = ["../evil"]\n[run]')))

@@ -131,3 +131,48 @@ def test_an_invalid_trial_is_repeated_in_place_and_its_attempts_are_kept(service
     from benchlib.runner import experiment_parameters
 
     assert "repeat_invalid" not in experiment_parameters(Experiment("x", exp.arms, exp.conditions))
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_resume_reads_everything_before_it_writes_and_refuses_what_it_cannot_trust(
+        services: Path, tmp_path: Path) -> None:
+    from benchlib.errors import StorageError
+
+    exp = Experiment("t-resume", (Arm("a", "python-aiohttp-hello"),), (Condition("main", TINY),), trials=2,
+                     between_trials_s=0)
+    res = run_experiment(exp, run_id="r5", out_dir=tmp_path / "runs", progress=False)
+    first = res.trials()[0].path
+
+    # a damaged trial file: named, and nothing in the run folder changes (run.json included)
+    import struct
+
+    data = bytearray(first.read_bytes())
+    end = len(data) - 8 - struct.unpack("<I", data[-8:-4])[0]  # before the footer
+    for i in range((4 + end) // 2, (4 + end) // 2 + 64):
+        data[i] ^= 0x5A
+    first.write_bytes(bytes(data))
+    before = _snapshot(res.store.path)
+    with pytest.raises(StorageError, match="unreadable trial file") as err:
+        run_experiment(exp, run_id="r5", out_dir=tmp_path / "runs", progress=False)
+    assert str(first) in str(err.value)
+    assert _snapshot(res.store.path) == before
+
+    # run.json deleted: its provenance cannot be invented anew
+    first.unlink()
+    (res.store.path / "run.json").unlink()
+    before = _snapshot(res.store.path)
+    with pytest.raises(StorageError, match="no run.json .*cannot be resumed: start a new run"):
+        run_experiment(exp, run_id="r5", out_dir=tmp_path / "runs", progress=False)
+    assert _snapshot(res.store.path) == before and not (res.store.path / "run.json").exists()
+
+
+def test_names_that_would_leave_the_run_folder_are_refused(services: Path, tmp_path: Path) -> None:
+    with pytest.raises(ParameterError, match="run id '..' must match"):
+        run_experiment(Experiment("t-names", (Arm("a", "python-aiohttp-hello"),), (Condition("main", TINY),),
+                                  trials=1), run_id="..", out_dir=tmp_path / "runs", progress=False)
+    with pytest.raises(ParameterError, match=r"service \(a folder under services/\) '\.\./python-aiohttp-hello' must"):
+        Arm("a", "../python-aiohttp-hello")
+    assert not (tmp_path / "runs").exists()

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchlib.errors import StorageError
+from benchlib.errors import ParameterError, StorageError
 from benchlib.schema import ROW_DTYPE
 from benchlib.store import RunStore, new_run_id
 
@@ -72,7 +72,7 @@ def test_run_json_round_trip_and_unknown_schema_version(tmp_path: Path) -> None:
 
 
 def test_bad_names_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(StorageError, match="must match"):
+    with pytest.raises(ParameterError, match="must match"):
         RunStore.open("../evil", "x", root=tmp_path)
     assert new_run_id() != new_run_id()
 
@@ -90,3 +90,73 @@ def test_summaries_are_cached_and_recomputed_when_trials_change(tmp_path: Path) 
     assert list(store.summaries(summarize)["n"]) == [10] and len(calls) == 1
     store.write_trial(_rows(20), {"condition": "main", "arm": "b", "block": 0, "seq": 1})
     assert list(store.summaries(summarize)["n"]) == [10, 20] and len(calls) == 3
+
+
+@pytest.mark.parametrize("run_id", [".", "..", "../x", "a/b", ".hidden", "-rf", "a b", "x" * 129, "ä"])
+def test_run_ids_that_are_not_plain_folder_names_are_refused(tmp_path: Path, run_id: str) -> None:
+    with pytest.raises(ParameterError, match="must match") as err:
+        RunStore.open("study", run_id, root=tmp_path / "runs")
+    assert "\n" not in str(err.value) and repr(run_id) in str(err.value)
+    assert not (tmp_path / "runs").exists()  # nothing written, above the run or anywhere
+
+
+def _damage(path: Path) -> None:
+    """Flip 64 bytes in the middle of the column data (the footer with the metadata stays
+    intact, so the file still lists; its rows do not read)."""
+    import struct
+
+    data = bytearray(path.read_bytes())
+    footer = struct.unpack("<I", data[-8:-4])[0]
+    end = len(data) - 8 - footer
+    for i in range((4 + end) // 2, min((4 + end) // 2 + 64, end)):
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("n", [300, 5000, 50_000])
+def test_damaged_bytes_are_an_error_never_silently_other_numbers(tmp_path: Path, n: int) -> None:
+    """zstd alone does not notice every flipped byte (no frame checksum): the pages' CRC does."""
+    store = RunStore.open("study", "r1", root=tmp_path)
+    rows = _rows(n)
+    rows["t_done_ns"] += np.random.default_rng(0).integers(0, 10**9, n)
+    _damage(store.write_trial(rows, {"condition": "main", "arm": "a", "block": 0, "seq": 0}))
+    with pytest.raises(StorageError, match="unreadable trial file"):
+        store.trials()[0].rows()
+
+
+def test_a_damaged_trial_file_is_named(tmp_path: Path) -> None:
+    store = RunStore.open("study", "r1", root=tmp_path)
+    path = store.write_trial(_rows(5000), {"condition": "main", "arm": "a", "block": 0, "seq": 0})
+    _damage(path)
+    (t,) = store.trials()  # the footer still reads
+    for read in (t.rows, t.frame, lambda: store.trials(verify=True)):
+        with pytest.raises(StorageError, match="unreadable trial file") as err:
+            read()
+        assert str(path) in str(err.value) and "\n" not in str(err.value) and "damaged.parquet" in str(err.value)
+    path.write_bytes(b"PAR1 not parquet")
+    with pytest.raises(StorageError, match=f"{path}: unreadable trial file"):
+        store.trials()
+
+
+def test_an_unreadable_run_json_is_named(tmp_path: Path) -> None:
+    store = RunStore.open("study", "r1", root=tmp_path)
+    (store.path / "run.json").write_text("[1, 2]")
+    with pytest.raises(StorageError, match=r"run.json: expected a JSON object"):
+        store.read_run()
+    (store.path / "run.json").write_text("{not json")
+    with pytest.raises(StorageError, match=r"run.json: unreadable run.json"):
+        store.read_run()
+
+
+def test_an_interrupted_write_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    store = RunStore.open("study", "r1", root=tmp_path)
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store.write_trial(_rows(10), {"condition": "main", "arm": "a", "block": 0})
+    assert [p.name for p in store.path.rglob("*") if p.is_file()] == []

@@ -54,6 +54,7 @@ __all__ = [
     "compare_limits",
     "describe",
     "detect",
+    "kill_owned_by",
     "parse_cpu_list",
     "read_limits",
     "read_limits_with",
@@ -535,16 +536,7 @@ class CgroupHandle:
             return
         deadline = time.monotonic() + timeout_s
         for d in list(self.dirs.values()):
-            while True:
-                try:
-                    d.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError as exc:
-                    if exc.errno != errno.EBUSY or time.monotonic() > deadline:
-                        break
-                    time.sleep(0.05)
+            _rmdir_when_empty(d, max(0.0, deadline - time.monotonic()))
         self._removed = True
 
     def __enter__(self) -> CgroupHandle:
@@ -728,11 +720,50 @@ def _create_v2(h: CgroupHandle, base: Path, s: CgroupSystem) -> None:
 
 # ----------------------------------------------------------------------------- sweep
 
-def sweep(system: CgroupSystem | None = None, *, min_age_s: float = 600.0) -> list[str]:
-    """Remove leftover, empty ``benchlib/<name>`` cgroups below this process's cgroups
-    (left by a killed run). Cgroups that still hold processes are kept, and so are empty
-    ones whose creating process is alive and that are younger than ``min_age_s`` seconds
-    (another benchlib process may be about to start a service in them).
+def _owner_pid(d: Path) -> int | None:
+    """The pid of the process that created cgroup ``d`` (its ``.p<pid>`` suffix)."""
+    m = re.search(r"\.p(\d+)$", d.name)
+    return int(m.group(1)) if m else None
+
+
+def _leaf_dirs(system: CgroupSystem) -> list[Path]:
+    out: list[Path] = []
+    for base in _base_dirs(system).values():
+        try:
+            out.extend(p for p in base.iterdir() if p.is_dir())
+        except OSError:
+            continue
+    return out
+
+
+def _kill_members(d: Path, timeout_s: float) -> None:
+    """SIGKILL every process in cgroup ``d`` (``cgroup.kill`` where the kernel has it), until
+    it is empty or ``timeout_s`` seconds have passed."""
+    import signal
+
+    kill_file = d / "cgroup.kill"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pids = [int(x) for x in (_read(d / "cgroup.procs") or "").split()]
+        if not pids or time.monotonic() > deadline:
+            return
+        try:
+            if kill_file.exists():
+                _write(kill_file, "1")
+            else:
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+        except OSError:
+            return
+        time.sleep(0.05)
+
+
+def kill_owned_by(owner_pid: int, system: CgroupSystem | None = None, *, timeout_s: float = 5.0) -> list[str]:
+    """Kill the processes in the cgroups that process ``owner_pid`` created (the services it
+    started) and remove those cgroups: for an owner that was killed before it could stop them.
 
     Returns
     -------
@@ -741,24 +772,60 @@ def sweep(system: CgroupSystem | None = None, *, min_age_s: float = 600.0) -> li
     """
     s = system or detect()
     removed: list[str] = []
-    for base in _base_dirs(s).values():
-        try:
-            children = [p for p in base.iterdir() if p.is_dir()]
-        except OSError:
+    for d in _leaf_dirs(s):
+        if _owner_pid(d) != owner_pid:
             continue
-        for d in children:
-            if (_read(d / "cgroup.procs") or "").strip():
+        _kill_members(d, timeout_s)
+        if _rmdir_when_empty(d, timeout_s):
+            removed.append(str(d))
+    return removed
+
+
+def _rmdir_when_empty(d: Path, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            d.rmdir()
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+
+def sweep(system: CgroupSystem | None = None, *, min_age_s: float = 600.0, kill_orphans: bool = False) -> list[str]:
+    """Remove leftover, empty ``benchlib/<name>`` cgroups below this process's cgroups
+    (left by a killed run). Cgroups that still hold processes are kept, and so are empty
+    ones whose creating process is alive and that are younger than ``min_age_s`` seconds
+    (another benchlib process may be about to start a service in them).
+
+    With ``kill_orphans``, the processes in cgroups whose creating process is gone (services
+    that outlived a killed run) are killed first, and those cgroups removed too.
+
+    Returns
+    -------
+    list[str]
+        The directories removed.
+    """
+    s = system or detect()
+    removed: list[str] = []
+    for d in _leaf_dirs(s):
+        owner = _owner_pid(d)
+        own = owner == os.getpid()
+        other_alive = owner is not None and not own and Path(f"/proc/{owner}").exists()
+        owner_gone = owner is not None and not own and not other_alive
+        if (_read(d / "cgroup.procs") or "").strip():
+            if not (kill_orphans and owner_gone):
                 continue
-            m = re.search(r"\.p(\d+)$", d.name)
-            if m and int(m.group(1)) != os.getpid() and Path(f"/proc/{m.group(1)}").exists():
-                try:
-                    if time.time() - d.stat().st_mtime < min_age_s:
-                        continue
-                except OSError:
-                    continue
+            _kill_members(d, 5.0)
+        if other_alive:
             try:
-                d.rmdir()
-                removed.append(str(d))
+                if time.time() - d.stat().st_mtime < min_age_s:
+                    continue
             except OSError:
-                pass
+                continue
+        if _rmdir_when_empty(d, 2.0 if kill_orphans else 0.0):
+            removed.append(str(d))
     return removed

@@ -8,8 +8,15 @@
 * waits for health (HTTP status or TCP accept), then runs ``post_start`` steps;
 * captures logs (``pipe``: read by a thread into the log file, ``file``: the process writes
   the file itself, ``discard``: ``/dev/null``);
-* always stops: the handle is a context manager, and an ``atexit`` hook kills any process
-  group still running when the interpreter exits (errors and Ctrl-C included).
+* passes a minimal environment (:data:`SERVICE_ENV_KEEP`: ``PATH``, ``HOME``, locale, ``TMPDIR``
+  and what the toolchains need) plus the manifest's ``[run] env``, the arm's ``env`` and the
+  port variable: a token or password in the caller's environment never reaches a service
+  (builds run with the caller's whole environment, as the toolchain would by hand);
+* always stops: the handle is a context manager, an ``atexit`` hook kills any process group
+  still running when the interpreter exits (errors and Ctrl-C included), SIGTERM and SIGHUP
+  do the same before the process dies (:func:`benchlib.signals.on_stop`), and a service
+  started from the main thread gets SIGTERM from the Linux kernel if its starter dies
+  without that (``PR_SET_PDEATHSIG``; SIGKILL included).
 """
 
 from __future__ import annotations
@@ -27,12 +34,29 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from benchlib import buildcache, logs, toolchains
+from benchlib import buildcache, logs, signals, toolchains
 from benchlib.errors import BuildError, ServiceStartError
 from benchlib.manifest import ResolvedService
 from benchlib.runtime.base import Prepared, StartOptions, StopInfo, expand, placeholder_values, wait_healthy
 
-__all__ = ["LocalHandle", "LocalRuntime", "free_port", "port_in_use"]
+__all__ = ["LocalHandle", "LocalRuntime", "SERVICE_ENV_KEEP", "free_port", "port_in_use", "service_environment"]
+
+#: Variables a local service inherits from benchlib's environment (besides ``LC_*``); the
+#: manifest's ``[run] env``, the arm's ``env`` and the port variable are added to them.
+SERVICE_ENV_KEEP = (
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+    "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "NODE_PATH", "DOTNET_ROOT",
+    "LD_LIBRARY_PATH", "BENCHLIB_CACHE",
+)
+
+
+def service_environment(extra: dict[str, str], environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a local service: :data:`SERVICE_ENV_KEEP` and ``LC_*`` from
+    ``environ`` (default: this process's), then ``extra`` (manifest, arm, port)."""
+    source = os.environ if environ is None else environ
+    env = {k: v for k, v in source.items() if k in SERVICE_ENV_KEEP or k.startswith("LC_")}
+    env.update(extra)
+    return env
 
 _LIVE: set[LocalHandle] = set()
 _LIVE_LOCK = threading.Lock()
@@ -336,12 +360,12 @@ class LocalRuntime:
                                     deps=options.deps)
         try:
             argv = expand(service.run_command, values)
-            env = {**os.environ, **{k: expand([v], values)[0] for k, v in service.run_env.items()},
-                   **dict(options.env)}
+            extra = {**{k: expand([v], values)[0] for k, v in service.run_env.items()}, **dict(options.env)}
         except KeyError as exc:
             raise ServiceStartError(f"{service.name}: {exc.args[0]}") from None
         if service.port_env:
-            env[service.port_env] = str(options.port)
+            extra[service.port_env] = str(options.port)
+        env = service_environment(extra)
         if shutil.which("taskset"):
             argv = ["taskset", "--cpu-list", ",".join(map(str, options.cpus)), *argv]
             pin = None
@@ -361,6 +385,40 @@ class LocalRuntime:
         else:
             stdout = subprocess.DEVNULL
 
+        signals.on_stop(_kill_all_at_exit)
+        handle: LocalHandle | None = None
+        try:
+            with signals.deferred():  # a stop signal waits until the handle can stop what was started
+                handle = self._spawn(service, argv, env, stdout, options, pin)
+                if options.log_sink == "pipe":
+                    handle._start_reader()
+            self._wait_healthy(handle, service)
+            for step in service.post_start:
+                cmd = expand(step, values)
+                out = subprocess.run(cmd, cwd=service.manifest.directory, env=env, capture_output=True, text=True,
+                                     timeout=120, check=False)
+                if out.returncode != 0:
+                    raise ServiceStartError(f"{service.name}: post_start step {cmd!r} failed with exit code "
+                                            f"{out.returncode}: {(out.stderr or out.stdout).strip()[-800:]}")
+            try:
+                handle.enforced["cpus_read_back"] = sorted(os.sched_getaffinity(handle.proc.pid))
+            except OSError:
+                pass
+        except BaseException as exc:
+            if handle is None:
+                raise
+            handle.stop()
+            if isinstance(exc, ServiceStartError):
+                exc.add_note(f"log tail of {service.name}:\n{handle.logs_tail(40) or '(empty)'}")
+            raise
+        handle.start_sampling()
+        return handle
+
+    def _spawn(self, service: ResolvedService, argv: list[str], env: dict[str, str], stdout: Any,
+               options: StartOptions, pin: Any) -> LocalHandle:
+        """Create the cgroup, start the process in it (in its own session, tied to this thread
+        by the parent-death signal) and return its handle."""
+        log_path = options.log_path
         cgroup = None
         enforced: dict[str, Any] = {"runtime": "local", "cpus": list(options.cpus), "log_sink": options.log_sink}
         try:
@@ -372,22 +430,35 @@ class LocalRuntime:
             if options.limits.cpus is not None or options.limits.memory_mb is not None:
                 enforced["limits"] = "not enforced: cgroup support not available in this build"
         enter_cgroup = cgroup.preexec() if cgroup is not None else None
+        # The parent-death signal follows the thread that forks: only the main thread lives as
+        # long as the services it starts may (a worker thread's services would die with it).
+        tie = signals.parent_death_signal_setter() if threading.current_thread() is threading.main_thread() else None
+        parent = os.getpid()
+        enforced["parent_death_signal"] = "SIGTERM" if tie is not None else "not set (started outside the main thread)"
 
         def preexec() -> None:
             # In the child, before exec: join the cgroup, so no early thread or child escapes it.
             if enter_cgroup is not None:
                 enter_cgroup()
+            if tie is not None:
+                tie()
+                if os.getppid() != parent:  # the starter died before the tie was made
+                    os._exit(1)
             if pin is not None:
                 pin()
 
         try:
             proc = subprocess.Popen(argv, cwd=service.manifest.directory, env=env, stdin=subprocess.DEVNULL,
                                     stdout=stdout, stderr=subprocess.STDOUT, start_new_session=True,
-                                    preexec_fn=preexec if (enter_cgroup or pin) else None)
+                                    preexec_fn=preexec if (enter_cgroup or pin or tie) else None)
         except FileNotFoundError as exc:
             if cgroup is not None:
                 cgroup.remove()
             raise ServiceStartError(f"{service.name}: cannot run {argv[0]!r}: {exc}") from None
+        except BaseException:
+            if cgroup is not None:
+                cgroup.remove()
+            raise
         finally:
             if options.log_sink == "file":
                 stdout.close()
@@ -397,29 +468,9 @@ class LocalRuntime:
                 enforced.update(cgroup.enforced())
             except Exception as exc:  # noqa: BLE001 - recorded, never silently
                 enforced["limits"] = f"not enforced: {exc}"
-        handle = LocalHandle(service.name, host, options.port, proc, log_path, options.log_sink, cgroup, enforced)
+        handle = LocalHandle(service.name, self.host, options.port, proc, log_path, options.log_sink, cgroup,
+                             enforced)
         handle.log_cap_bytes = options.log_cap_bytes
-        if options.log_sink == "pipe":
-            handle._start_reader()
-        try:
-            self._wait_healthy(handle, service)
-            for step in service.post_start:
-                cmd = expand(step, values)
-                out = subprocess.run(cmd, cwd=service.manifest.directory, env=env, capture_output=True, text=True,
-                                     timeout=120, check=False)
-                if out.returncode != 0:
-                    raise ServiceStartError(f"{service.name}: post_start step {cmd!r} failed with exit code "
-                                            f"{out.returncode}: {(out.stderr or out.stdout).strip()[-800:]}")
-            try:
-                enforced["cpus_read_back"] = sorted(os.sched_getaffinity(proc.pid))
-            except OSError:
-                pass
-        except BaseException as exc:
-            handle.stop()
-            if isinstance(exc, ServiceStartError):
-                exc.add_note(f"log tail of {service.name}:\n{handle.logs_tail(40) or '(empty)'}")
-            raise
-        handle.start_sampling()
         return handle
 
     def _wait_healthy(self, handle: LocalHandle, service: ResolvedService) -> None:

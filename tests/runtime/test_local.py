@@ -192,3 +192,136 @@ time.sleep(30)
         time.sleep(0.1)
     info = h.stop()
     assert info.died_early and info.oom_killed and "OOM" in info.detail
+
+
+# ----------------------------------------------------------------------------- environment and owner
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(e.decode(errors="replace").split("=", 1) for e in raw if b"=" in e)
+
+
+def test_a_service_gets_a_minimal_environment_not_the_callers_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCHLIB_TEST_API_TOKEN", "s3cret-token")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cret-key")
+    monkeypatch.setenv("LC_TIME", "C.UTF-8")
+    rt = get_runtime("local")
+    svc = get_manifest("python-aiohttp-hello").resolve()
+    with rt.start(rt.prepare(svc), StartOptions(port=free_port(), cpus=(1,), env={"ARM_SETTING": "x"})) as h:
+        env = _environ(h.proc.pid)  # taskset execs the service: the same process
+        assert "server.py" in Path(f"/proc/{h.proc.pid}/cmdline").read_text()
+        assert h.enforced["parent_death_signal"] == "SIGTERM"
+    assert "BENCHLIB_TEST_API_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert not [v for v in env.values() if "s3cret" in v]
+    assert env["PATH"] == os.environ["PATH"] and env["LC_TIME"] == "C.UTF-8"
+    assert env["HOST"] == "127.0.0.1" and env["PORT"] == str(h.port) and env["ARM_SETTING"] == "x"
+
+
+_OWNER = """\
+import json, sys, time
+from benchlib.manifest import load_manifest
+from benchlib.runtime import StartOptions, get_runtime
+from benchlib.runtime.local import free_port
+rt = get_runtime("local")
+h = rt.start(rt.prepare(load_manifest(sys.argv[1]).resolve()), StartOptions(port=free_port(), cpus=(1,), run_id=sys.argv[2]))
+print(json.dumps({"pid": h.proc.pid, "port": h.port, "cgroup": h.enforced.get("cgroup_path")}), flush=True)
+time.sleep(120)
+"""
+
+_SERVER = """
+import os, signal, socket, sys, time
+if "--ignore-term" in sys.argv:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+s = socket.socket(); s.bind(("127.0.0.1", int(os.environ["PORT"]))); s.listen()
+while True:
+    time.sleep(1)
+"""
+
+
+def _tcp_service(tmp_path: Path, *extra: str) -> Path:
+    d = _service(tmp_path, f"""
+        name = "tmp-svc"
+        language = "python"
+        framework = "none"
+        toolchains = ["python"]
+        [run]
+        command = ["{{python}}", "{{service_dir}}/server.py", {", ".join(f'"{e}"' for e in extra)}]
+        port_env = "PORT"
+        [health]
+        kind = "tcp"
+    """)
+    (d / "server.py").write_text(_SERVER)
+    return d
+
+
+def _start_in_child(d: Path, run_id: str) -> tuple[subprocess.Popen[str], dict]:
+    import json
+    import subprocess
+    import sys
+
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER, str(d), run_id], stdout=subprocess.PIPE, text=True)
+    assert owner.stdout is not None
+    return owner, json.loads(owner.stdout.readline())
+
+
+def _wait_gone(pid: int, timeout_s: float = 15.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if "State:\tZ" in Path(f"/proc/{pid}/status").read_text():
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_service_does_not_outlive_the_process_that_started_it(tmp_path: Path) -> None:
+    """SIGKILL of the starter leaves it no clean-up: the parent-death signal (SIGTERM) stops
+    the service anyway, and the sweep removes its empty cgroup."""
+    from benchlib.runtime import cgroups
+
+    owner, info = _start_in_child(_tcp_service(tmp_path), f"t-owner-{os.getpid()}")
+    owner.kill()
+    owner.communicate()
+    assert _wait_gone(info["pid"]), "the service outlived its starter"
+    if info["cgroup"]:
+        removed = cgroups.sweep(kill_orphans=True)
+        assert any(r.endswith(Path(info["cgroup"]).name) for r in removed)
+
+
+def test_cleanup_kills_a_service_that_ignores_sigterm_after_its_starter_died(tmp_path: Path) -> None:
+    from benchlib.runtime import cgroups
+
+    if not any(os.access(b.parent, os.W_OK) for b in cgroups._base_dirs(cgroups.detect()).values()):
+        pytest.skip("no writable cgroup hierarchy: services are not in cgroups here")
+    owner, info = _start_in_child(_tcp_service(tmp_path, "--ignore-term"), f"t-orphan-{os.getpid()}")
+    owner.kill()
+    owner.communicate()
+    assert not _wait_gone(info["pid"], 1.0), "it ignores SIGTERM, so it is still running"
+    name = Path(info["cgroup"]).name
+    assert not any(r.endswith(name) for r in cgroups.sweep())  # without kill_orphans: kept
+    removed = cgroups.sweep(kill_orphans=True)
+    assert _wait_gone(info["pid"]) and any(r.endswith(name) for r in removed)
+
+
+def test_a_service_started_from_a_worker_thread_is_not_tied_to_that_thread(tmp_path: Path) -> None:
+    """The parent-death signal follows the thread that forks: a service started from a
+    thread that then ends must not die with it, so it is not set there."""
+    import threading
+    import time
+
+    rt = get_runtime("local")
+    prepared = rt.prepare(load_manifest(_tcp_service(tmp_path)).resolve())
+    handles = []
+    t = threading.Thread(target=lambda: handles.append(rt.start(prepared, StartOptions(port=free_port(), cpus=(1,)))))
+    t.start()
+    t.join()
+    (h,) = handles
+    try:
+        time.sleep(0.5)
+        assert h.alive() and h.enforced["parent_death_signal"].startswith("not set")
+    finally:
+        h.stop()

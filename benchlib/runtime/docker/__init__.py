@@ -27,9 +27,15 @@
 * **Enforced**: limits read back from the container's cgroup (host files when the engine is
   on this machine, else ``docker exec cat`` inside the container).
 * **Endpoints**: anything the SDK accepts (``DOCKER_HOST``: ``unix://``, ``tcp://``,
-  ``ssh://user@host``). With a remote engine the service binds ``0.0.0.0`` on that machine
-  and the load generator targets the engine's host name (``service_host`` / ``bind_host``
-  override both).
+  ``ssh://user@host``); a remote engine over plain ``tcp://`` without TLS is refused unless
+  ``BENCHLIB_ALLOW_INSECURE_DOCKER=1`` (:func:`~benchlib.runtime.docker.engine.check_endpoint_security`).
+* **Listen addresses**: services bind ``127.0.0.1`` unless the user asks otherwise
+  (``bind_host``, ``$BENCHLIB_DOCKER_BIND_HOST``), and dependencies (a database with the
+  study's credentials) bind ``127.0.0.1`` of the engine's machine unless
+  ``dependency_bind_host`` / ``$BENCHLIB_DOCKER_DEPENDENCY_BIND_HOST`` says otherwise; the
+  service under test reaches them there (host networking). A remote engine needs the
+  user's ``bind_host`` (the load generator must reach the service over the network); the
+  load generator targets the engine's host name (``service_host`` overrides it).
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from benchlib import buildcache
+from benchlib import buildcache, signals
 from benchlib.errors import BuildError, ParameterError, RuntimeUnavailable, ServiceStartError
 from benchlib.manifest import ResolvedService
 from benchlib.model import Limits
@@ -55,6 +61,7 @@ from benchlib.runtime.docker.engine import (
     _install_exit_hooks,
     _redact,
     _remote_host,
+    check_endpoint_security,
     connect,
     engine_unavailable_reason,
     iter_benchlib_containers,
@@ -70,6 +77,7 @@ __all__ = [
     "DockerHandle",
     "DockerRuntime",
     "SEED_LIMITS",
+    "check_endpoint_security",
     "connect",
     "detect_ca_bundle",
     "engine_unavailable_reason",
@@ -105,8 +113,11 @@ class DockerRuntime:
     bootstrap_base: create missing Debian base images with debootstrap (see :mod:`benchlib.images`).
     service_host: the address the load generator connects to (default: 127.0.0.1 for a local
         engine, the engine's host name for a remote one; ``$BENCHLIB_DOCKER_SERVICE_HOST``).
-    bind_host: the address the service binds (``$HOST``; default 127.0.0.1 for a local engine,
-        ``0.0.0.0`` for a remote one; ``$BENCHLIB_DOCKER_BIND_HOST``).
+    bind_host: the address the service under test binds (``$HOST``; default 127.0.0.1;
+        ``$BENCHLIB_DOCKER_BIND_HOST``). A remote engine needs it set (e.g. ``0.0.0.0``):
+        :meth:`check` refuses a remote engine without it.
+    dependency_bind_host: the address dependencies bind (default 127.0.0.1 of the engine's
+        machine, whatever the engine; ``$BENCHLIB_DOCKER_DEPENDENCY_BIND_HOST``).
     stats_interval_s: seconds between ``stats`` samples (0: none).
     readback: where limits are read back: ``auto`` (host cgroup files when the engine is on
         this machine, else ``exec``), ``host`` or ``exec``.
@@ -119,8 +130,8 @@ class DockerRuntime:
     def __init__(self, *, base_url: str | None = None, default_limits: Limits | None | str = "env",
                  ca_bundle: str | os.PathLike[str] | None = "auto", build_network: str = "host",
                  bootstrap_base: bool = True, service_host: str | None = None, bind_host: str | None = None,
-                 stats_interval_s: float = 1.0, readback: str = "auto", build_timeout_s: float = 3600.0,
-                 init: bool = True) -> None:
+                 dependency_bind_host: str | None = None, stats_interval_s: float = 1.0, readback: str = "auto",
+                 build_timeout_s: float = 3600.0, init: bool = True) -> None:
         if readback not in ("auto", "host", "exec"):
             raise ParameterError(f"unknown readback {readback!r}; valid: auto, host, exec")
         self.base_url = base_url
@@ -130,6 +141,7 @@ class DockerRuntime:
         self.bootstrap_base = bootstrap_base
         self._service_host = service_host or os.environ.get("BENCHLIB_DOCKER_SERVICE_HOST")
         self._bind_host = bind_host or os.environ.get("BENCHLIB_DOCKER_BIND_HOST")
+        self._dependency_bind_host = dependency_bind_host or os.environ.get("BENCHLIB_DOCKER_DEPENDENCY_BIND_HOST")
         self.stats_interval_s = float(stats_interval_s)
         self.readback = readback
         self.build_timeout_s = build_timeout_s
@@ -167,11 +179,25 @@ class DockerRuntime:
 
     @property
     def bind_host(self) -> str:
-        return self._bind_host or ("127.0.0.1" if self.local_engine else "0.0.0.0")
+        """The address services under test bind: the user's, else loopback."""
+        return self._bind_host or "127.0.0.1"
+
+    @property
+    def dependency_bind_host(self) -> str:
+        """The address dependencies bind: the user's, else loopback (of the engine's machine)."""
+        return self._dependency_bind_host or "127.0.0.1"
 
     def check(self) -> None:
         """Raise :class:`~benchlib.errors.RuntimeUnavailable` (with how to fix it) if no engine
-        answers; sweep leftovers of dead runs once."""
+        answers, or if the engine is remote and nobody said which address its services may
+        bind there; sweep leftovers of dead runs once."""
+        check_endpoint_security(self.endpoint)
+        if not self.local_engine and not self._bind_host:
+            raise RuntimeUnavailable(
+                f"the Docker engine {_redact(self.endpoint)} is on another machine, where services bind 127.0.0.1 "
+                "unless told otherwise, out of this machine's load generator's reach; set BENCHLIB_DOCKER_BIND_HOST "
+                "(or bind_host=) to the address to expose them on there (e.g. 0.0.0.0, on a network you control), "
+                "and BENCHLIB_ALLOW_REMOTE_TARGET=1 for the load generator")
         _ = self.client
         self._sweep_once()
 
@@ -217,6 +243,7 @@ class DockerRuntime:
             info["engine"] = self.engine_info()
             info["service_host"] = self.service_host
             info["bind_host"] = self.bind_host
+            info["dependency_bind_host"] = self.dependency_bind_host
         except RuntimeUnavailable as exc:
             info["engine"] = f"unreachable: {exc}"
         try:
@@ -374,14 +401,21 @@ class DockerRuntime:
         service = prepared.service
         role = str(getattr(options, "role", "service"))
         limits = self.effective_limits(options.limits, role)
-        host, bind = self.service_host, self.bind_host
+        host = self.service_host
+        bind = self.bind_host if role == "service" else self.dependency_bind_host
         if self.local_engine and port_in_use(host, options.port):
             raise ServiceStartError(f"{service.name}: port {options.port} on {host} is already in use; "
                                     "stop that process or pick another port")
+        if not self.local_engine and service.post_start and _is_loopback(bind):
+            raise ServiceStartError(
+                f"{service.name}: its post_start steps run on this machine against port {options.port}, but on the "
+                f"remote engine {_redact(self.endpoint)} it binds {bind} there, out of reach; set "
+                f"{'BENCHLIB_DOCKER_BIND_HOST' if role == 'service' else 'BENCHLIB_DOCKER_DEPENDENCY_BIND_HOST'} "
+                "to an address of that machine (it is then reachable from its network, credentials included)")
         values = {"host": bind, "port": str(options.port)}
         for dep, h in options.deps.items():
             values[f"dep.{dep}.port"] = str(h.port)
-            values[f"dep.{dep}.host"] = h.host
+            values[f"dep.{dep}.host"] = getattr(h, "reach_host", None) or h.host
         try:
             env = {k: format_placeholders(v, values) for k, v in service.run_env.items()}
         except KeyError as exc:
@@ -407,14 +441,17 @@ class DockerRuntime:
             from docker.types import LogConfig
 
             host_config["log_config"] = LogConfig(type="none")
+        handle: DockerHandle | None = None
         try:
-            container = client.containers.create(prepared.image, detach=True, name=name, labels=labels,
-                                                 environment=env, **host_config)
-        except Exception as exc:  # APIError: name clash, bad cpuset, unknown image ...
-            raise ServiceStartError(f"{service.name}: the engine refused the container: "
-                                    f"{str(exc).splitlines()[0] if str(exc) else exc}") from None
-        handle = DockerHandle(self, container, service, host, options.port, options, limits)
-        try:
+            with signals.deferred():  # a stop signal waits until the handle can remove the container
+                try:
+                    container = client.containers.create(prepared.image, detach=True, name=name, labels=labels,
+                                                         environment=env, **host_config)
+                except Exception as exc:  # APIError: name clash, bad cpuset, unknown image ...
+                    raise ServiceStartError(f"{service.name}: the engine refused the container: "
+                                            f"{str(exc).splitlines()[0] if str(exc) else exc}") from None
+                handle = DockerHandle(self, container, service, host, options.port, options, limits)
+                handle.reach_host = "127.0.0.1" if bind in ("0.0.0.0", "::", "") else bind
             try:
                 container.start()
             except Exception as exc:  # noqa: BLE001
@@ -425,6 +462,8 @@ class DockerRuntime:
                 self._post_start(service, step, host, options)
             handle.enforced = self.read_enforced(container, limits, options.cpus)
         except BaseException as exc:
+            if handle is None:
+                raise
             tail = handle.logs_tail(40)
             info = handle.stop()
             if isinstance(exc, ServiceStartError):
@@ -534,6 +573,17 @@ class DockerRuntime:
             return found.get(path) if path else None
 
         return read
+
+
+def _is_loopback(address: str) -> bool:
+    import ipaddress
+
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
 
 
 def _limits_from_env() -> Limits | None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import atexit
 import gc
 import os
-import signal
 import socket
 import threading
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 from urllib.parse import urlparse
 
+from benchlib import signals
 from benchlib.errors import RuntimeUnavailable
 
 if TYPE_CHECKING:
@@ -31,21 +31,59 @@ def _redact(url: str) -> str:
     return url
 
 
+#: Set to ``1`` to use a remote engine over plain ``tcp://`` (no TLS): anyone on the network
+#: path can then read and drive that engine.
+ALLOW_INSECURE_ENV = "BENCHLIB_ALLOW_INSECURE_DOCKER"
+
+
+def _tls_configured(environ: Mapping[str, str]) -> bool:
+    """Would docker-py use TLS for a ``tcp://`` endpoint with this environment? (as
+    ``docker.from_env`` decides: ``DOCKER_TLS_VERIFY`` non-empty, or ``DOCKER_CERT_PATH``)."""
+    return bool(environ.get("DOCKER_CERT_PATH")) or environ.get("DOCKER_TLS_VERIFY", "") != ""
+
+
+def check_endpoint_security(url: str, environ: Mapping[str, str] | None = None) -> None:
+    """Refuse a remote engine reached over plain TCP: ``tcp://`` (or ``http://``) to a host that
+    is not loopback, without TLS (``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH``), unless
+    :data:`ALLOW_INSECURE_ENV` is ``1``. ``unix://``, ``ssh://``, ``https://`` and loopback TCP
+    pass.
+
+    Raises
+    ------
+    RuntimeUnavailable
+        naming the endpoint and the secure choices.
+    """
+    env = os.environ if environ is None else environ
+    scheme = urlparse(url).scheme
+    if scheme not in ("tcp", "http") or _engine_is_local(url) or _tls_configured(env):
+        return
+    if env.get(ALLOW_INSECURE_ENV) == "1":
+        return
+    raise RuntimeUnavailable(
+        f"the Docker engine {_redact(url)} is remote and would be used over plain TCP (no TLS): anyone on the "
+        "network path could read and drive it; use TLS (DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH, port 2376), "
+        f"ssh://user@host, or set {ALLOW_INSECURE_ENV}=1 on a network you control"
+    )
+
+
 def connect(base_url: str | None = None, *, timeout_s: float = 120.0) -> Any:
     """A ``docker.DockerClient`` for ``base_url`` (default: ``$DOCKER_HOST`` or the local
-    socket), checked with a ping.
+    socket), checked with a ping. TLS settings come from the environment
+    (``DOCKER_TLS_VERIFY``, ``DOCKER_CERT_PATH``) for ``base_url`` too.
 
     Raises
     ------
     RuntimeUnavailable
         saying which endpoint did not answer, why, and how to start an engine or to use
-        ``runtime="local"`` instead.
+        ``runtime="local"`` instead; or refusing a remote engine over plain TCP
+        (:func:`check_endpoint_security`).
     """
     try:
         import docker
     except ImportError:  # pragma: no cover - a declared dependency
         raise RuntimeUnavailable("the docker runtime needs the Docker SDK: pip install docker") from None
     url = base_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    check_endpoint_security(url)
     kwargs: dict[str, Any] = {"version": "auto", "timeout": int(timeout_s)}
     if url.startswith("ssh://"):
         try:
@@ -62,10 +100,8 @@ def connect(base_url: str | None = None, *, timeout_s: float = 120.0) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ResourceWarning)
             try:
-                if base_url is None:
-                    client = docker.from_env(**kwargs)
-                else:
-                    client = docker.DockerClient(base_url=base_url, **kwargs)
+                environment = dict(os.environ) if base_url is None else {**os.environ, "DOCKER_HOST": base_url}
+                client = docker.from_env(environment=environment, **kwargs)
                 client.ping()
             except Exception as exc:  # DockerException, requests/ssh transport errors
                 reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
@@ -155,8 +191,9 @@ def owner_label(pid: int | None = None) -> str:
 
 
 def owner_alive(label: str) -> bool | None:
-    """``True``/``False`` if the owner in ``label`` runs on this machine (since this boot) and
-    is (not) alive; ``None`` if it cannot be told (another machine, or an old label)."""
+    """``True``/``False`` if the owner in ``label`` runs on this machine (same host name and
+    boot id) and is (not) alive; ``None`` if it cannot be told (another machine, an earlier
+    boot, or an old label)."""
     parts = label.split("/")
     if len(parts) != 4 or parts[0] != socket.gethostname() or parts[1] != _boot_id():
         return None
@@ -183,27 +220,13 @@ def _remove_live_containers() -> None:
 
 
 def _install_exit_hooks() -> None:
-    """atexit, plus a SIGTERM handler (only if SIGTERM has its default action and this is the
-    main thread) that removes live containers and then terminates as SIGTERM would."""
+    """atexit, plus the stop-signal path (:func:`benchlib.signals.on_stop`: SIGTERM and SIGHUP
+    remove live containers, then the process ends as the signal would have)."""
     global _HOOKS_INSTALLED
-    if _HOOKS_INSTALLED:
-        return
-    _HOOKS_INSTALLED = True
-    atexit.register(_remove_live_containers)
-    if threading.current_thread() is not threading.main_thread():
-        return
-    try:
-        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-            return
-
-        def on_term(signum: int, frame: Any) -> None:
-            _remove_live_containers()
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-
-        signal.signal(signal.SIGTERM, on_term)
-    except (ValueError, OSError):  # pragma: no cover - not the main interpreter
-        pass
+    if not _HOOKS_INSTALLED:
+        _HOOKS_INSTALLED = True
+        atexit.register(_remove_live_containers)
+    signals.on_stop(_remove_live_containers)
 
 
 def iter_benchlib_containers(client: Any, run_id: str | None = None) -> Iterator[Any]:

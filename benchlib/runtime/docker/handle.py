@@ -31,6 +31,8 @@ class DockerHandle:
         self.options = options
         self.limits = limits
         self.enforced: dict[str, Any] = {"runtime": "docker"}
+        #: the address other containers on the engine's machine reach this one at (host network)
+        self.reach_host = "127.0.0.1"
         self.log_lines = 0
         self.log_bytes = 0
         self._stopped: StopInfo | None = None
