@@ -143,3 +143,20 @@ def test_real_run_timed_and_failures_counted():
         r = bombardier.run_bombardier(f"http://{host}:{port}/", connections=2, requests=4, timeout_s=0.3)
     assert r["status_counts"]["2xx"] == 0 and r["status_counts"]["others"] == r["requests"] == 4
     assert sum(r["errors"].values()) == 4
+
+
+@pytest.mark.integration
+@needs_go_or_bombardier
+def test_runs_as_a_cross_check_and_fills_the_summary():
+    """The runner's cross-check path: ``run_bombardier`` with the CrossCheck's options, its
+    headline figures in the trial summary."""
+    from benchlib.runner import cross_check_summary, run_cross_check
+
+    check = CrossCheck("bombardier", (("connections", 4), ("requests", 200)))
+    with serve("hello", cpus=[1]) as (host, port):
+        meta = run_cross_check(check, f"http://{host}:{port}/", [0], order="before")
+    assert meta["tool"] == "bombardier" and meta["order"] == "before" and "error" not in meta
+    summary = cross_check_summary({"cross_check": meta})
+    assert summary["xcheck_tool"] == "bombardier" and summary["xcheck_error"] is None
+    assert summary["xcheck_rps"] == meta["requests_per_s"] > 0
+    assert 0 < summary["xcheck_p50_ms"] <= summary["xcheck_p99_ms"]
