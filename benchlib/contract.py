@@ -78,8 +78,20 @@ def check_response(contract: Contract, status: int, headers: dict[str, str], bod
     return problems
 
 
+def _variation_problems(varies: bool | None, first: bytes, second: bytes) -> list[str]:
+    """What is wrong with two consecutive bodies under ``Contract.varies`` (empty when right)."""
+    if varies is True and first == second:
+        return [f"two consecutive responses have the same body {first[:60].decode('utf-8', 'replace')!r}..., "
+                "expected a new body per request (varies = true)"]
+    if varies is False and first != second:
+        return [f"two consecutive responses differ ({first[:40].decode('utf-8', 'replace')!r}... then "
+                f"{second[:40].decode('utf-8', 'replace')!r}...), expected the same body (varies = false)"]
+    return []
+
+
 def verify(base_url: str, endpoint: Endpoint, *, timeout_s: float = 10.0, raise_on_error: bool = True) -> ContractReport:
-    """Send one request to ``endpoint`` at ``base_url`` and check its contract.
+    """Send one request to ``endpoint`` at ``base_url`` and check its contract (two, on one
+    keep-alive connection, when the contract says whether bodies vary: ``Contract.varies``).
 
     Parameters
     ----------
@@ -89,14 +101,23 @@ def verify(base_url: str, endpoint: Endpoint, *, timeout_s: float = 10.0, raise_
     raise_on_error: raise :class:`ContractError` on a mismatch (else return the report).
     """
     url = base_url.rstrip("/") + endpoint.path
+    contract = endpoint.contract
     try:
         with httpx.Client(timeout=timeout_s, trust_env=False) as client:
             resp = client.request(endpoint.method, url, content=endpoint.body or None,
                                   headers=dict(endpoint.headers))
+            # a second request on the same keep-alive connection, when the contract says
+            # whether bodies differ per request
+            again = None if contract.varies is None else client.request(
+                endpoint.method, url, content=endpoint.body or None, headers=dict(endpoint.headers))
     except httpx.HTTPError as exc:
         raise ContractError(f"{endpoint.name}: {endpoint.method} {url} failed: {type(exc).__name__}: {exc}") from None
     headers = {k.lower(): v for k, v in resp.headers.items()}
-    problems = check_response(endpoint.contract, resp.status_code, headers, resp.content)
+    problems = check_response(contract, resp.status_code, headers, resp.content)
+    if again is not None:
+        problems += [f"second response: {p}" for p in check_response(
+            contract, again.status_code, {k.lower(): v for k, v in again.headers.items()}, again.content)]
+        problems += _variation_problems(contract.varies, resp.content, again.content)
     report = ContractReport(endpoint=endpoint.name, url=url, status=resp.status_code, headers=headers,
                             body=resp.content, problems=tuple(problems))
     if problems and raise_on_error:

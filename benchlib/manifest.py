@@ -63,6 +63,8 @@ class Contract:
     content_type: required ``Content-Type`` prefix (case-insensitive), ``""`` = must be
         absent, ``None`` = not checked.
     headers: header name -> exact value, or ``"*"`` for "present".
+    varies: ``True``: two consecutive responses must have different bodies (a body generated
+        per request); ``False``: they must be identical (a fixed body); ``None``: not checked.
     """
 
     status: int = 200
@@ -71,6 +73,7 @@ class Contract:
     json: Any = None
     content_type: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
+    varies: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -211,7 +214,7 @@ def _str_map(path: Path, where: str, value: Any) -> dict[str, str]:
     return dict(value)
 
 
-_CONTRACT_KEYS = {"status", "body", "body_regex", "json", "content_type", "headers"}
+_CONTRACT_KEYS = {"status", "body", "body_regex", "json", "content_type", "headers", "varies"}
 
 
 def _contract(path: Path, where: str, data: Any) -> Contract:
@@ -231,6 +234,8 @@ def _contract(path: Path, where: str, data: Any) -> Contract:
             re.compile(data["body_regex"])
         except re.error as exc:
             raise _err(path, f"{where}.body_regex", f"a valid regular expression ({exc})", data["body_regex"]) from None
+    if "varies" in data and not isinstance(data["varies"], bool):
+        raise _err(path, f"{where}.varies", "true (bodies differ per request) or false (identical)", data["varies"])
     headers = _str_map(path, f"{where}.headers", data.get("headers", {}))
     return Contract(
         status=status,
@@ -239,6 +244,7 @@ def _contract(path: Path, where: str, data: Any) -> Contract:
         json=data.get("json"),
         content_type=data.get("content_type"),
         headers=tuple(sorted(headers.items())),
+        varies=data.get("varies"),
     )
 
 

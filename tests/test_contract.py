@@ -28,8 +28,12 @@ def test_json_regex_and_absent_content_type() -> None:
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: verify's second request reuses the connection
+    count = 0
+
     def do_GET(self) -> None:  # noqa: N802
-        body = b"Hello"
+        _Handler.count += 1
+        body = f"n{_Handler.count}".encode() if self.path == "/counter" else b"Hello"
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
@@ -62,3 +66,18 @@ def test_verify_reports_an_unreachable_service() -> None:
 
     with pytest.raises(ContractError, match="failed: ConnectError"):
         verify(f"http://127.0.0.1:{free_port()}", Endpoint("x", "GET", "/", Contract()), timeout_s=2)
+
+
+def test_varies_checks_two_consecutive_responses(server: str) -> None:
+    fixed = Endpoint("fixed", "GET", "/", Contract(body_regex="[A-Za-z]+", varies=False))
+    assert verify(server, fixed).ok
+    counter = Endpoint("counter", "GET", "/counter", Contract(body_regex=r"n\d+", varies=True))
+    assert verify(server, counter).ok
+    with pytest.raises(ContractError, match=r"same body 'Hello'.*varies = true"):
+        verify(server, Endpoint("fixed", "GET", "/", Contract(varies=True)))
+    report = verify(server, Endpoint("counter", "GET", "/counter", Contract(varies=False)), raise_on_error=False)
+    assert not report.ok and "expected the same body (varies = false)" in report.problems[0]
+    # the second response is held to the contract too
+    report = verify(server, Endpoint("counter", "GET", "/counter", Contract(body="n1", varies=True)),
+                    raise_on_error=False)
+    assert any(p.startswith("second response: body") for p in report.problems)

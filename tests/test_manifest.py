@@ -57,10 +57,17 @@ def test_variants_override_run_and_contract(tmp_path: Path) -> None:
     faithful = m.resolve("faithful")
     assert faithful.run_command == ("{build_dir}/other",)
     assert faithful.endpoint().contract.body == "HI" and m.resolve().endpoint("hello").contract.body == "hi"
+    assert faithful.endpoint().contract.varies is None
     with pytest.raises(ParameterError, match="valid: fair, faithful"):
         m.resolve("debug")
     with pytest.raises(ParameterError, match="valid: hello"):
         m.resolve().endpoint("bye")
+
+
+def test_varies_is_read_per_variant(tmp_path: Path) -> None:
+    m = load_manifest(_write(tmp_path, GOOD.replace('body = "HI"', 'body = "HI"\nvaries = true')))
+    assert m.resolve("faithful").endpoint().contract.varies is True
+    assert m.resolve("fair").endpoint().contract.varies is None
 
 
 @pytest.mark.parametrize("change,field", [
@@ -68,6 +75,7 @@ def test_variants_override_run_and_contract(tmp_path: Path) -> None:
     (('toolchains = ["go"]', 'toolchains = ["gcc"]'), "toolchains"),
     (('name = "svc"', 'name = "other"'), "name"),
     (("status = 200", "status = 2000"), "endpoints[0].contract.status"),
+    (("status = 200", "status = 200\nvaries = \"yes\""), "endpoints[0].contract.varies"),
     (('path = "/"', 'path = "hello"'), "endpoints[0].path"),
     (("schema = 1", "schema = 1\nbogus = 3"), "bogus"),
     (("[variants.fair]", "[variants.fair]\nimage = 'x'"), "variants.fair.image"),

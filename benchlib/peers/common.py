@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
 import shutil
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from benchlib.errors import LoadGenError, LoadSpecError, ToolchainMissing
+from benchlib.errors import BuildError, LoadGenError, LoadSpecError, ParameterError, ToolchainMissing
 
-__all__ = ["run_tool", "check_url", "parse_time_ms", "parse_size_bytes", "parse_count", "INSTALL_HINTS"]
+__all__ = ["run_tool", "check_url", "ensure_go_tool", "tool_version_line", "parse_time_ms", "parse_size_bytes",
+           "parse_count", "INSTALL_HINTS"]
 
 INSTALL_HINTS = {
     "wrk": "apt-get install wrk",
@@ -106,3 +109,92 @@ def run_tool(
         raise LoadGenError(f"{' '.join(cmd)} exited with {proc.returncode}:\n{stderr[-2000:]}{stdout[-2000:]}")
     return {"command": cmd, "stdout": stdout, "stderr": stderr, "returncode": proc.returncode,
             "wall_s": wall, "cpu_s": cpu_s, "cpu_fraction": cpu_s / wall if wall > 0 else None}
+
+
+def tool_version_line(argv: Sequence[str]) -> str | None:
+    """The first line a ``<tool> version``-style command prints (stdout, else stderr), or
+    ``None`` when it cannot run or exits non-zero."""
+    try:
+        out = subprocess.run(list(argv), capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    line = (out.stdout or out.stderr).strip().splitlines()
+    return line[0] if out.returncode == 0 and line else None
+
+
+def ensure_go_tool(
+    *,
+    name: str,
+    module: str,
+    version: str,
+    env_var: str,
+    describe: Callable[[str | os.PathLike[str]], str | None],
+    is_pinned: Callable[[str | os.PathLike[str]], bool],
+    ldflags: str = "",
+    build: bool = True,
+    timeout_s: float = 1800.0,
+) -> Path:
+    """The path of peer tool ``name`` at ``version``, built from the Go module proxy into
+    the cache if needed (``$BENCHLIB_CACHE/tools/<name>-<version>/<name>``, outside the clone).
+
+    Looks at ``$<env_var>``, then the cache, then ``name`` on ``PATH``; any of them must pass
+    ``is_pinned``. Otherwise, with ``build``, runs ``go install [-ldflags ...]
+    <module>@<version>`` with ``GOBIN`` in the cache (``CGO_ENABLED=0``, ``-trimpath``), one
+    build at a time under a lock, and writes ``build-info.json`` (build seconds, version line)
+    beside the binary.
+
+    Parameters
+    ----------
+    name: the binary's name (the last element of ``module``'s path).
+    describe: the tool's version line for a binary (``None`` when it cannot run).
+    is_pinned: whether a binary is ``version``.
+
+    Raises
+    ------
+    ParameterError     ``$<env_var>`` names a file that is not ``version``.
+    ToolchainMissing   no pinned binary and no ``go`` to build it (or ``build=False``).
+    BuildError         ``go install`` failed (its output's tail attached).
+    """
+    from benchlib import buildcache
+
+    env_path = os.environ.get(env_var)
+    if env_path:
+        if not is_pinned(env_path):
+            raise ParameterError(f"${env_var}={env_path!r} is not {name} {version} "
+                                 f"(reports {describe(env_path)!r}); unset it or point it at {name} {version}")
+        return Path(env_path)
+    tool_dir = buildcache.cache_root() / "tools" / f"{name}-{version}"
+    cached = tool_dir / name
+    if cached.is_file() and is_pinned(cached):
+        return cached
+    on_path = shutil.which(name)
+    if on_path and is_pinned(on_path):
+        return Path(on_path)
+    flags = f'-ldflags "{ldflags}" ' if ldflags else ""
+    hint = (f"install Go and let benchlib build it (`GOBIN={tool_dir} go install {flags}{module}@{version}`), "
+            f"or set {env_var} to a {name} {version} binary")
+    if not build:
+        raise ToolchainMissing(name, f"benchlib.peers.{name}", hint)
+    if shutil.which("go") is None:
+        raise ToolchainMissing("go", f"benchlib.peers.{name}", hint)
+    tool_dir.mkdir(parents=True, exist_ok=True)
+    with buildcache.locked(tool_dir):
+        if cached.is_file() and is_pinned(cached):
+            return cached
+        env = {**os.environ, "GOBIN": str(tool_dir), "CGO_ENABLED": "0", "GOFLAGS": "-trimpath -buildvcs=false"}
+        env.setdefault("GOTOOLCHAIN", "local")
+        argv = ["go", "install", *(["-ldflags", ldflags] if ldflags else []), f"{module}@{version}"]
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run(argv, env=env, cwd=tool_dir, capture_output=True, text=True, timeout=timeout_s,
+                                  check=False)
+        except subprocess.TimeoutExpired:
+            raise BuildError(f"go install {module}@{version} ran longer than {timeout_s:g} s") from None
+        if proc.returncode != 0 or not is_pinned(cached):
+            err = BuildError(f"go install {module}@{version} failed with exit code {proc.returncode}")
+            err.add_note("go output tail:\n" + (proc.stdout + proc.stderr)[-3000:])
+            raise err
+        (tool_dir / "build-info.json").write_text(json.dumps(
+            {"module": module, "version": version, "ldflags": ldflags, "build_s": round(time.monotonic() - t0, 1),
+             f"{name}_version": describe(cached)}, indent=1) + "\n")
+    return cached

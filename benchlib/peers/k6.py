@@ -24,17 +24,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchlib import buildcache
-from benchlib.errors import BuildError, LoadGenError, ParameterError, ToolchainMissing
-from benchlib.peers.common import check_url, run_tool
+from benchlib.errors import LoadGenError, ParameterError
+from benchlib.peers.common import check_url, ensure_go_tool, run_tool, tool_version_line
 
 __all__ = [
     "K6_MODULE",
@@ -55,18 +51,9 @@ STUDY_TREND_STATS = ("min", "avg", "med", "max", "p(50)", "p(95)", "p(99)")
 _TREND_STAT = re.compile(r"min|max|avg|med|count|p\((\d+(\.\d+)?)\)")
 
 
-def _tool_dir() -> Path:
-    return buildcache.cache_root() / "tools" / f"k6-{K6_VERSION}"
-
-
 def k6_version(binary: str | os.PathLike[str]) -> str | None:
     """The ``k6 version`` line of ``binary`` (e.g. ``k6 v0.50.0 (go1.26.8, linux/amd64)``), or ``None``."""
-    try:
-        out = subprocess.run([str(binary), "version"], capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    line = (out.stdout or out.stderr).strip().splitlines()
-    return line[0] if out.returncode == 0 and line else None
+    return tool_version_line([str(binary), "version"])
 
 
 def _is_pinned(binary: str | os.PathLike[str]) -> bool:
@@ -80,7 +67,7 @@ def ensure_k6(*, build: bool = True, timeout_s: float = 1800.0) -> Path:
     Looks at ``$BENCHLIB_K6``, then the cache (``$BENCHLIB_CACHE/tools/k6-v0.50.0/k6``),
     then ``k6`` on ``PATH``; any of them must report v0.50.0. Otherwise, with ``build``,
     runs ``go install go.k6.io/k6@v0.50.0`` with ``GOBIN`` in the cache (one build at a time,
-    under a lock).
+    under a lock; see :func:`benchlib.peers.common.ensure_go_tool`).
 
     Raises
     ------
@@ -88,45 +75,8 @@ def ensure_k6(*, build: bool = True, timeout_s: float = 1800.0) -> Path:
     ToolchainMissing   no k6 v0.50.0 and no ``go`` to build it (or ``build=False``).
     BuildError         ``go install`` failed (its output's tail attached).
     """
-    env_path = os.environ.get("BENCHLIB_K6")
-    if env_path:
-        if not _is_pinned(env_path):
-            raise ParameterError(f"$BENCHLIB_K6={env_path!r} is not k6 {K6_VERSION} "
-                                 f"(reports {k6_version(env_path)!r}); unset it or point it at k6 {K6_VERSION}")
-        return Path(env_path)
-    tool_dir = _tool_dir()
-    cached = tool_dir / "k6"
-    if cached.is_file() and _is_pinned(cached):
-        return cached
-    on_path = shutil.which("k6")
-    if on_path and _is_pinned(on_path):
-        return Path(on_path)
-    hint = (f"install Go and let benchlib build it (`GOBIN={tool_dir} go install {K6_MODULE}@{K6_VERSION}`), "
-            f"or set BENCHLIB_K6 to a k6 {K6_VERSION} binary")
-    if not build:
-        raise ToolchainMissing("k6", "benchlib.peers.k6", hint)
-    if shutil.which("go") is None:
-        raise ToolchainMissing("go", "benchlib.peers.k6", hint)
-    tool_dir.mkdir(parents=True, exist_ok=True)
-    with buildcache.locked(tool_dir):
-        if cached.is_file() and _is_pinned(cached):
-            return cached
-        env = {**os.environ, "GOBIN": str(tool_dir), "CGO_ENABLED": "0", "GOFLAGS": "-trimpath -buildvcs=false"}
-        env.setdefault("GOTOOLCHAIN", "local")
-        t0 = time.monotonic()
-        try:
-            proc = subprocess.run(["go", "install", f"{K6_MODULE}@{K6_VERSION}"], env=env, cwd=tool_dir,
-                                  capture_output=True, text=True, timeout=timeout_s, check=False)
-        except subprocess.TimeoutExpired:
-            raise BuildError(f"go install {K6_MODULE}@{K6_VERSION} ran longer than {timeout_s:g} s") from None
-        if proc.returncode != 0 or not _is_pinned(cached):
-            err = BuildError(f"go install {K6_MODULE}@{K6_VERSION} failed with exit code {proc.returncode}")
-            err.add_note("go output tail:\n" + (proc.stdout + proc.stderr)[-3000:])
-            raise err
-        (tool_dir / "build-info.json").write_text(json.dumps(
-            {"module": K6_MODULE, "version": K6_VERSION, "build_s": round(time.monotonic() - t0, 1),
-             "k6_version": k6_version(cached)}, indent=1) + "\n")
-    return cached
+    return ensure_go_tool(name="k6", module=K6_MODULE, version=K6_VERSION, env_var="BENCHLIB_K6",
+                          describe=k6_version, is_pinned=_is_pinned, build=build, timeout_s=timeout_s)
 
 
 def k6_script(url: str, *, rate: int, duration_s: float = 10.0, pre_allocated_vus: int = 100,

@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -129,15 +130,9 @@ def _seed_py(action: str, port: int, *extra: str) -> dict[str, Any]:
     return json.loads(out.stdout)
 
 
-def _untracked_in_services() -> set[str]:
-    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--ignored", "--", *STUDY_SERVICES,
-                          "ferretdb"], cwd=SERVICES_DIR, capture_output=True, text=True, check=False)
-    return {line for line in out.stdout.splitlines() if line.startswith(("??", "!!"))}
-
-
 @pytest.fixture(scope="module")
-def clone_state() -> set[str]:
-    return _untracked_in_services()
+def clone_state(untracked_in_services: Callable[[Iterable[str]], set[str]]) -> set[str]:
+    return untracked_in_services([*STUDY_SERVICES, "ferretdb"])
 
 
 @pytest.fixture(scope="module")
@@ -242,9 +237,10 @@ def test_service_meets_its_contract(ferretdb, db_admin, name: str, variant: str,
 
 
 @pytest.mark.integration
-def test_nothing_was_written_inside_the_clone(ferretdb, clone_state: set[str]) -> None:
+def test_nothing_was_written_inside_the_clone(
+        ferretdb, clone_state: set[str], untracked_in_services: Callable[[Iterable[str]], set[str]]) -> None:
     # runs after the service tests of this module (pytest keeps the file's order)
-    assert _untracked_in_services() == clone_state
+    assert untracked_in_services([*STUDY_SERVICES, "ferretdb"]) == clone_state
 
 
 def _seed_tables() -> list[list[list[str]]] | None:

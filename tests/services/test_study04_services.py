@@ -22,11 +22,10 @@ from __future__ import annotations
 import os
 import re
 import socket
-import subprocess
 import time
 import tomllib
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -191,12 +190,6 @@ def _assert_wire(name: str, head: bytes, body: bytes) -> None:
     assert body == BODY.encode() and len(head) + len(body) == wire_bytes
 
 
-def _listening_addresses(pid: int) -> set[str]:
-    """The local addresses of every TCP socket ``pid`` listens on (via ``ss``)."""
-    out = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, check=True).stdout
-    return {line.split()[3] for line in out.splitlines() if f"pid={pid}," in line}
-
-
 def _count_lines(text: str, patterns: tuple[re.Pattern[str], ...]) -> list[int]:
     lines = text.splitlines()
     return [sum(1 for line in lines if p.fullmatch(line)) for p in patterns]
@@ -217,22 +210,17 @@ def _settled_count(read: Callable[[], str], patterns: tuple[re.Pattern[str], ...
     raise AssertionError(f"the log kept growing for {timeout_s} s")
 
 
-def _untracked_in_services() -> set[str]:
-    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--ignored", "--", *STUDY_SERVICES],
-                         cwd=SERVICES_DIR, capture_output=True, text=True, check=False)
-    return {line for line in out.stdout.splitlines() if line.startswith(("??", "!!"))}
-
-
 @pytest.fixture(scope="module")
-def clone_state() -> set[str]:
-    return _untracked_in_services()
+def clone_state(untracked_in_services: Callable[[Iterable[str]], set[str]]) -> set[str]:
+    return untracked_in_services(STUDY_SERVICES)
 
 
 @pytest.mark.integration
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize(("name", "variant"), CASES, ids=[f"{s}-{v}" for s, v in CASES])
 def test_service_builds_meets_its_contract_and_logs_every_request(
-        clone_state: set[str], name: str, variant: str, tmp_path: Path) -> None:
+        clone_state: set[str], listening_addresses: Callable[[int], set[str]], name: str, variant: str,
+        tmp_path: Path) -> None:
     manifest = load_manifest(SERVICES_DIR / name)
     ok, why = toolchains.availability(manifest)
     if not ok:
@@ -249,7 +237,7 @@ def test_service_builds_meets_its_contract_and_logs_every_request(
     with rt.start(prepared, StartOptions(port=free_port(), cpus=SERVER_CPUS, log_sink="pipe", log_path=log)) as h:
         assert h.enforced["cpus_read_back"] == list(SERVER_CPUS)
         # nothing listens beyond loopback: only the port we gave, on 127.0.0.1
-        assert _listening_addresses(h.proc.pid) == {f"127.0.0.1:{h.port}"}
+        assert listening_addresses(h.proc.pid) == {f"127.0.0.1:{h.port}"}
         base = f"http://{h.host}:{h.port}"
         report = contract.verify(base, service.endpoint("hello"))  # raises ContractError listing the differences
         assert report.ok and report.body == BODY.encode()
@@ -298,9 +286,10 @@ def test_log_sinks_other_than_the_pipe(sink: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-def test_nothing_was_written_inside_the_clone(clone_state: set[str]) -> None:
+def test_nothing_was_written_inside_the_clone(
+        clone_state: set[str], untracked_in_services: Callable[[Iterable[str]], set[str]]) -> None:
     # runs after the service tests of this module (pytest keeps the file's order)
-    assert _untracked_in_services() == clone_state
+    assert untracked_in_services(STUDY_SERVICES) == clone_state
 
 
 

@@ -1,0 +1,3 @@
+module benchlib/services/go-nethttp-random
+
+go 1.22
