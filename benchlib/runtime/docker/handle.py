@@ -28,6 +28,8 @@ class DockerHandle:
         self.name = service.name
         self.host = host
         self.port = port
+        #: every port the service listens on (``[run] ports = N``); ``(port,)`` for one
+        self.ports: tuple[int, ...] = (port,)
         self.options = options
         self.limits = limits
         self.enforced: dict[str, Any] = {"runtime": "docker"}
