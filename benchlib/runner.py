@@ -321,6 +321,9 @@ class _Executor:
                 if check is not None and peer_first:
                     meta["cross_check"] = run_cross_check(check, target_url + endpoint.path, self.cpus.client,
                                                           order="before")
+                for h in (handle, front):  # CPU and memory as the load starts
+                    if h is not None and hasattr(h, "sample_now"):
+                        h.sample_now()
                 result = run_load(spec, Target(target.host, target.port), client_cpus=self.cpus.client,
                                   seed=self.exp.seed * 1_000_003 + planned.seq)
                 if check is not None and not peer_first:
@@ -328,6 +331,9 @@ class _Executor:
                                                           order="after")
                 rows = result.rows
                 meta["load"] = result.meta
+                for h in (handle, front):  # ... and as it ends
+                    if h is not None and hasattr(h, "sample_now"):
+                        h.sample_now()
                 alive = handle.alive()
                 front_alive = front.alive() if front is not None else True
                 meta["resources"] = handle.resource_samples()

@@ -225,24 +225,30 @@ class LocalHandle:
 
         def sample() -> None:
             while not self._sampler_stop.wait(interval_s):
-                usage = self._group_usage()
-                if usage is None:
+                if not self.sample_now():
                     return
-                cpu_ns = None
-                if self._cgroup is not None:
-                    try:
-                        cpu_ns = self._cgroup.cpu_usage_ns()
-                    except Exception:  # noqa: BLE001 - fall back to the process group
-                        cpu_ns = None
-                self._samples.append({
-                    "t_monotonic_ns": time.monotonic_ns(),
-                    "cpu_s": usage[0] if cpu_ns is None else cpu_ns / 1e9,
-                    "cpu_source": "process group" if cpu_ns is None else "cgroup",
-                    "rss_mb": usage[1],
-                })
 
         self._sampler = threading.Thread(target=sample, name=f"sample-{self.name}", daemon=True)
         self._sampler.start()
+
+    def sample_now(self) -> bool:
+        """Take one resource sample now (e.g. right after the load); ``False`` once the service is gone."""
+        usage = self._group_usage()
+        if usage is None:
+            return False
+        cpu_ns = None
+        if self._cgroup is not None:
+            try:
+                cpu_ns = self._cgroup.cpu_usage_ns()
+            except Exception:  # noqa: BLE001 - fall back to the process group
+                cpu_ns = None
+        self._samples.append({
+            "t_monotonic_ns": time.monotonic_ns(),
+            "cpu_s": usage[0] if cpu_ns is None else cpu_ns / 1e9,
+            "cpu_source": "process group" if cpu_ns is None else "cgroup",
+            "rss_mb": usage[1],
+        })
+        return True
 
     def resource_samples(self) -> list[dict[str, Any]]:
         return list(self._samples)

@@ -114,6 +114,13 @@ class DockerHandle:
         self._sampler = threading.Thread(target=loop, name=f"stats-{self.name}", daemon=True)
         self._sampler.start()
 
+    def sample_now(self) -> bool:
+        """Take one ``stats`` sample now (e.g. right after the load); ``False`` if none could be read."""
+        sample = self._sample()
+        if sample is not None:
+            self._samples.append(sample)
+        return sample is not None
+
     def resource_samples(self) -> list[dict[str, Any]]:
         """CPU (``cpu_s``: cumulative CPU seconds) and memory (``memory_mb``, ``working_set_mb``,
         ``rss_mb``) samples from the engine's ``stats``, with ``t_monotonic_ns`` of this process."""
