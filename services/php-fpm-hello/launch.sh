@@ -4,14 +4,16 @@
 # Writes a php-fpm.conf into a fresh scratch folder (pid file there), prints it, runs
 # php-fpm in the foreground (daemonize = no, log on stderr) and removes the folder when it
 # exits. One pool: listen = HOST:PORT, pm = static with PM_MAX_CHILDREN workers (4, as the
-# seed's 4 processes per library), chdir = APP_DIR, so the front's relative
-# SCRIPT_FILENAME index.php ([run] front_env in service.toml) names APP_DIR/index.php.
-# Debian's php.ini for php-fpm applies (/etc/php/<version>/fpm/php.ini: OPcache on).
-# Started as root (a local run as root), the workers run as nobody, as PHP-FPM requires.
+# seed's 4 processes per library), with APP_DIR/index.php copied into the scratch folder
+# and chdir there, so the front's relative SCRIPT_FILENAME index.php ([run] front_env in
+# service.toml) names it. Debian's php.ini for php-fpm applies
+# (/etc/php/<version>/fpm/php.ini: OPcache on). Started as root (a local run as root), the
+# workers run as nobody, as PHP-FPM requires; the scratch folder is then made under /tmp
+# (readable by nobody, unlike a clone or cache under /root).
 #
 # Environment: HOST, PORT, PM_MAX_CHILDREN (4), APP_DIR (this folder), SCRATCH_ROOT
-# ($BENCHLIB_CACHE/run, ~/.cache/benchlib/run or /tmp), PHP_FPM (the binary; default
-# php-fpm or Debian's php-fpmX.Y on PATH or in /usr/sbin).
+# ($BENCHLIB_CACHE/run, ~/.cache/benchlib/run or /tmp; /tmp as root), PHP_FPM (the binary;
+# default php-fpm or Debian's php-fpmX.Y on PATH or in /usr/sbin).
 set -eu
 
 : "${HOST:=127.0.0.1}" "${PORT:?PORT is not set}" "${PM_MAX_CHILDREN:=4}"
@@ -27,7 +29,8 @@ fi
 [ -n "$PHP_FPM" ] && [ -x "$PHP_FPM" ] || { echo "launch.sh: no php-fpm binary; apt-get install php-fpm" >&2; exit 127; }
 
 if [ -z "${SCRATCH_ROOT:-}" ]; then
-    if [ -n "${BENCHLIB_CACHE:-}" ]; then SCRATCH_ROOT="$BENCHLIB_CACHE/run"
+    if [ "$(id -u)" = 0 ]; then SCRATCH_ROOT=/tmp
+    elif [ -n "${BENCHLIB_CACHE:-}" ]; then SCRATCH_ROOT="$BENCHLIB_CACHE/run"
     elif [ -n "${HOME:-}" ] && [ "$HOME" != / ]; then SCRATCH_ROOT="$HOME/.cache/benchlib/run"
     else SCRATCH_ROOT=/tmp; fi
 fi
@@ -39,6 +42,9 @@ for d in "$SCRATCH_ROOT"/benchlib-php-fpm-*; do   # folders of launchers killed 
     kill -0 "$pid" 2>/dev/null || rm -rf "$d"
 done
 prefix="$(mktemp -d "$SCRATCH_ROOT/benchlib-php-fpm-$$-XXXXXX")"
+chmod 755 "$prefix"
+cp "$APP_DIR/index.php" "$prefix/index.php"
+chmod 644 "$prefix/index.php"
 
 case "$HOST" in *:*) listen="[$HOST]:$PORT" ;; *) listen="$HOST:$PORT" ;; esac
 {
@@ -52,7 +58,7 @@ case "$HOST" in *:*) listen="[$HOST]:$PORT" ;; *) listen="$HOST:$PORT" ;; esac
     echo "listen = $listen"
     echo "pm = static"
     echo "pm.max_children = $PM_MAX_CHILDREN"
-    echo "chdir = $APP_DIR"
+    echo "chdir = $prefix"
     echo "catch_workers_output = yes"
 } > "$prefix/php-fpm.conf"
 
