@@ -321,19 +321,15 @@ class _Executor:
                 if check is not None and peer_first:
                     meta["cross_check"] = run_cross_check(check, target_url + endpoint.path, self.cpus.client,
                                                           order="before")
-                for h in (handle, front):  # CPU and memory as the load starts
-                    if h is not None and hasattr(h, "sample_now"):
-                        h.sample_now()
+                _sample_now(handle, front)  # CPU and memory as the load starts ...
                 result = run_load(spec, Target(target.host, target.port), client_cpus=self.cpus.client,
                                   seed=self.exp.seed * 1_000_003 + planned.seq)
+                _sample_now(handle, front)  # ... and as it ends
                 if check is not None and not peer_first:
                     meta["cross_check"] = run_cross_check(check, target_url + endpoint.path, self.cpus.client,
                                                           order="after")
                 rows = result.rows
                 meta["load"] = result.meta
-                for h in (handle, front):  # ... and as it ends
-                    if h is not None and hasattr(h, "sample_now"):
-                        h.sample_now()
                 alive = handle.alive()
                 front_alive = front.alive() if front is not None else True
                 meta["resources"] = handle.resource_samples()
@@ -373,6 +369,13 @@ class _Executor:
         meta["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self.store.write_trial(rows, meta)
         return meta
+
+
+def _sample_now(*handles: ServiceHandle | None) -> None:
+    """One resource sample of each running handle now (runtimes that can take one)."""
+    for h in handles:
+        if h is not None and hasattr(h, "sample_now"):
+            h.sample_now()
 
 
 def _front_names() -> list[str]:
