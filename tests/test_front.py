@@ -8,7 +8,8 @@ Integration (real processes on 127.0.0.1): an experiment with one arm behind ngi
 FastCGI application's 4 processes start first, then nginx with their ports; the contract
 check and the load go through nginx; nginx stops first; both logs are kept; the trial's
 metadata records the front) and one arm without a front (as before: no front in its
-metadata); afterwards no process, port or scratch folder is left.
+metadata); afterwards no process, port or scratch folder is left. The same through the
+Docker runtime (marked ``docker``): the application and nginx in containers of their own.
 """
 
 from __future__ import annotations
@@ -181,3 +182,37 @@ def test_an_arm_behind_nginx_and_one_without(tmp_path: Path) -> None:
         assert not port_in_use("127.0.0.1", p)
         assert not _processes_mentioning(f"index.js {p}")
     assert not _processes_mentioning(prefix)
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(1800)
+def test_an_arm_behind_nginx_in_containers(tmp_path: Path) -> None:
+    """The same through the Docker runtime: the application's container (4 Go FastCGI
+    processes), then nginx's own container with their ports; contract and load through nginx;
+    both containers removed afterwards."""
+    from benchlib.runtime.docker import iter_benchlib_containers, shared_client
+
+    n = 300
+    load = LoadSpec(model="closed", connections=4, requests=n, duration_s=None, warmup_s=0, keep_alive=False,
+                    http_version="1.0")
+    exp = Experiment("front_docker", (
+        Arm("go-nginx", "go-fcgi", variant="fcgi-4", front="nginx-fastcgi", front_variant="keep-conn-on"),
+    ), (Condition("seed", load),), trials=1, between_trials_s=0, runtime="docker")
+    result = run_experiment(exp, out_dir=tmp_path, progress=False)
+    (trial,) = result.trials()
+    meta = trial.meta
+    assert meta["status"] == "ok", meta.get("reason")
+    front = meta["front"]
+    assert (front["service"], front["variant"], front["enforced"]["runtime"]) == ("nginx-fastcgi", "keep-conn-on", "docker")
+    assert front["enforced"]["cpus"] == meta["enforced"]["cpus"] and front["enforced"]["container"]
+    assert front["enforced"]["container"] != meta["enforced"]["container"]
+    assert len(meta["ports"]) == 4 and meta["load"]["status_counts"] == {"200": n}
+    assert meta["contract"]["ok"] and meta["contract"]["url"] == f"http://127.0.0.1:{front['port']}/"
+    front_log = result.store.log_path("seed", "go-nginx", 0).with_suffix(".nginx-fastcgi.log").read_text()
+    for p in meta["ports"]:
+        assert f"server 127.0.0.1:{p};" in front_log
+    assert "keepalive 400;" in front_log and f"access log: {n + 1} lines" in front_log
+    left = [c.name for c in iter_benchlib_containers(shared_client(None), result.run_id)]
+    assert left == []
+    for p in (*meta["ports"], front["port"]):
+        assert not port_in_use("127.0.0.1", p)
