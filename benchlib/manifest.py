@@ -16,7 +16,21 @@ Placeholders in ``build.command``, ``run.command``, ``post_start`` and env value
 ``{host}``           the address to bind (``127.0.0.1``)
 ``{python}``         the running Python interpreter
 ``{dep.NAME.port}``  the port of required service NAME (likewise ``{dep.NAME.host}``)
+``{ports}``          all the service's ports, comma-separated (``[run] ports = N``; else ``{port}``)
+``{backend.host}``   a front only: the address of the service it forwards to (likewise
+                     ``{backend.port}``, its first port, and ``{backend.ports}``, all of them)
 ===================  =====================================================================
+
+Multi-process services: ``[run] ports = N`` asks the runtime for N free ports; the first is
+``{port}`` (and ``run.port_env``), all of them are ``{ports}`` and the variable
+``run.ports_env`` (default ``PORTS``: ``p1,p2,...``); the service's own launcher starts one
+process per port, all in the service's process group, cgroup or container. The health check
+probes every port.
+
+Fronts (``role = "front"``): a reverse proxy such as nginx, started after the service under
+test with that service's address in ``{backend.*}``; the contract check and the load go to
+the front (``Arm(front=..., front_variant=...)``). A service may pass environment variables to
+whatever front it runs behind with ``[run] front_env`` (e.g. PHP-FPM's script name).
 
 A bad manifest raises :class:`~benchlib.errors.ManifestError` naming the file, the field and
 what was expected.
@@ -45,8 +59,11 @@ __all__ = [
 ]
 
 MANIFEST_SCHEMA = 1
-KNOWN_TOOLCHAINS = ("go", "cargo", "node", "npm", "python", "dotnet")
+KNOWN_TOOLCHAINS = ("go", "cargo", "node", "npm", "python", "dotnet", "nginx", "php-fpm")
 HEALTH_KINDS = ("http", "tcp")
+ROLES = ("service", "front")
+#: The most ports one service may ask for (``[run] ports``).
+MAX_PORTS = 64
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
@@ -105,6 +122,9 @@ class ResolvedService:
     post_start: tuple[tuple[str, ...], ...]
     endpoints: tuple[Endpoint, ...]
     docker_build_args: Mapping[str, str]
+    ports: int = 1
+    ports_env: str = "PORTS"
+    front_env: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -143,6 +163,9 @@ class Manifest:
     health_status: int
     dockerfile: str | None
     raw: Mapping[str, Any] = field(repr=False)
+    #: ``"service"`` (loaded directly, or behind a front) or ``"front"`` (a reverse proxy an
+    #: arm puts before its service: ``Arm(front=...)``)
+    role: str = "service"
 
     @property
     def directory(self) -> Path:
@@ -183,6 +206,9 @@ class Manifest:
             post_start=tuple(tuple(c) for c in run.get("post_start", ())),
             endpoints=endpoints,
             docker_build_args=dict(docker.get("build_args", {})),
+            ports=int(run.get("ports", 1)),
+            ports_env=str(run.get("ports_env", "PORTS")),
+            front_env={**self.raw.get("run", {}).get("front_env", {}), **over.get("run", {}).get("front_env", {})},
         )
 
 
@@ -273,7 +299,7 @@ def _endpoint(path: Path, index: int, data: Any, variant: str | None = None) -> 
 
 
 _TOP_KEYS = {
-    "schema", "name", "description", "language", "framework", "versions", "toolchains", "requires",
+    "schema", "name", "role", "description", "language", "framework", "versions", "toolchains", "requires",
     "studies", "default_variant", "build", "run", "health", "docker", "variants", "endpoints",
 }
 
@@ -328,6 +354,10 @@ def load_manifest(path: str | Path) -> Manifest:
         raise _err(path, "run.port_env", "the name of an environment variable", run["port_env"])
     for i, cmd in enumerate(run.get("post_start", [])):
         _argv(path, f"run.post_start[{i}]", cmd)
+    _check_ports(path, "run", run)
+    role = raw.get("role", "service")
+    if role not in ROLES:
+        raise _err(path, "role", f"one of {', '.join(ROLES)}", role)
     build = raw.get("build", {})
     if not isinstance(build, dict):
         raise _err(path, "build", "a [build] table", build)
@@ -352,6 +382,7 @@ def load_manifest(path: str | Path) -> Manifest:
         for section in ("build", "run"):
             if "env" in vdata.get(section, {}):
                 _str_map(path, f"variants.{vname}.{section}.env", vdata[section]["env"])
+        _check_ports(path, f"variants.{vname}.run", vdata.get("run", {}))
     default_variant = _str(path, raw, "default_variant", required=False,
                            default=next(iter(variants), "default"))
     if variants and default_variant not in variants:
@@ -406,7 +437,22 @@ def load_manifest(path: str | Path) -> Manifest:
         health_status=health_status,
         dockerfile=dockerfile,
         raw=raw,
+        role=role,
     )
+
+
+def _check_ports(path: Path, where: str, run: Mapping[str, Any]) -> None:
+    """``ports`` (an integer 1..MAX_PORTS), ``ports_env`` (a variable name) and ``front_env``
+    (a table of strings) of a ``[run]`` table or a variant's ``run``."""
+    if "ports" in run:
+        n = run["ports"]
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_PORTS:
+            raise _err(path, f"{where}.ports", f"an integer from 1 to {MAX_PORTS} (one process per port)", n)
+    if "ports_env" in run and not (isinstance(run["ports_env"], str) and
+                                   re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", run["ports_env"])):
+        raise _err(path, f"{where}.ports_env", "the name of an environment variable", run["ports_env"])
+    if "front_env" in run:
+        _str_map(path, f"{where}.front_env", run["front_env"])
 
 
 def find_services_dir(start: str | Path | None = None) -> Path:

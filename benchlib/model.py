@@ -381,6 +381,12 @@ class Arm:
     runtime: this arm's runtime (``"local"`` or ``"docker"``); ``None`` = the experiment's.
         Lets one experiment compare runtimes in randomized blocks (harness overhead).
     limits: this arm's resource limits; ``None`` = the experiment's.
+    front: a reverse proxy before the service (a service folder whose manifest says ``role =
+        "front"``, e.g. ``"nginx-fastcgi"``), or ``None`` (the load goes to the service
+        itself). With a front, the service starts first (all its processes), then the front
+        with the service's address(es) in its configuration; the contract check and the load
+        go to the front; both run on the server's CPUs, and the front is stopped first.
+    front_variant: the front's manifest variant (``None``: its default), e.g. ``"keep-conn-off"``.
     """
 
     name: str
@@ -391,11 +397,18 @@ class Arm:
     env: tuple[tuple[str, str], ...] = field(default=())
     runtime: str | None = None
     limits: Limits | None = None
+    front: str | None = None
+    front_variant: str | None = None
 
     def __post_init__(self) -> None:
         check_name("arm name", self.name)
         check_name(f"arm {self.name!r}: service (a folder under services/)", self.service)
-        for key in ("variant", "endpoint"):
+        if self.front is not None:
+            check_name(f"arm {self.name!r}: front (a folder under services/)", self.front)
+        elif self.front_variant is not None:
+            raise ParameterError(f"arm {self.name!r}: front_variant {self.front_variant!r} without a front; "
+                                 "name the front too, e.g. front=\"nginx-fastcgi\"")
+        for key in ("variant", "endpoint", "front_variant"):
             value = getattr(self, key)
             if value is not None and not isinstance(value, str):
                 raise ParameterError(f"arm {self.name!r}: {key} must be a string or None; got {_got(value)}")

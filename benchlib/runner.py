@@ -3,10 +3,13 @@
 For each planned trial, in the order of the randomized blocks (:mod:`benchlib.design`):
 
 1. start the arm's dependencies (``requires``) and the service itself, fresh, pinned to the
-   server's CPUs, with the experiment's limits (the runtime waits for health);
-2. check the endpoint's contract (httpx);
+   server's CPUs, with the experiment's limits (the runtime waits for health); then the
+   arm's front, if it has one (``Arm(front=...)``: a reverse proxy given the service's
+   address(es)), on the same CPUs;
+2. check the endpoint's contract (httpx), through the front when there is one (the load
+   goes there too);
 3. run the load (warm-up, then the measured phase) from the client's CPUs;
-4. stop everything and store the trial (rows + metadata) atomically.
+4. stop everything (the front first) and store the trial (rows + metadata) atomically.
 
 Arms whose toolchain is missing, or whose build fails, are not run; they stay in the
 results as "not run: <why>". A trial that fails (the service dies, breaks its contract)
@@ -50,6 +53,7 @@ from benchlib.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
 from benchlib.progress import ProgressCallback, make_progress
 from benchlib.records.trial import TRIAL_RECORD_VERSION
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
+from benchlib.runtime.base import handle_ports
 from benchlib.schema import PHASE_CODES, ROW_DTYPE
 from benchlib.signals import interrupt_on_signals
 from benchlib.store import RunStore, StoredTrial
@@ -195,17 +199,34 @@ class _Executor:
         return self.runtimes_by_name(self.runtime_name(arm))
 
     def resolve(self, arm: Arm) -> ResolvedService:
-        return get_manifest(arm.service).resolve(arm.variant)
+        svc = get_manifest(arm.service).resolve(arm.variant)
+        if svc.manifest.role != "service":
+            raise ParameterError(f"arm {arm.name!r}: {arm.service!r} is a {svc.manifest.role}, not a service to "
+                                 f"load directly; put it before one: Arm(service=..., front={arm.service!r})")
+        return svc
+
+    def resolve_front(self, arm: Arm) -> ResolvedService | None:
+        """The arm's front (a manifest with ``role = "front"``) in its variant, or ``None``."""
+        if arm.front is None:
+            return None
+        front = get_manifest(arm.front).resolve(arm.front_variant)
+        if front.manifest.role != "front":
+            raise ParameterError(f"arm {arm.name!r}: front {arm.front!r} is not a front (its service.toml has no "
+                                 "role = \"front\"); fronts: " + ", ".join(_front_names()))
+        return front
 
     def prepare_all(self) -> None:
-        """Build every arm's service and its dependencies; record arms that cannot run."""
+        """Build every arm's service, its dependencies and its front; record arms that cannot run."""
         for arm in self.exp.arms:
+            svc = self.resolve(arm)  # a bad service, variant or front is refused before anything runs
+            front = self.resolve_front(arm)
             try:
-                svc = self.resolve(arm)
                 rt = self.runtime_name(arm)
                 for dep in svc.manifest.requires:
                     self._prepare(rt, get_manifest(dep).resolve())
                 self._prepare(rt, svc)
+                if front is not None:
+                    self._prepare(rt, front)
             except ToolchainMissing as exc:
                 self.unavailable[arm.name] = f"no {exc.toolchain} toolchain ({exc.hint})"
             except RuntimeUnavailable as exc:
@@ -229,9 +250,12 @@ class _Executor:
         return self.runtimes[name]
 
     @contextlib.contextmanager
-    def services(self, arm: Arm, condition: str, block: int) -> Iterator[tuple[ServiceHandle, ResolvedService, list[ServiceHandle]]]:
-        """Start the arm's dependencies, then the arm's service; stop all on exit."""
+    def services(self, arm: Arm, condition: str, block: int) -> Iterator[
+            tuple[ServiceHandle, ResolvedService, list[ServiceHandle], ServiceHandle | None]]:
+        """Start the arm's dependencies, then the arm's service, then its front (if any); stop
+        all on exit, the front first. Yields (service, resolved service, dependencies, front)."""
         svc = self.resolve(arm)
+        front_svc = self.resolve_front(arm)
         run_id = self.store.run_id
         rt_name, rt = self.runtime_name(arm), self.runtime_for(arm)
         with contextlib.ExitStack() as stack:
@@ -249,7 +273,15 @@ class _Executor:
                 log_path=self.store.log_path(condition, arm.name, block), env=dict(arm.env), deps=deps,
                 run_id=run_id))
             stack.enter_context(handle)
-            yield handle, svc, list(deps.values())
+            front: ServiceHandle | None = None
+            if front_svc is not None:
+                front = rt.start(self.prepared[(rt_name, front_svc.name, front_svc.variant)], StartOptions(
+                    port=_free_port(), cpus=self.cpus.server, limits=arm.limits or self.exp.limits,
+                    log_sink="pipe", log_path=self.store.log_path(condition, arm.name, block).with_suffix(
+                        f".{front_svc.name}.log"),
+                    env=dict(svc.front_env), run_id=run_id, role="front", backend=handle))
+                stack.enter_context(front)
+            yield handle, svc, list(deps.values()), front
 
     def run_trial(self, planned: PlannedTrial, condition: Condition,
                   extra_meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -268,13 +300,19 @@ class _Executor:
         rows = np.zeros(0, dtype=ROW_DTYPE)
         status, reason = "ok", None
         try:
-            with self.services(arm, planned.condition, planned.block) as (handle, svc, deps):
+            with self.services(arm, planned.condition, planned.block) as (handle, svc, deps, front):
                 meta["variant"] = svc.variant
                 meta["enforced"] = dict(handle.enforced)
+                if len(handle_ports(handle)) > 1:
+                    meta["ports"] = list(handle_ports(handle))
                 meta["dependencies"] = {d.name: {"port": d.port, "enforced": dict(d.enforced)} for d in deps}
+                if front is not None:
+                    meta["front"] = {"service": arm.front, "variant": self.resolve_front(arm).variant,  # type: ignore[union-attr]
+                                     "port": front.port, "enforced": dict(front.enforced)}
                 endpoint = svc.endpoint(condition.endpoint or arm.endpoint)
                 meta["endpoint"] = {"name": endpoint.name, "method": endpoint.method, "path": endpoint.path}
-                target_url = f"http://{handle.host}:{handle.port}"
+                target = front if front is not None else handle
+                target_url = f"http://{target.host}:{target.port}"
                 meta["contract"] = verify(target_url, endpoint).to_dict()
                 from benchlib.model import Target
 
@@ -285,15 +323,24 @@ class _Executor:
                 if check is not None and peer_first:
                     meta["cross_check"] = run_cross_check(check, target_url + endpoint.path, self.cpus.client,
                                                           order="before")
-                result = run_load(spec, Target(handle.host, handle.port), client_cpus=self.cpus.client,
+                _sample_now(handle, front)  # CPU and memory as the load starts ...
+                result = run_load(spec, Target(target.host, target.port), client_cpus=self.cpus.client,
                                   seed=self.exp.seed * 1_000_003 + planned.seq)
+                _sample_now(handle, front)  # ... and as it ends
                 if check is not None and not peer_first:
                     meta["cross_check"] = run_cross_check(check, target_url + endpoint.path, self.cpus.client,
                                                           order="after")
                 rows = result.rows
                 meta["load"] = result.meta
                 alive = handle.alive()
+                front_alive = front.alive() if front is not None else True
                 meta["resources"] = handle.resource_samples()
+                if front is not None:  # the front first: it forwards to the service
+                    meta["front"]["resources"] = front.resource_samples()
+                    front_stop = front.stop()
+                    meta["front"]["stop"] = asdict(front_stop)
+                    meta["front"]["log"] = {"lines": getattr(front, "log_lines", None),
+                                            "bytes": getattr(front, "log_bytes", None)}
                 stop = handle.stop()
                 meta["stop"] = asdict(stop)
                 meta["service_log"] = {"sink": arm.log_sink, "lines": getattr(handle, "log_lines", None),
@@ -302,6 +349,10 @@ class _Executor:
                     status = "failed"
                     reason = f"service died during the trial ({stop.detail})"
                     meta["log_tail"] = handle.logs_tail(40)
+                elif not front_alive:
+                    status = "failed"
+                    reason = f"front {arm.front} died during the trial ({front_stop.detail})"
+                    meta["log_tail"] = front.logs_tail(40)  # type: ignore[union-attr]
                 elif result.meta.get("failed"):
                     # the load generator failed mid-trial: its rows so far are stored, as evidence
                     status = "failed"
@@ -324,6 +375,20 @@ class _Executor:
         meta["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self.store.write_trial(rows, meta)
         return meta
+
+
+def _sample_now(*handles: ServiceHandle | None) -> None:
+    """One resource sample of each running handle now (runtimes that can take one)."""
+    for h in handles:
+        if h is not None and hasattr(h, "sample_now"):
+            h.sample_now()
+
+
+def _front_names() -> list[str]:
+    """The services whose manifest says ``role = "front"``."""
+    from benchlib.manifest import list_services
+
+    return sorted(n for n, m in list_services().items() if m.role == "front") or ["(none)"]
 
 
 def run_cross_check(check: CrossCheck, url: str, cpus: Sequence[int], *, order: str) -> dict[str, Any]:
@@ -391,6 +456,10 @@ def experiment_parameters(exp: Experiment) -> dict[str, Any]:
     params = json.loads(json.dumps(asdict(exp), default=lambda o: o.hex() if isinstance(o, bytes) else str(o)))
     if not params.get("repeat_invalid"):  # added later: runs stored before it still resume
         params.pop("repeat_invalid", None)
+    for arm in params.get("arms", ()):  # likewise the arms' front (added later): absent when unused
+        for key in ("front", "front_variant"):
+            if arm.get(key) is None:
+                arm.pop(key, None)
     return dict(params)
 
 
@@ -441,7 +510,8 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                        conditions=[c.name for c in experiment.conditions]) if runnable else []
     params = experiment_parameters(experiment)
     _check_same_plan(store, existing, plan, params)
-    toolchain_names = {t for a in experiment.arms for t in get_manifest(a.service).toolchains}
+    toolchain_names = {t for a in experiment.arms for name in (a.service, a.front) if name
+                       for t in get_manifest(name).toolchains}
     if not existing:
         store.write_run({
             "study": experiment.study, "run_id": store.run_id, "status": "running",

@@ -14,7 +14,7 @@ import sys
 from benchlib.errors import ToolchainMissing
 from benchlib.manifest import Manifest
 
-__all__ = ["INSTALL_HINTS", "availability", "require", "version"]
+__all__ = ["INSTALL_HINTS", "availability", "require", "version", "which"]
 
 #: How to install each toolchain (shown when it is missing).
 INSTALL_HINTS: dict[str, str] = {
@@ -25,7 +25,12 @@ INSTALL_HINTS: dict[str, str] = {
     "python": "python is the interpreter running benchlib; nothing to install",
     "dotnet": "install the .NET 8 SDK (https://dot.net) so that `dotnet` is on PATH, or use runtime='docker' "
     "with access to mcr.microsoft.com",
+    "nginx": "install Debian's nginx package (apt-get install nginx; scripts/setup.sh does)",
+    "php-fpm": "install Debian's php-fpm package (apt-get install php-fpm; scripts/setup.sh does)",
 }
+
+#: Where system daemons live when ``sbin`` is not on a user's PATH (Debian's nginx, php-fpm).
+_SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
 _VERSION_ARGS: dict[str, list[str]] = {
     "go": ["go", "version"],
@@ -34,13 +39,30 @@ _VERSION_ARGS: dict[str, list[str]] = {
     "npm": ["npm", "--version"],
     "dotnet": ["dotnet", "--version"],
     "rustc": ["rustc", "--version"],
+    "nginx": ["nginx", "-v"],
+    "php-fpm": ["php-fpm", "-v"],
 }
 
 
 def _which(tool: str) -> str | None:
     if tool == "python":
         return sys.executable
-    return shutil.which(tool)
+    return which(tool)
+
+
+def which(tool: str) -> str | None:
+    """The executable of ``tool``: on PATH, else in the ``sbin`` folders (daemons such as nginx);
+    ``php-fpm`` also matches Debian's versioned ``php-fpmX.Y``."""
+    import glob
+    import os
+
+    found = shutil.which(tool) or shutil.which(tool, path=os.pathsep.join(_SBIN))
+    if found is None and tool == "php-fpm":
+        for d in (*os.environ.get("PATH", "").split(os.pathsep), *_SBIN):
+            hits = sorted(glob.glob(os.path.join(d, "php-fpm[0-9]*")), reverse=True)
+            if hits:
+                return hits[0]
+    return found
 
 
 @functools.lru_cache(maxsize=None)
@@ -48,9 +70,11 @@ def version(tool: str) -> str | None:
     """The tool's version line (e.g. ``go version go1.26.8 linux/amd64``), or ``None`` if missing."""
     if tool == "python":
         return f"Python {sys.version.split()[0]}"
-    args = _VERSION_ARGS.get(tool, [tool, "--version"])
-    if _which(args[0]) is None:
+    args = list(_VERSION_ARGS.get(tool, [tool, "--version"]))
+    exe = _which(args[0])
+    if exe is None:
         return None
+    args[0] = exe
     try:
         out = subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):

@@ -7,7 +7,11 @@
 #
 # What it installs:
 #   apt:  docker.io debootstrap (the Docker runtime and its locally built base image),
-#         wrk apache2-utils hey nghttp2-client (peer load generators for cross-checks and bench/)
+#         wrk apache2-utils hey nghttp2-client (peer load generators for cross-checks and bench/),
+#         nginx php-fpm (study 03's FastCGI front and baseline: benchlib runs their binaries with
+#         configurations of its own, unprivileged, on ports it picks; on a systemd host Debian
+#         also starts the packages' own services, which benchlib does not use:
+#         `systemctl disable --now nginx php8.2-fpm` stops them)
 #   pip:  this project, editable, with the [test] extra
 # The service toolchains (go, cargo, node/npm) are not installed here: services whose
 # toolchain is missing are reported as "not run: no <tool>" with how to install it.
@@ -18,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
-APT_PACKAGES=(docker.io debootstrap wrk apache2-utils hey nghttp2-client curl)
+APT_PACKAGES=(docker.io debootstrap wrk apache2-utils hey nghttp2-client curl nginx php-fpm)
 
 say() { printf 'setup: %s\n' "$*"; }
 

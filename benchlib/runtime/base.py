@@ -21,7 +21,7 @@ from benchlib.errors import ServiceStartError
 from benchlib.manifest import ResolvedService
 from benchlib.model import Limits
 
-__all__ = ["Prepared", "Runtime", "ServiceHandle", "StartOptions", "StopInfo"]
+__all__ = ["Prepared", "Runtime", "ServiceHandle", "StartOptions", "StopInfo", "handle_ports"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,10 @@ class StartOptions:
     role: ``"service"`` (under test) or ``"dependency"`` (a database it needs); runtimes apply
         their default limits to services only.
     log_cap_bytes: bytes of the service's log kept per trial (head and tail; see :mod:`benchlib.logs`).
+    ports: every port of a multi-process service (``[run] ports = N``), the first being
+        ``port``; empty for a service with one port.
+    backend: for a front (``role = "front"``), the running service it forwards to
+        (``{backend.host}``, ``{backend.port}``, ``{backend.ports}``).
     """
 
     port: int
@@ -73,6 +77,13 @@ class StartOptions:
     run_id: str = ""
     role: str = "service"
     log_cap_bytes: int = 16 * 2**20
+    ports: tuple[int, ...] = ()
+    backend: ServiceHandle | None = None
+
+    @property
+    def all_ports(self) -> tuple[int, ...]:
+        """Every port the service listens on (``ports``, or just ``port``)."""
+        return tuple(self.ports) or (self.port,)
 
 
 @dataclass(frozen=True)
@@ -137,6 +148,33 @@ class Runtime(Protocol):
         ...
 
 
+def service_ports(service: ResolvedService, options: StartOptions) -> tuple[int, ...]:
+    """The ports one start of ``service`` listens on: ``options.port`` first, then, for a
+    multi-process service (``[run] ports = N``), ``options.ports`` when it gives all N, else
+    N - 1 more free ones the runtime picks.
+
+    Raises :class:`ServiceStartError` when ``options.ports`` gives another number of ports."""
+    if options.ports:
+        if len(options.ports) != service.ports or options.ports[0] != options.port:
+            raise ServiceStartError(
+                f"{service.name}: StartOptions.ports {list(options.ports)} must list its {service.ports} port(s) "
+                f"([run] ports), starting with port {options.port}")
+        return tuple(options.ports)
+    if service.ports == 1:
+        return (options.port,)
+    from benchlib.runtime.local import free_ports
+
+    extra: list[int] = []
+    while len(extra) < service.ports - 1:
+        extra = [p for p in free_ports(service.ports - 1) if p != options.port]
+    return (options.port, *extra)
+
+
+def handle_ports(handle: Any) -> tuple[int, ...]:
+    """Every port a running service listens on (its ``ports``, else just ``port``)."""
+    return tuple(getattr(handle, "ports", None) or ()) or (handle.port,)
+
+
 def format_placeholders(template: str, values: Mapping[str, str]) -> str:
     """Replace ``{name}`` placeholders (names may contain dots, e.g. ``{dep.db.port}``).
 
@@ -156,9 +194,11 @@ def format_placeholders(template: str, values: Mapping[str, str]) -> str:
 
 def placeholder_values(
     service: ResolvedService, *, build_dir: Path | None, port: int | None, host: str = "127.0.0.1",
-    deps: Mapping[str, ServiceHandle] | None = None,
+    deps: Mapping[str, ServiceHandle] | None = None, ports: Sequence[int] = (),
+    backend: ServiceHandle | None = None,
 ) -> dict[str, str]:
-    """The placeholder table for ``service`` (see :mod:`benchlib.manifest`)."""
+    """The placeholder table for ``service`` (see :mod:`benchlib.manifest`): ``ports`` are all
+    its ports (default ``(port,)``), ``backend`` the service a front forwards to."""
     import sys
 
     values = {
@@ -170,10 +210,21 @@ def placeholder_values(
         values["build_dir"] = str(build_dir)
     if port is not None:
         values["port"] = str(port)
+        values["ports"] = ",".join(str(p) for p in (tuple(ports) or (port,)))
     for name, handle in (deps or {}).items():
         values[f"dep.{name}.port"] = str(handle.port)
         values[f"dep.{name}.host"] = handle.host
+    if backend is not None:
+        values.update(backend_values(backend))
     return values
+
+
+def backend_values(backend: Any) -> dict[str, str]:
+    """``{backend.host}``, ``{backend.port}`` and ``{backend.ports}`` of the service a front
+    forwards to (the address it is reached at on the engine's machine)."""
+    return {"backend.host": getattr(backend, "reach_host", None) or backend.host,
+            "backend.port": str(backend.port),
+            "backend.ports": ",".join(str(p) for p in handle_ports(backend))}
 
 
 def expand(argv: Sequence[str], values: Mapping[str, str]) -> list[str]:
@@ -203,24 +254,32 @@ def health_probe(host: str, port: int, kind: str, path: str, status: int) -> tup
     return False, f"not an HTTP response: {head[:40]!r}"
 
 
-def wait_healthy(service: ResolvedService, host: str, port: int, exited: Callable[[], str | None]) -> None:
-    """Probe ``host:port`` as the manifest's health check says until it answers, for at most the
-    service's ``ready_timeout_s`` seconds (probes 20 ms apart, backing off to 0.5 s).
+def wait_healthy(service: ResolvedService, host: str, port: int | Sequence[int],
+                 exited: Callable[[], str | None]) -> None:
+    """Probe ``host:port`` (every port, when given several) as the manifest's health check says
+    until it answers, for at most the service's ``ready_timeout_s`` seconds in all (probes 20 ms
+    apart, backing off to 0.5 s).
 
     ``exited()`` returns why the service is gone (e.g. "exited with code 1"), or ``None`` while
     it runs. Raises :class:`ServiceStartError` if it exits first or never becomes healthy."""
     manifest = service.manifest
     deadline = time.monotonic() + service.ready_timeout_s
+    pending = [port] if isinstance(port, int) else list(port)
     last = "no answer yet"
     delay = 0.02
     while time.monotonic() < deadline:
         gone = exited()
         if gone is not None:
             raise ServiceStartError(f"{service.name} ({service.variant}) {gone} before it became healthy")
-        ok, last = health_probe(host, port, manifest.health_kind, manifest.health_path, manifest.health_status)
-        if ok:
+        while pending:
+            ok, last = health_probe(host, pending[0], manifest.health_kind, manifest.health_path,
+                                    manifest.health_status)
+            if not ok:
+                break
+            pending.pop(0)
+        if not pending:
             return
         time.sleep(delay)
         delay = min(delay * 1.5, 0.5)
     raise ServiceStartError(f"{service.name} ({service.variant}) did not become healthy within "
-                            f"{service.ready_timeout_s:g} s (last probe of {host}:{port}: {last})")
+                            f"{service.ready_timeout_s:g} s (last probe of {host}:{pending[0]}: {last})")

@@ -37,9 +37,18 @@ from typing import IO, Any
 from benchlib import buildcache, logs, signals, toolchains
 from benchlib.errors import BuildError, ServiceStartError
 from benchlib.manifest import ResolvedService
-from benchlib.runtime.base import Prepared, StartOptions, StopInfo, expand, placeholder_values, wait_healthy
+from benchlib.runtime.base import (
+    Prepared,
+    StartOptions,
+    StopInfo,
+    expand,
+    placeholder_values,
+    service_ports,
+    wait_healthy,
+)
 
-__all__ = ["LocalHandle", "LocalRuntime", "SERVICE_ENV_KEEP", "free_port", "port_in_use", "service_environment"]
+__all__ = ["LocalHandle", "LocalRuntime", "SERVICE_ENV_KEEP", "free_port", "free_ports", "port_in_use",
+           "service_environment"]
 
 #: Variables a local service inherits from benchlib's environment (besides ``LC_*``); the
 #: manifest's ``[run] env``, the arm's ``env`` and the port variable are added to them.
@@ -117,6 +126,8 @@ class LocalHandle:
         self.name = name
         self.host = host
         self.port = port
+        #: every port the service listens on (``[run] ports = N``); ``(port,)`` for one
+        self.ports: tuple[int, ...] = (port,)
         self.proc = proc
         self.log_path = log_path
         self.log_sink = log_sink
@@ -180,28 +191,64 @@ class LocalHandle:
         return "(log discarded: log_sink='discard')"
 
     # -- resource samples -----------------------------------------------------------------
-    def start_sampling(self, interval_s: float = 1.0) -> None:
-        """Sample the process's CPU time and RSS every ``interval_s`` seconds until stopped."""
-        if self._sampler is not None:
-            return
+    def _group_usage(self) -> tuple[float, float] | None:
+        """CPU seconds and RSS (MiB) of every live process in the service's process group (a
+        launcher and the processes it started), from ``/proc``; ``None`` once the leader is gone."""
         ticks = os.sysconf("SC_CLK_TCK")
         page = os.sysconf("SC_PAGE_SIZE")
+        pgid = self.proc.pid
+        if not Path(f"/proc/{pgid}").exists():
+            return None
+        cpu = rss = 0.0
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+                if int(stat[2]) != pgid:  # field 5, the process group
+                    continue
+                cpu += (int(stat[11]) + int(stat[12])) / ticks
+                rss += int(Path(entry.path, "statm").read_text().split()[1]) * page / 2**20
+            except (OSError, IndexError, ValueError):
+                continue
+        return cpu, rss
+
+    def start_sampling(self, interval_s: float = 1.0) -> None:
+        """Sample the service's CPU time and RSS every ``interval_s`` seconds until stopped.
+
+        ``cpu_s`` (cumulative CPU seconds) counts every process of the service: its cgroup's
+        CPU accounting where there is one (``cpu_source: "cgroup"``), else the sum over the
+        live processes of its process group (``"process group"``); ``rss_mb`` is the sum of the
+        group's resident sets."""
+        if self._sampler is not None:
+            return
 
         def sample() -> None:
             while not self._sampler_stop.wait(interval_s):
-                try:
-                    stat = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-                    rss_pages = int(Path(f"/proc/{self.proc.pid}/statm").read_text().split()[1])
-                except (OSError, IndexError, ValueError):
+                if not self.sample_now():
                     return
-                self._samples.append({
-                    "t_monotonic_ns": time.monotonic_ns(),
-                    "cpu_s": (int(stat[11]) + int(stat[12])) / ticks,
-                    "rss_mb": rss_pages * page / 2**20,
-                })
 
         self._sampler = threading.Thread(target=sample, name=f"sample-{self.name}", daemon=True)
         self._sampler.start()
+
+    def sample_now(self) -> bool:
+        """Take one resource sample now (e.g. right after the load); ``False`` once the service is gone."""
+        usage = self._group_usage()
+        if usage is None:
+            return False
+        cpu_ns = None
+        if self._cgroup is not None:
+            try:
+                cpu_ns = self._cgroup.cpu_usage_ns()
+            except Exception:  # noqa: BLE001 - fall back to the process group
+                cpu_ns = None
+        self._samples.append({
+            "t_monotonic_ns": time.monotonic_ns(),
+            "cpu_s": usage[0] if cpu_ns is None else cpu_ns / 1e9,
+            "cpu_source": "process group" if cpu_ns is None else "cgroup",
+            "rss_mb": usage[1],
+        })
+        return True
 
     def resource_samples(self) -> list[dict[str, Any]]:
         return list(self._samples)
@@ -352,12 +399,14 @@ class LocalRuntime:
         """
         service = prepared.service
         host = self.host
-        if port_in_use(host, options.port):
-            owner = _port_owner(options.port)
-            raise ServiceStartError(f"{service.name}: port {options.port} on {host} is already in use"
-                                    + (f" (by {owner})" if owner else "") + "; stop that process or pick another port")
+        ports = service_ports(service, options)
+        for port in ports:
+            if port_in_use(host, port):
+                owner = _port_owner(port)
+                raise ServiceStartError(f"{service.name}: port {port} on {host} is already in use"
+                                        + (f" (by {owner})" if owner else "") + "; stop that process or pick another port")
         values = placeholder_values(service, build_dir=prepared.build_dir, port=options.port, host=host,
-                                    deps=options.deps)
+                                    deps=options.deps, ports=ports, backend=options.backend)
         try:
             argv = expand(service.run_command, values)
             extra = {**{k: expand([v], values)[0] for k, v in service.run_env.items()}, **dict(options.env)}
@@ -365,6 +414,8 @@ class LocalRuntime:
             raise ServiceStartError(f"{service.name}: {exc.args[0]}") from None
         if service.port_env:
             extra[service.port_env] = str(options.port)
+        if service.ports > 1:
+            extra[service.ports_env] = values["ports"]
         env = service_environment(extra)
         if shutil.which("taskset"):
             argv = ["taskset", "--cpu-list", ",".join(map(str, options.cpus)), *argv]
@@ -390,6 +441,7 @@ class LocalRuntime:
         try:
             with signals.deferred():  # a stop signal waits until the handle can stop what was started
                 handle = self._spawn(service, argv, env, stdout, options, pin)
+                handle.ports = ports
                 if options.log_sink == "pipe":
                     handle._start_reader()
             self._wait_healthy(handle, service)
@@ -477,7 +529,21 @@ class LocalRuntime:
         def exited() -> str | None:
             return None if handle.alive() else f"exited with code {handle.proc.poll()}"
 
-        wait_healthy(service, handle.host, handle.port, exited)
+        wait_healthy(service, handle.host, handle.ports, exited)
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> tuple[int, ...]:
+    """``count`` distinct TCP ports on ``host`` that nothing listens on right now (the kernel's
+    picks, all held open together so that none is picked twice)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    socks = [socket.socket(family, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for s in socks:
+            s.bind((host, 0))
+        return tuple(int(s.getsockname()[1]) for s in socks)
+    finally:
+        for s in socks:
+            s.close()
 
 
 def free_port(host: str = "127.0.0.1") -> int:

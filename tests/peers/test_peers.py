@@ -54,6 +54,23 @@ def test_parse_other_captures():
     assert h2["requests_per_s"] == 6101.0 and h2["requests"] == 6101 and h2["latency_max_ms"] == pytest.approx(84.31)
 
 
+def test_parse_ab_without_keep_alive_with_failures():
+    # ab -c 20 -n 400 (the seed's way: HTTP/1.0, no -k) against nginx-fastcgi keep-conn-on before
+    # node-fastcgi 1.3.3, which closes kept connections: nginx answers 502 to some requests. ab
+    # counts them as "Failed" only because their length differs from the first response's.
+    ab = parse_ab((DATA / "ab_c20_nginx_502.txt").read_text())
+    assert (ab["requests"], ab["concurrency"], ab["keep_alive_requests"]) == (400, 20, 0)
+    assert ab["failed"] == ab["non_2xx"] == 129
+    assert ab["failed_by_kind"] == {"connect": 0, "receive": 0, "length": 129, "exceptions": 0}
+    assert ab["document_length_bytes"] == 62 and ab["http_version"] == "1.0"
+    assert ab["latency_mean_ms"] == pytest.approx(20 * 1000 / ab["requests_per_s"], rel=1e-3)
+    assert ab["latency_mean_across_ms"] == pytest.approx(1000 / ab["requests_per_s"], rel=1e-2)
+    assert ab["longest_ms"] == ab["latency_percentiles_ms"]["100"]
+    clean = parse_ab((DATA / "ab_k_c10.txt").read_text())
+    assert clean["failed_by_kind"] == {} and clean["keep_alive_requests"] == 7284 and clean["longest_ms"] == 13.0
+    assert clean["latency_mean_across_ms"] == 0.138 and clean["total_transferred_bytes"] == 1121736
+
+
 def test_non_loopback_refused():
     with pytest.raises(LoadSpecError, match="loopback"):
         run_wrk("http://192.0.2.1/", duration_s=1)

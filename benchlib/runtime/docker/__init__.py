@@ -54,7 +54,7 @@ from benchlib.errors import BuildError, ParameterError, RuntimeUnavailable, Serv
 from benchlib.manifest import ResolvedService
 from benchlib.model import Limits
 from benchlib.runtime import cgroups
-from benchlib.runtime.base import Prepared, StartOptions, format_placeholders
+from benchlib.runtime.base import Prepared, StartOptions, backend_values, format_placeholders, service_ports
 from benchlib.runtime.docker.context import CA_FILE_NAME, _content_hash, _context_files, _sha256_file, detect_ca_bundle
 from benchlib.runtime.docker.engine import (
     _engine_is_local,
@@ -373,9 +373,9 @@ class DockerRuntime:
     # -- start ----------------------------------------------------------------------------
     def effective_limits(self, requested: Limits, role: str = "service") -> Limits:
         """The limits a start applies: ``requested``, or :attr:`default_limits` when nothing
-        was asked for (``Limits()``) for a service under test (dependencies, ``role !=
-        "service"``, are never limited by default)."""
-        if requested == Limits() and self.default_limits is not None and role == "service":
+        was asked for (``Limits()``) for a service under test or its front (dependencies,
+        ``role == "dependency"``, are never limited by default)."""
+        if requested == Limits() and self.default_limits is not None and role in ("service", "front"):
             return self.default_limits
         return requested
 
@@ -402,28 +402,34 @@ class DockerRuntime:
         role = str(getattr(options, "role", "service"))
         limits = self.effective_limits(options.limits, role)
         host = self.service_host
-        bind = self.bind_host if role == "service" else self.dependency_bind_host
-        if self.local_engine and port_in_use(host, options.port):
-            raise ServiceStartError(f"{service.name}: port {options.port} on {host} is already in use; "
-                                    "stop that process or pick another port")
+        bind = self.bind_host if role in ("service", "front") else self.dependency_bind_host
+        ports = service_ports(service, options)
+        for port in ports:
+            if self.local_engine and port_in_use(host, port):
+                raise ServiceStartError(f"{service.name}: port {port} on {host} is already in use; "
+                                        "stop that process or pick another port")
         if not self.local_engine and service.post_start and _is_loopback(bind):
             raise ServiceStartError(
                 f"{service.name}: its post_start steps run on this machine against port {options.port}, but on the "
                 f"remote engine {_redact(self.endpoint)} it binds {bind} there, out of reach; set "
                 f"{'BENCHLIB_DOCKER_BIND_HOST' if role == 'service' else 'BENCHLIB_DOCKER_DEPENDENCY_BIND_HOST'} "
                 "to an address of that machine (it is then reachable from its network, credentials included)")
-        values = {"host": bind, "port": str(options.port)}
+        values = {"host": bind, "port": str(options.port), "ports": ",".join(map(str, ports))}
         for dep, h in options.deps.items():
             values[f"dep.{dep}.port"] = str(h.port)
             values[f"dep.{dep}.host"] = getattr(h, "reach_host", None) or h.host
+        if options.backend is not None:
+            values.update(backend_values(options.backend))
         try:
             env = {k: format_placeholders(v, values) for k, v in service.run_env.items()}
         except KeyError as exc:
-            raise ServiceStartError(f"{service.name}: run.env: {exc.args[0]} "
-                                    "(in a container only {host}, {port} and {dep.NAME.*} have a meaning)") from None
+            raise ServiceStartError(f"{service.name}: run.env: {exc.args[0]} (in a container only {{host}}, "
+                                    "{port}, {ports}, {dep.NAME.*} and a front's {backend.*} have a meaning)") from None
         env.update(options.env)
         if service.port_env:
             env[service.port_env] = str(options.port)
+        if service.ports > 1:
+            env[service.ports_env] = values["ports"]
         env.setdefault("HOST", bind)
         run_id = options.run_id or "adhoc"
         name = re.sub(r"[^a-zA-Z0-9_.-]+", "-", f"benchlib-{run_id}-{service.name}-{options.port}")[:120]
@@ -451,6 +457,7 @@ class DockerRuntime:
                     raise ServiceStartError(f"{service.name}: the engine refused the container: "
                                             f"{str(exc).splitlines()[0] if str(exc) else exc}") from None
                 handle = DockerHandle(self, container, service, host, options.port, options, limits)
+                handle.ports = ports
                 handle.reach_host = "127.0.0.1" if bind in ("0.0.0.0", "::", "") else bind
             try:
                 container.start()
@@ -498,7 +505,7 @@ class DockerRuntime:
             why = " (killed by the memory cap: OOM)" if state.get("OOMKilled") else ""
             return f"container exited with code {state.get('ExitCode')}{why}"
 
-        wait_healthy(service, handle.host, handle.port, exited)
+        wait_healthy(service, handle.host, handle.ports, exited)
 
     # -- read-back ------------------------------------------------------------------------
     def read_enforced(self, container: Any, limits: Limits, cpus: tuple[int, ...] | list[int]) -> dict[str, Any]:

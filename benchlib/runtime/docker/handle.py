@@ -28,6 +28,8 @@ class DockerHandle:
         self.name = service.name
         self.host = host
         self.port = port
+        #: every port the service listens on (``[run] ports = N``); ``(port,)`` for one
+        self.ports: tuple[int, ...] = (port,)
         self.options = options
         self.limits = limits
         self.enforced: dict[str, Any] = {"runtime": "docker"}
@@ -111,6 +113,13 @@ class DockerHandle:
 
         self._sampler = threading.Thread(target=loop, name=f"stats-{self.name}", daemon=True)
         self._sampler.start()
+
+    def sample_now(self) -> bool:
+        """Take one ``stats`` sample now (e.g. right after the load); ``False`` if none could be read."""
+        sample = self._sample()
+        if sample is not None:
+            self._samples.append(sample)
+        return sample is not None
 
     def resource_samples(self) -> list[dict[str, Any]]:
         """CPU (``cpu_s``: cumulative CPU seconds) and memory (``memory_mb``, ``working_set_mb``,

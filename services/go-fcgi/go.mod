@@ -1,0 +1,3 @@
+module benchlib/go-fcgi
+
+go 1.22

@@ -1,0 +1,1 @@
+<?php echo '<!DOCTYPE html><html><body><h1>Hello World!</h1></body></html>';
