@@ -156,10 +156,16 @@ def test_every_peer_tool_s_parse_result_reads_as_one_report() -> None:
         "http_reqs": {"count": 1000, "rate": 99.9}, "dropped_iterations": {"count": 3},
         "http_req_failed": {"value": 0.01}}})})
     assert (k6.figure("p50"), k6.figure("p95"), k6.dropped, k6.errors, k6.requests_per_s) == (1.4, 2.9, 3, 10, 99.9)
+    from benchlib.peers.bombardier import parse_bombardier
+
+    raw = parse_bombardier((PEERS / "bombardier_mixed_c4_n60.json").read_text())
+    bomb = peer_report(raw)
+    assert (bomb.tool, bomb.requests, bomb.requests_per_s) == ("bombardier", raw["requests"], raw["requests_per_s"])
+    assert bomb.errors == raw["non_2xx"] > 0 and bomb.figure("p50") == raw["latency_percentiles_ms"]["50"]
     failed = peer_report({"tool": "wrk", "order": "before", "error": "LoadGenError: boom"})
     assert not failed.ok and failed.order == "before" and math.isnan(failed.requests_per_s)
-    with pytest.raises(ParameterError, match="no peer report adapter for tool 'bombardier'; valid: wrk, k6"):
-        peer_report({"tool": "bombardier"})
+    with pytest.raises(ParameterError, match="no peer report adapter for tool 'ghz'; valid: wrk, k6"):
+        peer_report({"tool": "ghz"})
     with pytest.raises(ParameterError, match="unknown peer figure"):
         wrk.figure("speed")
 

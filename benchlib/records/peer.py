@@ -1,10 +1,10 @@
-"""A peer load tool's report, normalized: one record for wrk, k6, ab, hey, h2load and the
+"""A peer load tool's report, normalized: one record for wrk, k6, ab, hey, h2load, bombardier and the
 tools to come (pure).
 
 Each ``benchlib.peers.<tool>`` parses its tool's output into a dictionary of that tool's own
 shape (wrk's ``latency_percentiles_ms``, k6's ``http_req_duration_ms``...), stored as a
 trial's ``cross_check``. :func:`peer_report` turns any of them into a :class:`PeerReport` with
-the adapter registered for the tool in :data:`ADAPTERS`; a new tool (bombardier, ghz) adds
+the adapter registered for the tool in :data:`ADAPTERS`; a new tool (ghz) adds
 its parser in ``benchlib/peers/`` and one adapter here. Latencies are in milliseconds;
 the tool's own dictionary stays in ``raw``.
 """
@@ -155,9 +155,21 @@ def _h2load(d: Mapping[str, Any]) -> dict[str, Any]:
             "error_kinds": kinds}
 
 
+def _bombardier(d: Mapping[str, Any]) -> dict[str, Any]:
+    req = _f(d.get("requests"))
+    errs = {str(k): int(v) for k, v in (d.get("errors") or {}).items()}
+    non2xx = d.get("non_2xx")  # every answer that is not 2xx, failed requests ("others") included
+    return {"requests": req, "duration_s": _f(d.get("duration_s")), "requests_per_s": _f(d.get("requests_per_s")),
+            "latency_ms": _pct(d.get("latency_percentiles_ms") or {}), "mean_ms": _f(d.get("latency_avg_ms")),
+            "max_ms": _f(d.get("latency_max_ms")), "errors": _f(non2xx),
+            "error_kinds": {**errs, "non_2xx": int(non2xx or 0)},
+            "bytes_per_response": _f(d.get("bytes_read")) / req if req and d.get("bytes_read") else math.nan,
+            "tool_version": str(d.get("bombardier_version") or "")}
+
+
 #: tool -> adapter from its parse result (``benchlib.peers.<tool>``) to :class:`PeerReport` fields.
 ADAPTERS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
-    "wrk": _wrk, "k6": _k6, "ab": _ab, "hey": _hey, "h2load": _h2load,
+    "wrk": _wrk, "k6": _k6, "ab": _ab, "hey": _hey, "h2load": _h2load, "bombardier": _bombardier,
 }
 
 
