@@ -80,7 +80,7 @@ class ExperimentResult:
 
     def summaries(self) -> Any:
         """Per-trial summaries (one row per stored trial); see :func:`trial_summary`."""
-        return self.store.summaries(trial_summary)
+        return self.store.summaries(trial_summary, version=SUMMARY_VERSION)
 
     def latencies(self, *, max_per_arm: int | None = 200_000, seed: int = 0) -> Any:
         """Measured-phase latencies of successful requests, pooled per condition and arm, for
@@ -133,9 +133,17 @@ def _codes_equal(column: Any, name: str) -> np.ndarray:
     return np.asarray(col.to_pylist(), dtype=object) == name
 
 
+#: Version of :func:`trial_summary`'s columns (keys the summaries cache of a stored run).
+SUMMARY_VERSION = "2: server_cpu_us_per_req"
+
+
 def trial_summary(trial: StoredTrial) -> dict[str, Any]:
-    """One row of the summaries table: design columns, status, and the stats module's
-    per-trial summary of the measured phase."""
+    """One row of the summaries table: design columns, status, the stats module's per-trial
+    summary of the measured phase, the server's CPU time per request over that phase
+    (``server_cpu_us_per_req``, µs, service and front; ``front_cpu_us_per_req``; and
+    ``server_cpu_frac``, CPUs busy; see :mod:`benchlib.records.cpu`) and the cross-check's
+    headline figures."""
+    from benchlib.records.cpu import server_cpu
     from benchlib.stats import summarize_trial
 
     meta = trial.meta
@@ -151,6 +159,12 @@ def trial_summary(trial: StoredTrial) -> dict[str, Any]:
     if np.any(np.asarray(rows["phase"]) == PHASE_CODES["measure"]):  # a failed trial may hold only warm-up rows
         duration = (meta.get("load") or {}).get("measured_duration_s")
         row.update(summarize_trial(rows, duration_s=duration))
+    cpu = server_cpu(meta, rows)
+    if cpu is not None:
+        row["server_cpu_us_per_req"] = cpu.per_request_us
+        row["server_cpu_frac"] = cpu.fraction
+        if meta.get("front"):
+            row["front_cpu_us_per_req"] = cpu.front_per_request_us
     row.update(cross_check_summary(meta))
     return row
 

@@ -310,17 +310,18 @@ class RunStore:
         return iter(self.trials())
 
     # -- derived ---------------------------------------------------------------------------
-    def summaries(self, summarize: Callable[[StoredTrial], Mapping[str, Any]]) -> Any:
+    def summaries(self, summarize: Callable[[StoredTrial], Mapping[str, Any]], *, version: str = "") -> Any:
         """Per-trial summaries as a DataFrame, cached in ``derived/summaries.parquet``.
 
-        The cache is keyed by the stored trial files (names, sizes, times); any change
+        The cache is keyed by the stored trial files (names, sizes, times) and ``version``
+        (the summarizer's own version: a summarizer that adds columns bumps it); any change
         recomputes it with ``summarize(trial) -> dict``.
         """
         import pandas as pd
 
         trials = self.trials()
-        key = json.dumps([[str(t.path.relative_to(self.path)), t.path.stat().st_size, t.path.stat().st_mtime_ns]
-                          for t in trials])
+        key = json.dumps([version, [[str(t.path.relative_to(self.path)), t.path.stat().st_size,
+                                     t.path.stat().st_mtime_ns] for t in trials]])
         cache = self.path / "derived" / "summaries.parquet"
         key_file = cache.with_suffix(".key")
         if cache.exists() and key_file.exists() and key_file.read_text() == key:

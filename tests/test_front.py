@@ -171,6 +171,13 @@ def test_an_arm_behind_nginx_and_one_without(tmp_path: Path) -> None:
     for p in ports:
         assert f"listening on 127.0.0.1:{p} (FastCGI)" in app_log
 
+    # the server's CPU per request over the measured window: service and nginx, nginx's share apart
+    summ = result.summaries().set_index("arm")
+    total, front_part = summ.loc["node-nginx", "server_cpu_us_per_req"], summ.loc["node-nginx", "front_cpu_us_per_req"]
+    assert 0 < front_part < total < 1e6 and 0 < summ.loc["go-http", "server_cpu_us_per_req"] < 1e6
+    assert 0 < summ.loc["node-nginx", "server_cpu_frac"] <= 1.05  # both on the one server CPU
+    assert "front_cpu_us_per_req" not in summ.columns or summ["front_cpu_us_per_req"].isna()["go-http"]
+
     # the arm without a front: as before
     assert "front" not in plain and "ports" not in plain
     assert plain["contract"]["ok"] and plain["load"]["status_counts"] == {"200": n}

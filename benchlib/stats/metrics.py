@@ -57,7 +57,8 @@ _RATE_METRICS = {"error_rate", "timeout_rate"}
 def metric_info(name: str, better: Mapping[str, str] | None = None) -> MetricInfo:
     """The :class:`MetricInfo` of a summary column.
 
-    Known: ``*_ms``, ``*_us`` and ``*_s`` (latency: lower is better, ratio), ``*_rps`` (throughput:
+    Known: ``*_ms``, ``*_us`` and ``*_s`` (latency: lower is better, ratio), ``*_us_per_req`` (a
+    cost per request in µs, such as server CPU time: lower is better, ratio), ``*_rps`` (throughput:
     higher is better, ratio), ``error_rate`` (lower is better, difference in percentage
     points). Other columns need an entry in ``better`` (``{"cpu_pct": "lower"}``).
 
@@ -75,6 +76,8 @@ def metric_info(name: str, better: Mapping[str, str] | None = None) -> MetricInf
         return MetricInfo(name, override or "higher", "log", "req/s", "faster", "slower")
     if name.endswith("_ms"):
         return MetricInfo(name, override or "lower", "log", "ms", "faster", "slower")
+    if name.endswith("_us_per_req"):  # a cost per request (server CPU time)
+        return MetricInfo(name, override or "lower", "log", "µs", "cheaper", "costlier")
     if name.endswith("_us"):
         return MetricInfo(name, override or "lower", "log", "µs", "faster", "slower")
     if name.endswith("_s"):
