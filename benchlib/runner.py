@@ -54,6 +54,7 @@ from benchlib.progress import ProgressCallback, make_progress
 from benchlib.records.trial import TRIAL_RECORD_VERSION
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
 from benchlib.runtime.base import handle_ports
+from benchlib.runtime.ports import free_port
 from benchlib.schema import PHASE_CODES, ROW_DTYPE
 from benchlib.signals import interrupt_on_signals
 from benchlib.store import RunStore, StoredTrial
@@ -186,12 +187,6 @@ def _pinned_to(cpus: Sequence[int]) -> Iterator[None]:
         os.sched_setaffinity(0, before)
 
 
-def _free_port(host: str = "127.0.0.1") -> int:
-    from benchlib.runtime.local import free_port
-
-    return free_port(host)
-
-
 class _Executor:
     """Holds the state of one run while it executes."""
 
@@ -277,20 +272,20 @@ class _Executor:
             for dep in svc.manifest.requires:
                 dsvc = get_manifest(dep).resolve()
                 h = rt.start(self.prepared[(rt_name, dsvc.name, dsvc.variant)], StartOptions(
-                    port=_free_port(), cpus=self.cpus.dependencies, log_sink="pipe",
+                    port=free_port(), cpus=self.cpus.dependencies, log_sink="pipe",
                     log_path=self.store.log_path(condition, arm.name, block).with_suffix(f".{dep}.log"),
                     run_id=run_id, role="dependency"))
                 stack.enter_context(h)
                 deps[dep] = h
             handle = rt.start(self.prepared[(rt_name, svc.name, svc.variant)], StartOptions(
-                port=_free_port(), cpus=self.cpus.server, limits=arm.limits or self.exp.limits, log_sink=arm.log_sink,
+                port=free_port(), cpus=self.cpus.server, limits=arm.limits or self.exp.limits, log_sink=arm.log_sink,
                 log_path=self.store.log_path(condition, arm.name, block), env=dict(arm.env), deps=deps,
                 run_id=run_id))
             stack.enter_context(handle)
             front: ServiceHandle | None = None
             if front_svc is not None:
                 front = rt.start(self.prepared[(rt_name, front_svc.name, front_svc.variant)], StartOptions(
-                    port=_free_port(), cpus=self.cpus.server, limits=arm.limits or self.exp.limits,
+                    port=free_port(), cpus=self.cpus.server, limits=arm.limits or self.exp.limits,
                     log_sink="pipe", log_path=self.store.log_path(condition, arm.name, block).with_suffix(
                         f".{front_svc.name}.log"),
                     env=dict(svc.front_env), run_id=run_id, role="front", backend=handle))

@@ -5,7 +5,7 @@
   ``benchlib/<service>:<variant>-<content hash>``; an image with that tag is reused. The
   build runs with ``network_mode="host"`` (engines started with ``--bridge=none`` have no
   other network). Base images that are missing and cannot be pulled are created with
-  debootstrap (:mod:`benchlib.images`).
+  debootstrap (:mod:`benchlib.runtime.docker.images`).
 * **Extra CA bundle**: behind a TLS-inspecting proxy, downloads inside a build need the
   proxy's CA. When one is configured or detected (``ca_bundle``, ``$BENCHLIB_BUILD_CA_BUNDLE``,
   ``$SSL_CERT_FILE``, ``$REQUESTS_CA_BUNDLE``, ``$PIP_CERT``, ``$CURL_CA_BUNDLE``, pip's
@@ -22,8 +22,9 @@
 * **During the trial**: ``stats`` sampled every ``stats_interval_s`` (CPU, memory);
   :meth:`DockerHandle.resource_samples`.
 * **Stop**: always stopped and removed (context manager, ``atexit``, SIGTERM); a run killed
-  hard leaves containers that the label sweep (:func:`benchlib.cleanup.sweep`) removes at the
-  next start. An OOM kill is reported as such (``StopInfo.oom_killed``).
+  hard leaves containers that the label sweep (:mod:`benchlib.runtime.docker.sweep`, also run
+  by ``benchlib cleanup``) removes at the next start. An OOM kill is reported as such
+  (``StopInfo.oom_killed``).
 * **Enforced**: limits read back from the container's cgroup (host files when the engine is
   on this machine, else ``docker exec cat`` inside the container).
 * **Endpoints**: anything the SDK accepts (``DOCKER_HOST``: ``unix://``, ``tcp://``,
@@ -58,7 +59,6 @@ from benchlib.runtime.base import Prepared, StartOptions, backend_values, format
 from benchlib.runtime.docker.context import CA_FILE_NAME, _content_hash, _context_files, _sha256_file, detect_ca_bundle
 from benchlib.runtime.docker.engine import (
     _engine_is_local,
-    _install_exit_hooks,
     _redact,
     _remote_host,
     check_endpoint_security,
@@ -69,7 +69,9 @@ from benchlib.runtime.docker.engine import (
     owner_label,
     shared_client,
 )
-from benchlib.runtime.docker.handle import DockerHandle, _exec_output, _tail
+from benchlib.runtime.docker.images import base_images, ensure_base_images
+from benchlib.runtime.docker.sweep import sweep_containers
+from benchlib.runtime.docker.handle import DockerHandle, _exec_output, _install_exit_hooks, _tail
 
 
 __all__ = [
@@ -110,7 +112,7 @@ class DockerRuntime:
     ca_bundle: extra CA bundle for builds (see :func:`detect_ca_bundle`).
     build_network: ``network_mode`` of build containers (``host``: works with engines
         started with ``--bridge=none``).
-    bootstrap_base: create missing Debian base images with debootstrap (see :mod:`benchlib.images`).
+    bootstrap_base: create missing Debian base images with debootstrap (see :mod:`benchlib.runtime.docker.images`).
     service_host: the address the load generator connects to (default: 127.0.0.1 for a local
         engine, the engine's host name for a remote one; ``$BENCHLIB_DOCKER_SERVICE_HOST``).
     bind_host: the address the service under test binds (``$HOST``; default 127.0.0.1;
@@ -205,10 +207,8 @@ class DockerRuntime:
         if self._swept:
             return
         self._swept = True
-        from benchlib.cleanup import sweep
-
         try:
-            sweep(None, client=self.client, include_cgroups=False)
+            sweep_containers(self.client)
         except Exception:  # noqa: BLE001 - a failed sweep must not block a run
             pass
 
@@ -265,8 +265,6 @@ class DockerRuntime:
         RuntimeUnavailable
             no engine answers.
         """
-        from benchlib.images import ensure_base_images
-
         manifest = service.manifest
         docker_cfg = {**manifest.raw.get("docker", {}),
                       **manifest.raw.get("variants", {}).get(service.variant, {}).get("docker", {})}
@@ -283,8 +281,6 @@ class DockerRuntime:
         t0 = time.monotonic()
         bases = ensure_base_images(client, dockerfile_text, build_args, bootstrap=self.bootstrap_base)
         base_ids = {}
-        from benchlib.images import base_images
-
         for ref in base_images(dockerfile_text, build_args):
             try:
                 base_ids[ref] = client.images.get(ref).id
@@ -390,7 +386,7 @@ class DockerRuntime:
             ``run.ready_timeout_s``; the container's log tail is attached and the container is
             removed.
         """
-        from benchlib.runtime.local import port_in_use
+        from benchlib.runtime.ports import port_in_use
 
         if prepared.image is None:
             raise ServiceStartError(f"{prepared.service.name}: not prepared for docker (no image); "

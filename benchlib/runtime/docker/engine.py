@@ -9,14 +9,10 @@ import socket
 import threading
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 from urllib.parse import urlparse
 
-from benchlib import signals
 from benchlib.errors import RuntimeUnavailable
-
-if TYPE_CHECKING:
-    from benchlib.runtime.docker.handle import DockerHandle
 
 _START_HINT = (
     "start an engine (as root: `scripts/docker-engine.sh start`, or `systemctl start docker`), "
@@ -204,33 +200,17 @@ def owner_alive(label: str) -> bool | None:
     return _start_ticks(pid) == parts[3]
 
 
-_LIVE: set[DockerHandle] = set()
-_LIVE_LOCK = threading.Lock()
-_HOOKS_INSTALLED = False
-
-
-def _remove_live_containers() -> None:
-    with _LIVE_LOCK:
-        handles = list(_LIVE)
-    for h in handles:
-        try:
-            h.kill_and_remove()
-        except Exception:  # noqa: BLE001 - best effort at exit
-            pass
-
-
-def _install_exit_hooks() -> None:
-    """atexit, plus the stop-signal path (:func:`benchlib.signals.on_stop`: SIGTERM and SIGHUP
-    remove live containers, then the process ends as the signal would have)."""
-    global _HOOKS_INSTALLED
-    if not _HOOKS_INSTALLED:
-        _HOOKS_INSTALLED = True
-        atexit.register(_remove_live_containers)
-    signals.on_stop(_remove_live_containers)
-
-
 def iter_benchlib_containers(client: Any, run_id: str | None = None) -> Iterator[Any]:
     """Containers carrying benchlib's labels (of ``run_id`` when given), running or not."""
     label = "benchlib.run_id" if run_id is None else f"benchlib.run_id={run_id}"
     yield from client.containers.list(all=True, filters={"label": label})
 
+
+def find_image(client: Any, ref: str) -> str | None:
+    """The engine's id of image ``ref`` (``sha256:...``), or ``None`` when it has no such image."""
+    import docker.errors
+
+    try:
+        return str(client.images.get(ref).id)
+    except docker.errors.ImageNotFound:
+        return None
