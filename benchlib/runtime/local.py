@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from benchlib import buildcache, logs, signals, toolchains
+from benchlib import buildcache, logs, settings, signals, toolchains
 from benchlib.errors import BuildError, ServiceStartError
 from benchlib.manifest import ResolvedService
 from benchlib.runtime.base import (
@@ -54,7 +54,7 @@ __all__ = ["LocalHandle", "LocalRuntime", "SERVICE_ENV_KEEP", "free_port", "free
 SERVICE_ENV_KEEP = (
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
     "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "NODE_PATH", "DOTNET_ROOT",
-    "LD_LIBRARY_PATH", "BENCHLIB_CACHE",
+    "LD_LIBRARY_PATH", settings.CACHE.name,
 )
 
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from benchlib import buildcache, signals
+from benchlib import buildcache, settings, signals
 from benchlib.errors import BuildError, ParameterError, RuntimeUnavailable, ServiceStartError
 from benchlib.manifest import ResolvedService
 from benchlib.model import Limits
@@ -89,8 +89,17 @@ __all__ = [
     "shared_client",
 ]
 
-#: The seeds ran every service with 1 CPU and 512 MB; the default when no limit is asked for.
-SEED_LIMITS = Limits(cpus=1.0, memory_mb=512)
+def _as_limits(fields: Mapping[str, float]) -> Limits | None:
+    """``{"cpus": 1.0, "memory_mb": 512}`` as :class:`Limits`; ``None`` for ``{}`` (no limits)."""
+    if not fields:
+        return None
+    memory = fields.get("memory_mb")
+    return Limits(cpus=fields.get("cpus"), memory_mb=None if memory is None else int(memory))
+
+
+#: The seeds ran every service with 1 CPU and 512 MB; the default when no limit is asked for
+#: (the fallback of ``$BENCHLIB_DOCKER_LIMITS``).
+SEED_LIMITS = _as_limits(settings.DOCKER_LIMITS.value(environ={}))
 
 
 @dataclass
@@ -141,9 +150,9 @@ class DockerRuntime:
         self.ca_bundle_setting = ca_bundle
         self.build_network = build_network
         self.bootstrap_base = bootstrap_base
-        self._service_host = service_host or os.environ.get("BENCHLIB_DOCKER_SERVICE_HOST")
-        self._bind_host = bind_host or os.environ.get("BENCHLIB_DOCKER_BIND_HOST")
-        self._dependency_bind_host = dependency_bind_host or os.environ.get("BENCHLIB_DOCKER_DEPENDENCY_BIND_HOST")
+        self._service_host = service_host or settings.DOCKER_SERVICE_HOST.get()
+        self._bind_host = bind_host or settings.DOCKER_BIND_HOST.get()
+        self._dependency_bind_host = dependency_bind_host or settings.DOCKER_DEPENDENCY_BIND_HOST.get()
         self.stats_interval_s = float(stats_interval_s)
         self.readback = readback
         self.build_timeout_s = build_timeout_s
@@ -408,7 +417,7 @@ class DockerRuntime:
             raise ServiceStartError(
                 f"{service.name}: its post_start steps run on this machine against port {options.port}, but on the "
                 f"remote engine {_redact(self.endpoint)} it binds {bind} there, out of reach; set "
-                f"{'BENCHLIB_DOCKER_BIND_HOST' if role == 'service' else 'BENCHLIB_DOCKER_DEPENDENCY_BIND_HOST'} "
+                f"{(settings.DOCKER_BIND_HOST if role == 'service' else settings.DOCKER_DEPENDENCY_BIND_HOST).name} "
                 "to an address of that machine (it is then reachable from its network, credentials included)")
         values = {"host": bind, "port": str(options.port), "ports": ",".join(map(str, ports))}
         for dep, h in options.deps.items():
@@ -590,22 +599,8 @@ def _is_loopback(address: str) -> bool:
 
 
 def _limits_from_env() -> Limits | None:
-    value = os.environ.get("BENCHLIB_DOCKER_LIMITS")
-    if value is None:
-        return SEED_LIMITS
-    if value.strip().lower() in ("", "none", "off"):
-        return None
-    fields: dict[str, Any] = {}
-    for part in value.split(","):
-        key, _, val = part.partition("=")
-        key = key.strip()
-        if key not in ("cpus", "memory_mb"):
-            raise ParameterError(f"BENCHLIB_DOCKER_LIMITS: unknown field {key!r}; valid: cpus, memory_mb "
-                                 "(e.g. cpus=1,memory_mb=512, or none)")
-        try:
-            fields[key] = float(val) if key == "cpus" else int(val)
-        except ValueError:
-            raise ParameterError(f"BENCHLIB_DOCKER_LIMITS: {key}={val!r} is not a number") from None
-    return Limits(**fields)
+    """``$BENCHLIB_DOCKER_LIMITS`` (:data:`benchlib.settings.DOCKER_LIMITS`) as limits;
+    ``None`` for ``none``."""
+    return _as_limits(settings.DOCKER_LIMITS.value())
 
 

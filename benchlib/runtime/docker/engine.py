@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 from urllib.parse import urlparse
 
+from benchlib import settings
 from benchlib.errors import RuntimeUnavailable
 
 _START_HINT = (
@@ -29,7 +30,6 @@ def _redact(url: str) -> str:
 
 #: Set to ``1`` to use a remote engine over plain ``tcp://`` (no TLS): anyone on the network
 #: path can then read and drive that engine.
-ALLOW_INSECURE_ENV = "BENCHLIB_ALLOW_INSECURE_DOCKER"
 
 
 def _tls_configured(environ: Mapping[str, str]) -> bool:
@@ -41,7 +41,7 @@ def _tls_configured(environ: Mapping[str, str]) -> bool:
 def check_endpoint_security(url: str, environ: Mapping[str, str] | None = None) -> None:
     """Refuse a remote engine reached over plain TCP: ``tcp://`` (or ``http://``) to a host that
     is not loopback, without TLS (``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH``), unless
-    :data:`ALLOW_INSECURE_ENV` is ``1``. ``unix://``, ``ssh://``, ``https://`` and loopback TCP
+    ``$BENCHLIB_ALLOW_INSECURE_DOCKER`` (:data:`benchlib.settings.ALLOW_INSECURE_DOCKER`) is ``1``. ``unix://``, ``ssh://``, ``https://`` and loopback TCP
     pass.
 
     Raises
@@ -53,12 +53,12 @@ def check_endpoint_security(url: str, environ: Mapping[str, str] | None = None) 
     scheme = urlparse(url).scheme
     if scheme not in ("tcp", "http") or _engine_is_local(url) or _tls_configured(env):
         return
-    if env.get(ALLOW_INSECURE_ENV) == "1":
+    if settings.ALLOW_INSECURE_DOCKER.value(env):
         return
     raise RuntimeUnavailable(
         f"the Docker engine {_redact(url)} is remote and would be used over plain TCP (no TLS): anyone on the "
         "network path could read and drive it; use TLS (DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH, port 2376), "
-        f"ssh://user@host, or set {ALLOW_INSECURE_ENV}=1 on a network you control"
+        f"ssh://user@host, or set {settings.ALLOW_INSECURE_DOCKER.name}=1 on a network you control"
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from benchlib import logs, signals
 from benchlib.manifest import ResolvedService
 from benchlib.model import Limits
-from benchlib.runtime.base import Runtime, StartOptions, StopInfo
+from benchlib.runtime.base import StartOptions, StopInfo
 
 #: Containers started and not yet removed (removed at exit and on a stop signal).
 _LIVE: set[DockerHandle] = set()
@@ -42,7 +42,7 @@ def _install_exit_hooks() -> None:
 class DockerHandle:
     """A running, healthy container (see :class:`benchlib.runtime.base.ServiceHandle`)."""
 
-    def __init__(self, runtime: Runtime, container: Any, service: ResolvedService, host: str, port: int,
+    def __init__(self, runtime: Any, container: Any, service: ResolvedService, host: str, port: int,
                  options: StartOptions, limits: Limits) -> None:
         self.runtime = runtime
         self.container = container

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchlib import settings
 from benchlib.buildcache import cache_root
 from benchlib.errors import BuildError, ParameterError, RuntimeUnavailable
 from benchlib.runtime.docker.context import detect_ca_bundle
@@ -143,9 +144,9 @@ def apt_mirror() -> str:
 
     ``$BENCHLIB_DEBIAN_MIRROR`` overrides it.
     """
-    env = os.environ.get("BENCHLIB_DEBIAN_MIRROR")
-    if env:
-        return env.rstrip("/")
+    mirror = settings.DEBIAN_MIRROR.get()
+    if mirror is not None:
+        return mirror
     candidates = sorted(Path("/etc/apt/sources.list.d").glob("*.sources")) + [Path("/etc/apt/sources.list")]
     candidates += sorted(Path("/etc/apt/sources.list.d").glob("*.list"))
     for path in candidates:
