@@ -17,6 +17,7 @@ every variable.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -63,8 +64,6 @@ class Setting(Generic[T]):
     def raw(self, environ: Mapping[str, str] | None = None) -> str | None:
         """The variable's text now (``environ``: another environment than this process's),
         ``None`` when unset or empty."""
-        import os
-
         value = (os.environ if environ is None else environ).get(self.name)
         return value if value else None
 
