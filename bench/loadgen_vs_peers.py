@@ -61,6 +61,7 @@ CODE = _code_root(sys.argv[1:])
 sys.path.insert(0, str(CODE))
 os.environ["PYTHONPATH"] = os.pathsep.join([str(CODE)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
+from benchlib import settings  # noqa: E402
 from benchlib.loadgen import run_load  # noqa: E402
 from benchlib.loadgen.testservers import serve  # noqa: E402
 from benchlib.model import LoadSpec, Target  # noqa: E402
@@ -332,7 +333,7 @@ def main() -> None:
     ap.add_argument("--benchlib", type=Path, default=REPO,
                     help="the checkout whose load generator is measured (default: this one)")
     ap.add_argument("--json", type=Path, help="also write the results here")
-    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("BENCHLIB_CACHE", Path.home() / ".cache" / "benchlib")) / "bench")
+    ap.add_argument("--cache", type=Path, default=settings.CACHE.value() / "bench")
     args = ap.parse_args()
     if args.pairs < 1:
         ap.error("--pairs must be >= 1")
