@@ -30,7 +30,7 @@ import os
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -58,7 +58,11 @@ from benchlib.schema import PHASE_CODES, ROW_DTYPE
 from benchlib.signals import interrupt_on_signals
 from benchlib.store import RunStore, StoredTrial
 
-__all__ = ["ExperimentResult", "cross_check_summary", "request_for", "run_cross_check", "run_experiment", "trial_summary"]
+#: A stopping rule: ``rule(result, blocks_done)`` -> the ``(condition, arm)`` pairs that still
+#: need blocks (``None``: all); see :func:`run_experiment`'s ``until``.
+StopRule = Callable[["ExperimentResult", int], "Collection[tuple[str, str]] | None"]
+
+__all__ = ["ExperimentResult", "StopRule", "cross_check_summary", "request_for", "run_cross_check", "run_experiment", "trial_summary"]
 
 
 @dataclass
@@ -485,6 +489,7 @@ def run_experiment(
     cpus: CpuPlan | None = None,
     progress: bool | ProgressCallback = True,
     notebook_parameters: Mapping[str, Any] | None = None,
+    until: StopRule | None = None,
 ) -> ExperimentResult:
     """Run (or resume) ``experiment`` and return its result.
 
@@ -496,6 +501,11 @@ def run_experiment(
     cpus: CPU assignment (default: :func:`benchlib.cpus.plan_cpus`).
     progress: ``True`` (automatic renderer), ``False`` or a callback taking event dicts.
     notebook_parameters: the calling notebook's parameters, stored in run.json.
+    until: a stopping rule (e.g. :class:`benchlib.analysis.stopping.StopWhenSettled`), called
+        after each complete block as ``until(result, blocks_done)``; it returns the
+        ``(condition, arm)`` pairs that still need blocks (``None``: all). Later trials of the
+        other pairs are not run (a ``settled`` progress event each); when none is left the
+        run ends, and run.json records ``stopped_after_blocks``.
 
     Raises
     ------
@@ -507,11 +517,12 @@ def run_experiment(
         (the file is named); nothing was written then.
     """
     with interrupt_on_signals():
-        return _run(experiment, run_id, out_dir, cpus or plan_cpus(), progress, notebook_parameters)
+        return _run(experiment, run_id, out_dir, cpus or plan_cpus(), progress, notebook_parameters, until)
 
 
 def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[str] | None, cpus: CpuPlan,
-         progress: bool | ProgressCallback, notebook_parameters: Mapping[str, Any] | None) -> ExperimentResult:
+         progress: bool | ProgressCallback, notebook_parameters: Mapping[str, Any] | None,
+         until: StopRule | None = None) -> ExperimentResult:
     runtime = get_runtime(experiment.runtime)
     runtime.check()
     store = RunStore.open(experiment.study, run_id, root=out_dir)
@@ -540,9 +551,21 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
     conditions = {c.name: c for c in experiment.conditions}
     result = ExperimentResult(experiment, store, dict(ex.unavailable))
     show({"event": "start", "study": experiment.study, "run_id": store.run_id, "total": len(plan)})
+    needed: set[tuple[str, str]] | None = None  # (condition, arm) pairs the stopping rule still wants
+    stopped_after: int | None = None
     with _pinned_to(cpus.client):
-        for planned in plan:
+        for i, planned in enumerate(plan):
             ev = {"study": experiment.study, "total": len(plan), **planned.to_dict()}
+            if until is not None and i and planned.block != plan[i - 1].block:
+                wanted = until(result, planned.block)
+                needed = None if wanted is None else {(str(c), str(a)) for c, a in wanted}
+                if needed is not None and not needed:
+                    stopped_after = planned.block
+                    show({**ev, "event": "settled", "blocks": planned.block})
+                    break
+            if needed is not None and (planned.condition, planned.arm) not in needed:
+                show({**ev, "event": "settled"})
+                continue
             old = stored.get((planned.condition, planned.arm, planned.block))
             if old is not None:
                 if not (experiment.retry_failed and old.meta.get("status") == "failed"):
@@ -565,7 +588,8 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                   "achieved_rps": load.get("achieved_rps"), "p50_ms": load.get("p50_ms")})
             if experiment.between_trials_s:
                 time.sleep(experiment.between_trials_s)
-    store.update_run(status="complete", finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    store.update_run(status="complete", finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                     **({"stopped_after_blocks": stopped_after} if stopped_after is not None else {}))
     show({"event": "done", "study": experiment.study, "run_id": store.run_id, "ran": result.ran,
           "skipped": result.skipped})
     return result

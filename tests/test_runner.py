@@ -80,6 +80,25 @@ def test_plan_runs_in_blocks_is_stored_and_resumes(services: Path, tmp_path: Pat
                        out_dir=tmp_path / "runs", progress=False)
 
 
+def test_a_stopping_rule_ends_blocks_for_settled_pairs_and_then_the_run(services: Path, tmp_path: Path) -> None:
+    """``until``: after block 1 only arm a is still wanted, after block 2 nothing: block 1 runs
+    a alone, block 2 is not run, run.json says where it stopped."""
+    exp = Experiment("t-until", (Arm("a", "python-aiohttp-hello"), Arm("b", "python-aiohttp-hello")),
+                     (Condition("main", TINY),), trials=3, seed=5, between_trials_s=0)
+    asked: list[tuple[int, int]] = []
+
+    def rule(result, blocks_done):
+        asked.append((blocks_done, len(result.trials())))
+        return {("main", "a")} if blocks_done == 1 else set()
+
+    events: list[dict] = []
+    res = run_experiment(exp, run_id="u1", out_dir=tmp_path / "runs", progress=events.append, until=rule)
+    assert asked == [(1, 2), (2, 3)]  # called after each complete block, with what is stored
+    assert sorted((t.block, t.arm) for t in res.trials()) == [(0, "a"), (0, "b"), (1, "a")]
+    assert [e["arm"] for e in events if e["event"] == "settled" and "blocks" not in e] == ["b"]
+    assert res.store.read_run()["stopped_after_blocks"] == 2
+
+
 def test_unrunnable_arm_is_kept_with_its_reason_and_a_dying_service_is_a_recorded_failure(
         services: Path, tmp_path: Path) -> None:
     exp = Experiment("t-runner2", (Arm("ok", "python-aiohttp-hello"), Arm("dotnet", "needs-dotnet"),

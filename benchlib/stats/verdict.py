@@ -120,7 +120,7 @@ class Verdict:
         Group-sequential analysis (``compare(..., sequential=design)``): the blocks of the run
         the row rests on and the design's maximum (both 0 for a fixed-size analysis). The
         p-values, interval, MDE and guard are then the sequential test's, and the words say
-        "stopped at 8 of 12 blocks".
+        "sequential, 8 of 12 blocks".
     """
 
     kind: VerdictKind
@@ -254,14 +254,13 @@ def render(v: Verdict) -> str:
     ``~ (MDE 9.0%)``, ``~ (all trials 0%, MDE 0 pp)``, ``insufficient trials (need ≥ 6 blocks)``,
     ``insufficient trials (need ≥ 4 per arm; between-run variance not estimated, MDE ≥ 1.2%)``,
     ``omitted (no values)``, ``not run: <reason>``, ``no valid trial: <reason>``. A
-    group-sequential row adds how many blocks it rests on: ``faster (stopped at 8 of 12
-    blocks)``, ``~ (MDE 9.0%; 12 of 12 blocks, sequential)``.
+    group-sequential row adds how many blocks it rests on: ``faster (sequential, 8 of 12
+    blocks)``, ``~ (MDE 9.0%; sequential, 12 of 12 blocks)``.
     """
     text = _render(v)
     if not v.sequential or v.kind in (VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL, VerdictKind.OMITTED):
         return text
-    bit = (f"stopped at {v.blocks_run} of {v.blocks_max} blocks" if v.stopped_early
-           else f"{v.blocks_run} of {v.blocks_max} blocks, sequential")
+    bit = f"sequential, {v.blocks_run} of {v.blocks_max} blocks"
     if text.endswith(")"):
         return f"{text[:-1]}; {bit})"
     return f"{text} ({bit})"

@@ -77,7 +77,7 @@ def test_compare_stops_a_clear_difference_at_the_first_look() -> None:
     v = comp.verdicts[0]
     assert v.kind is VerdictKind.SLOWER and v.sequential and v.stopped_early
     assert (v.blocks_run, v.blocks_max) == (8, 16)
-    assert render(v).endswith("(stopped at 8 of 16 blocks)")
+    assert render(v) == "slower (sequential, 8 of 16 blocks)"
     st = status(comp)
     assert st.stop and st.settled and st.blocks == 8
     assert "settled at 8 of 16" in st.explain()
