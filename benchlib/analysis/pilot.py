@@ -247,10 +247,10 @@ def design_section(run: Any, answers: Sequence[Any], *, pilot: Any = None, targe
     if not len(t):
         return "\n\n".join([*lines, "No compared row with a relative effect: nothing to plan."])
 
+    from benchlib.stats.variance import mde_text
+
     def pct(x: Any) -> str:
-        if x is None or math.isnan(float(x)):
-            return "–"
-        return "∞ (too few blocks)" if math.isinf(float(x)) else f"{float(x):.1f}%"
+        return "–" if x is None or math.isnan(float(x)) else mde_text(float(x) / 100.0)
 
     lines += ["", "| condition | metric | rows (family) | blocks run / planned × measured s | predicted MDE | "
               "achieved MDE (max, median) | between share | recommended for the target |",

@@ -59,6 +59,7 @@ __all__ = [
     "components_table",
     "cost_model",
     "plan_design",
+    "mde_text",
 ]
 
 #: Measured durations (s) the planner considers unless told otherwise.
@@ -576,7 +577,7 @@ class DesignPlan:
     def to_markdown(self) -> str:
         """The chosen design, the alternatives and the components, for a report."""
         c = self.chosen
-        mdes = ", ".join(f"{m} {100 * v:.1f}%" for m, v in c.mde.items())
+        mdes = ", ".join(f"{m} {mde_text(v)}" for m, v in c.mde.items())
         lines = [
             f"**Design**: {c.blocks} blocks × {c.duration_s:g} s measured per trial, about {c.minutes:.1f} min; "
             f"predicted MDE at {self.power:.0%} power, each of {self.n_comparisons} rows at α = "
@@ -586,7 +587,7 @@ class DesignPlan:
         if self.current is not None:
             cur = self.current
             lines.append(f"Current design {cur.blocks} blocks × {cur.duration_s:g} s: about {cur.minutes:.1f} min, "
-                         "predicted MDE " + ", ".join(f"{m} {100 * v:.1f}%" for m, v in cur.mde.items()) + ".")
+                         "predicted MDE " + ", ".join(f"{m} {mde_text(v)}" for m, v in cur.mde.items()) + ".")
         if self.sequential is not None:
             sp = self.sequential
             per_block = c.minutes / c.blocks if c.blocks else math.nan
@@ -601,7 +602,7 @@ class DesignPlan:
             tags = [t for t, on in (("**chosen**", o == c), ("extrapolated", o.extrapolated),
                                     ("target not reached", not o.reaches)) if on]
             lines.append(f"| {o.duration_s:g}{' (' + ', '.join(tags) + ')' if tags else ''} | {o.blocks} | "
-                         f"{o.minutes:.1f} | " + " | ".join(f"{100 * o.mde[m]:.1f}%" for m in c.mde) + " |")
+                         f"{o.minutes:.1f} | " + " | ".join(mde_text(o.mde[m]) for m in c.mde) + " |")
         lines += ["", "| metric | arm vs baseline | blocks | SD of log ratio | between | within (at the pilot's d) | "
                   "between share | between SD, 95% CI |", "|---|---|---|---|---|---|---|---|"]
         for p in self.components:
@@ -613,6 +614,11 @@ class DesignPlan:
         if self.notes:
             lines += [""] + [f"* {n}" for n in self.notes]
         return "\n".join(lines)
+
+
+def mde_text(x: float) -> str:
+    """A relative MDE in percent; "∞ (too few blocks)" when the design can never be significant."""
+    return "∞ (too few blocks)" if math.isinf(x) else f"{100 * x:.1f}%"
 
 
 def _blocks_for(shift: float, sigma: float, row_alpha: float, power: float, floor: int, cap: int) -> int | None:
