@@ -8,7 +8,7 @@
 * The notebook, executed by papermill with tiny parameters against the real services
   (marked ``notebook`` and ``integration``; about 1-2 minutes with warm builds): every
   runnable arm ran on its own endpoint and met its contract, bombardier ran beside benchlib
-  on the random-endpoint arms in alternating order, the server's CPU per request was
+  on the random-endpoint arms of the stacks named (and on no other) in alternating order, the server's CPU per request was
   measured, the stored comparison tables hold the expected rows, and the HTML report shows
   the tables computed from the stored trials of that run. Assertions follow what was stored,
   never timing.
@@ -43,11 +43,30 @@ RUNNABLE = ["iris-faithful", "iris-verbatim", "iris-fair", "nethttp", "actix", "
 
 def test_parameters_and_their_defaults() -> None:
     params = notebook_parameters(NOTEBOOK)
-    expected = {"runtime": '"local"', "trials": "10", "scale": "0.1", "warmup_s": "1.0",
+    expected = {"runtime": '"local"', "trials": "10", "scale": "0.02", "warmup_s": "0.5",
                 "variants": '"faithful,verbatim,fair"', "fair_rows": '"nethttp,actix,node,python"',
-                "endpoints": '"random,fixed"', "server_cpus": "1", "bombardier_check": "True", "seed": "2",
-                "out_dir": '""', "run_id": '""', "progress": "True"}
+                "endpoints": '"random"', "server_cpus": "1", "bombardier": f'"{study.BOMBARDIER_STACKS}"',
+                "full": "False", "seed": "2", "out_dir": '""', "run_id": '""', "progress": "True"}
     assert {k: params[k]["default"] for k in params} == expected
+
+
+def test_full_scale_is_one_parameter_away() -> None:
+    given = {"scale": 0.02, "endpoints": "random", "bombardier": study.BOMBARDIER_STACKS}
+    assert study.run_parameters(False, **given) == given
+    assert study.run_parameters(True, **given) == {"scale": 1.0, "endpoints": "random,fixed", "bombardier": "all"}
+    assert study.seed_load(study.FULL["scale"]).requests == study.SEED_REQUESTS
+    assert len(study.study_arms(endpoints=study.FULL["endpoints"])) == 18
+
+
+def test_bombardier_loads_the_random_arm_of_the_chosen_stacks() -> None:
+    assert study.bombardier_stacks(study.BOMBARDIER_STACKS) == ("iris-faithful", "kestrel-faithful", "actix")
+    assert study.bombardier_stacks("all") == tuple(s.key for s in study.STACKS)
+    assert study.bombardier_stacks("none") == study.bombardier_stacks(" ") == ()
+    assert study.bombardier_stacks("node, iris-fair") == ("iris-fair", "node")
+    with pytest.raises(ParameterError, match="unknown bombardier stack.*valid: iris-faithful, iris-verbatim"):
+        study.bombardier_stacks("iris")
+    arms = study.study_arms()
+    assert study.bombardier_setup(arms, "none") == ((), 'bombardier cross-check off (`bombardier="none"`).')
 
 
 def test_arms_are_every_stack_on_every_endpoint_and_follow_the_parameters() -> None:
@@ -223,7 +242,8 @@ def test_a_kestrel_that_ran_ten_times_faster_is_reported_as_the_seed_said() -> N
 
 # -- the notebook, for real ------------------------------------------------------------------------
 
-SMALL = {"trials": 2, "scale": 0.004, "warmup_s": 0.3, "seed": 3, "run_id": "nbtest"}
+SMALL = {"trials": 2, "scale": 0.004, "warmup_s": 0.3, "endpoints": "random,fixed",
+         "bombardier": "iris-faithful,node", "seed": 3, "run_id": "nbtest"}
 
 
 @pytest.mark.notebook
@@ -254,7 +274,8 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_bombardier_and_t
         assert t.meta["variant"] == arms[t.arm].variant and t.meta["cpus"]["server"] != t.meta["cpus"]["client"]
         assert (t.rows()["phase"] == 1).sum() == requests
         x = t.meta.get("cross_check")
-        if t.arm.endswith("-random"):  # bombardier with the seed's flags on the same instance, alternating order
+        if t.arm in ("iris-faithful-random", "node-random"):
+            # bombardier with the seed's flags on the same instance, alternating order
             assert x and not x.get("error"), (t.arm, x)
             assert x["order"] == ("before" if t.block % 2 else "after")
             assert (x["connections"], x["requests_planned"], x["requests"]) == (125, requests, requests)

@@ -258,10 +258,10 @@ def peer_setup(tool: str, arms: Sequence[str], enabled: bool = True, *, flag: st
     before its run: the tool is built here if missing (``benchlib.peers.<tool>.ensure_<tool>``,
     e.g. k6 or bombardier from the Go module proxy), so no trial waits for a build, and the
     sentence names its version (``<tool>_version``). When ``enabled`` is false (the
-    notebook's parameter ``flag``), or the tool cannot be built, no arm is cross-checked and
+    notebook's parameter ``flag``, or ``flag`` as written when it holds ``=``), or the tool cannot be built, no arm is cross-checked and
     the sentence says why."""
     if not enabled:
-        return (), f"{tool} cross-check off (`{flag or tool}=False`)."
+        return (), f"{tool} cross-check off (`{flag if '=' in flag else (flag or tool) + '=False'}`)."
     import importlib
 
     from benchlib.errors import BuildError, ToolchainMissing

@@ -31,10 +31,11 @@ from benchlib.model import Arm, Condition, CrossCheck, LoadSpec
 from benchlib.stats.verdict import VerdictKind
 
 __all__ = [
-    "BOMBARDIER_WHY", "CONDITION", "COST_METRICS", "ENDPOINTS", "FAIR_ROWS", "METRICS", "REPEAT_INVALID",
-    "SEED_CONNECTIONS", "SEED_REQUESTS", "STACKS", "STUDY", "Stack", "VARIANTS", "arm_name", "bombardier_setup",
-    "bombardier_tables", "conclusion_markdown", "cpu_plan", "families", "original_vs_ours", "planned_blocks", "ratio_table",
-    "seed_load", "seed_ratio", "study_arms", "study_condition",
+    "BOMBARDIER_STACKS", "BOMBARDIER_WHY", "CONDITION", "COST_METRICS", "ENDPOINTS", "FAIR_ROWS", "FULL", "METRICS",
+    "REPEAT_INVALID", "SEED_CONNECTIONS", "SEED_REQUESTS", "STACKS", "STUDY", "Stack", "VARIANTS", "arm_name",
+    "bombardier_setup", "bombardier_stacks", "bombardier_tables", "conclusion_markdown", "cpu_plan", "families",
+    "original_vs_ours", "planned_blocks", "ratio_table", "run_parameters", "seed_load", "seed_ratio", "study_arms",
+    "study_condition",
 ]
 
 STUDY = "02_iris_vs_kestrel"
@@ -51,6 +52,11 @@ METRICS: tuple[str, ...] = ("throughput_rps", "p50_ms", "p99_ms", "server_cpu_us
 COST_METRICS: tuple[str, ...] = ("throughput_rps", "server_cpu_us_per_req")
 #: a trial the load generator's guard invalidates (client CPU, schedule) is run again, at most twice
 REPEAT_INVALID = 2
+#: The stacks whose random arm bombardier loads by default: the seed's two servers as the post
+#: ran them, and the fastest fair stack (where a client's own cost per request shows most).
+BOMBARDIER_STACKS = "iris-faithful,kestrel-faithful,actix"
+#: ``full=True``: the seed's size and every question (the notebook's defaults are a short run).
+FULL: dict[str, Any] = {"scale": 1.0, "endpoints": "random,fixed", "bombardier": "all"}
 
 
 @dataclass(frozen=True)
@@ -128,11 +134,31 @@ def cpu_plan(server_cpus: int = 1) -> Any:
                          f"the client), got {server_cpus!r}")
 
 
-def bombardier_setup(arms: Sequence[Arm], enabled: bool = True) -> tuple[tuple[str, ...], str]:
-    """Which arms bombardier cross-checks, the seed's endpoint (``random``) of every stack, and a
-    sentence saying so (:func:`benchlib.analysis.peers.peer_setup`: built here if missing)."""
-    return peers.peer_setup("bombardier", [a.name for a in arms if a.endpoint == "random"], enabled,
-                            flag="bombardier_check")
+def run_parameters(full: bool, **given: Any) -> dict[str, Any]:
+    """The parameters a run uses: ``given`` (the notebook's), with :data:`FULL` over them when
+    ``full`` (the seed's 500,000 requests per trial, both endpoints, bombardier on every stack)."""
+    return {**given, **({k: v for k, v in FULL.items() if k in given} if full else {})}
+
+
+def bombardier_stacks(text: str | Sequence[str]) -> tuple[str, ...]:
+    """``"iris-faithful, actix"`` -> the stack keys; ``"all"``: every stack; ``"none"`` or
+    ``""``: none. An unknown name is one error line listing the valid ones."""
+    if isinstance(text, str) and text.strip().lower() in ("", "none"):
+        return ()
+    if isinstance(text, str) and text.strip().lower() == "all":
+        return tuple(s.key for s in STACKS)
+    return params.choices(text, [s.key for s in STACKS], "bombardier stack(s) (or all, none)", canonical=True)
+
+
+def bombardier_setup(arms: Sequence[Arm], stacks: str | Sequence[str] = BOMBARDIER_STACKS
+                     ) -> tuple[tuple[str, ...], str]:
+    """Which arms bombardier cross-checks, the seed's endpoint (``random``) of the chosen
+    ``stacks`` (:func:`bombardier_stacks`), and a sentence saying so
+    (:func:`benchlib.analysis.peers.peer_setup`: built here if missing)."""
+    chosen = bombardier_stacks(stacks)
+    return peers.peer_setup("bombardier", [a.name for a in arms if a.endpoint == "random"
+                                           and a.name.removesuffix("-random") in chosen], bool(chosen),
+                            flag='bombardier="none"')
 
 
 # -- the questions -------------------------------------------------------------------------------

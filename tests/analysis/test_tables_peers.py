@@ -230,6 +230,8 @@ def test_peer_setup_builds_the_tool_first_and_says_which_arms_it_checks(monkeypa
 
     assert peer_setup("bombardier", ["a"], False, flag="bombardier_check") == (
         (), "bombardier cross-check off (`bombardier_check=False`).")
+    assert peer_setup("bombardier", ["a"], False, flag='bombardier="none"')[1] == (
+        'bombardier cross-check off (`bombardier="none"`).')
     monkeypatch.setattr(b, "ensure_bombardier", lambda: Path("/x/bombardier"))
     monkeypatch.setattr(b, "bombardier_version", lambda path: f"bombardier version v1.2.6 at {path}")
     assert peer_setup("bombardier", ["a", "b"]) == (("a", "b"), "bombardier version v1.2.6 at /x/bombardier on a, b")
