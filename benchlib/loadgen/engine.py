@@ -622,20 +622,24 @@ class Engine:
 
     async def _sweeper(self) -> None:
         """Time out responses that take longer than ``timeout_s``; report progress."""
-        timeout_ns = int(self.cfg.timeout_s * 1e9)
         every = min(0.1, max(0.01, self.cfg.timeout_s / 10))
         next_progress = _clock()
         prog_ns = int(self.cfg.progress_every_s * 1e9)
         while True:
             await asyncio.sleep(every)
             now = _clock()
-            for conn in list(self.conns):
-                if conn.busy and now - conn.t_sent > timeout_ns:
-                    self.time_out(conn, now)
+            self.sweep(now)
             self.check_done()
             if self.progress is not None and now >= next_progress:
                 next_progress = now + prog_ns
                 self.progress(self.progress_info(now))
+
+    def sweep(self, now: int) -> None:
+        """Time out the responses that have taken longer than ``timeout_s`` since their send."""
+        timeout_ns = self.timeout_ns
+        for conn in list(self.conns):
+            if conn.busy and now - conn.t_sent > timeout_ns:
+                self.time_out(conn, now)
 
     def time_out(self, conn: _Conn, now: int) -> None:
         """``conn``'s response took longer than ``timeout_s``: record it, close the connection."""

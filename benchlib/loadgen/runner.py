@@ -104,6 +104,7 @@ def _worker_configs(spec: LoadSpec, target: Target, seed: int) -> list[dict[str,
                 keep_alive=spec.keep_alive, http_version=spec.http_version, method=spec.method,
                 path=spec.path, headers=list(spec.headers), body=bytes(spec.body),
                 connect_timeout_s=spec.connect_timeout_s, timeout_s=spec.timeout_s,
+                protocol=spec.protocol, streams=spec.streams,
                 worker=w, workers=W, seed=seed,
             )
         )
