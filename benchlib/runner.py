@@ -170,9 +170,19 @@ def trial_summary(trial: StoredTrial) -> dict[str, Any]:
 
 
 def request_for(load: LoadSpec, endpoint: Endpoint) -> LoadSpec:
-    """``load`` with its request (method, path, body, headers) taken from ``endpoint``."""
+    """``load`` with its request (method, path, body, headers) taken from ``endpoint``.
+
+    A gRPC endpoint makes the load ``protocol="grpc"`` (its body is the request message); an
+    HTTP endpoint keeps the load's ``http1`` or ``h2c``, and refuses ``grpc``.
+    """
+    protocol = load.protocol
+    if endpoint.protocol == "grpc":
+        protocol = "grpc"
+    elif protocol == "grpc":
+        raise ParameterError(f"endpoint {endpoint.name!r} is not a gRPC method (protocol {endpoint.protocol!r}); "
+                             "a LoadSpec with protocol='grpc' needs an endpoint with protocol = \"grpc\"")
     return load.with_(method=endpoint.method, path=endpoint.path, body=endpoint.body,
-                      headers=tuple(endpoint.headers))
+                      headers=tuple(endpoint.headers), protocol=protocol)
 
 
 @contextlib.contextmanager
@@ -324,7 +334,8 @@ class _Executor:
                     meta["front"] = {"service": arm.front, "variant": self.resolve_front(arm).variant,  # type: ignore[union-attr]
                                      "port": front.port, "enforced": dict(front.enforced)}
                 endpoint = svc.endpoint(condition.endpoint or arm.endpoint)
-                meta["endpoint"] = {"name": endpoint.name, "method": endpoint.method, "path": endpoint.path}
+                meta["endpoint"] = {"name": endpoint.name, "method": endpoint.method, "path": endpoint.path,
+                                    "protocol": endpoint.protocol}
                 target = front if front is not None else handle
                 target_url = f"http://{target.host}:{target.port}"
                 meta["contract"] = verify(target_url, endpoint).to_dict()

@@ -443,7 +443,9 @@ class _H2Conn(asyncio.Protocol):
         now = _clock()
         eng.inflight -= 1
         if code == f.REFUSED_STREAM and not st[_HEADERS]:
-            eng.retry(st[_T_INT], now, f"RST_STREAM REFUSED_STREAM on stream {sid}", st[_T_SENT], st[_NBYTES], self.cid)
+            if eng.retry(st[_T_INT], now, f"RST_STREAM REFUSED_STREAM on stream {sid}", st[_T_SENT], st[_NBYTES],
+                         self.cid):
+                return  # the call goes on elsewhere: its slot with it
         else:
             eng.note_reason("reset", f"RST_STREAM {name} on stream {sid}")
             eng.record(st[_T_INT], st[_T_SENT], now, st[_NBYTES], self.cid, st[_STATUS] if st[_HEADERS] else 0,
@@ -464,8 +466,9 @@ class _H2Conn(asyncio.Protocol):
         for sid in [s for s in self.streams if s > last]:
             st = self.streams.pop(sid)
             eng.inflight -= 1
-            eng.retry(st[_T_INT], now, f"GOAWAY {name} with last stream {last} (stream {sid} not processed)",
-                      st[_T_SENT], st[_NBYTES], self.cid)
+            if not eng.retry(st[_T_INT], now, f"GOAWAY {name} with last stream {last} (stream {sid} not processed)",
+                             st[_T_SENT], st[_NBYTES], self.cid):
+                eng.stream_done(self, now)  # recorded: its slot takes the next call
         if not self.streams:
             self.close(now)
 
@@ -651,18 +654,19 @@ class H2Engine(Engine):
         if conn.goaway and not conn.streams and not conn.dead:
             conn.close(now)
 
-    def retry(self, t_int: int, now: int, why: str, t_sent: int, nbytes: int, cid: int) -> None:
-        """A call the server did not process (GOAWAY, REFUSED_STREAM): send it again, once;
-        the second time it is a ``reset`` row."""
+    def retry(self, t_int: int, now: int, why: str, t_sent: int, nbytes: int, cid: int) -> bool:
+        """A call the server did not process (GOAWAY, REFUSED_STREAM): send it again, once
+        (``True``); the second time it is recorded as a ``reset`` row (``False``)."""
         if t_int in self.retried:
             self.retried.discard(t_int)
             self.note_reason("reset", f"{why}, a second time: not sent again")
             self.record(t_int, t_sent, now, nbytes, cid, 0, _E_RESET)
-            return
+            return False
         self.retried.add(t_int)
         self.retries += 1
         self.note_reason("retried", f"{why}: the call was sent again")
         self.place(t_int, front=True)
+        return True
 
     # -- connections -------------------------------------------------------------------
     def conn_draining(self, conn: _H2Conn) -> None:
@@ -714,16 +718,16 @@ class H2Engine(Engine):
             self.note_reason(kind, f"{type(exc).__name__}: {exc}")
             if t_int is None:
                 self.idle_connect_failures += 1
-                return
-            self.inflight -= 1
-            self.record(t_int, t_try, now, 0, cid, 0, ERROR_CODES["connect"] if kind == "connect" else _E_TIMEOUT)
-            self.retried.discard(t_int)
+            else:
+                self.inflight -= 1
+                self.record(t_int, t_try, now, 0, cid, 0, ERROR_CODES["connect"] if kind == "connect" else _E_TIMEOUT)
+                self.retried.discard(t_int)
             if self.pending and self.nconns < self.cfg.connections:
                 # the queue goes on through a new attempt (and, closed model, the slot too)
                 self.open_conn(self.pending.popleft(), CONNECT_RETRY_NS)
                 if self.closed_model and self.may_send(now):
                     self.place(now)
-            elif self.closed_model:
+            elif self.closed_model and t_int is not None:
                 self._retry_slot(now)
             self.check_done()
             return
@@ -740,7 +744,7 @@ class H2Engine(Engine):
                 self.inflight -= 1
                 self.record(t_int, t_try, now, 0, cid, 0, _E_RESET)
                 self.retried.discard(t_int)
-            self.conn_gone(conn, now)
+            self.conn_gone(conn, now, 0 if t_int is None else 1)
             return
         if t_int is not None:
             self.inflight -= 1  # send() counts it again

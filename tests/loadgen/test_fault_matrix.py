@@ -17,7 +17,7 @@ STARTUP_SLACK_S = 5.0
 
 
 @pytest.mark.parametrize("model", MODELS)
-@pytest.mark.parametrize("case", CASES, ids=[c.mode for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[c.name + (f"-{c.opts['grpc_status']}" if "grpc_status" in c.opts else "") for c in CASES])
 def test_fault_matrix(case, model):
     r = run_case(case, model, server_cpus=server_cpus(), client_cpus=client_cpus())
     assert r["rows"] == r["arrivals"], "every arrival is one row"
@@ -34,5 +34,9 @@ def test_fault_matrix(case, model):
         assert set(r["kinds"]) == {"none"}
         if model == "closed":  # the next request goes out at once, on the connection the server closes
             assert r["retries"] > 0
-    if case.mode in ("unsolicited", "long"):
+    if case.protocol == "grpc" and case.mode in ("refuse", "goaway") and model == "closed":
+        assert r["retries"] > 0  # calls the server did not process were sent again
+    if case.protocol == "grpc" and case.opts.get("grpc_status"):
+        assert r["statuses"] == {str(case.opts["grpc_status"]): r["rows"]}, "the grpc-status is in each row"
+    if case.mode in ("unsolicited", "long") and case.protocol == "http1":
         assert r["unsolicited"] > 0 and r["valid"] is False and "bytes nobody asked for" in r["invalid_reason"]
