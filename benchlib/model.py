@@ -493,7 +493,7 @@ class Arm:
             raise ParameterError(f"arm {self.name!r}: limits must be a Limits(...), got {self.limits!r}")
 
 
-CROSS_CHECK_TOOLS = ("wrk", "k6", "ab", "hey", "h2load", "bombardier")
+CROSS_CHECK_TOOLS = ("wrk", "k6", "ab", "hey", "h2load", "bombardier", "ghz")
 
 
 @dataclass(frozen=True)
