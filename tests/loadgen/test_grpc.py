@@ -1,0 +1,143 @@
+"""Unary gRPC calls (and h2c) from the load generator against a real grpc-go server.
+
+The server is ``benchlib/loadgen/grpcserver`` (grpc-go, default options), built once into
+the build cache; every call is one row, closed and open model, 1 and 50 streams per
+connection; non-OK gRPC statuses land in the rows as error kind ``grpc``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchlib.loadgen.grpcgo import PROTO, SMALL_METHOD, SMALL_REQUEST, SMALL_RESPONSE, serve_grpc
+from benchlib.loadgen.runner import run_load
+from benchlib.model import LoadSpec, Target
+from benchlib.schema import ERROR_CODES, PHASE_CODES
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(shutil.which("go") is None, reason="no go to build the grpc-go test server")]
+
+_OK = ERROR_CODES["none"]
+_GRPC = ERROR_CODES["grpc"]
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serve_grpc() as hp:
+        yield hp
+
+
+def _spec(model: str, streams: int, **kw) -> LoadSpec:
+    bound = dict(requests=600, duration_s=None) if model == "closed" else dict(rate_rps=300, duration_s=1.0)
+    base = dict(model=model, connections=1, streams=streams, protocol="grpc", method="POST", path=SMALL_METHOD,
+                body=SMALL_REQUEST, warmup_s=0, timeout_s=10)
+    return LoadSpec(**{**base, **bound, **kw})
+
+
+def _max_in_flight(rows: np.ndarray) -> int:
+    """The most calls in flight at once (from their send and completion times)."""
+    ev = np.concatenate([np.stack([rows["t_sent_ns"], np.ones(len(rows), np.int64)], 1),
+                         np.stack([rows["t_done_ns"], -np.ones(len(rows), np.int64)], 1)])
+    ev = ev[np.lexsort((ev[:, 1], ev[:, 0]))]  # at equal times, completions first
+    return int(np.cumsum(ev[:, 1]).max())
+
+
+@pytest.mark.parametrize("model", ["closed", "open"])
+@pytest.mark.parametrize("streams", [1, 50])
+def test_unary_calls_one_row_each(server, model, streams):
+    spec = _spec(model, streams)
+    res = run_load(spec, Target(*server))
+    rows = res.rows
+    expected = 600 if model == "closed" else 300
+    assert len(rows) == expected, "every call is one row"
+    assert set(rows["error"].tolist()) == {_OK} and set(rows["status"].tolist()) == {200}
+    assert (rows["phase"] == PHASE_CODES["measure"]).all()
+    assert (rows["t_done_ns"] >= rows["t_sent_ns"]).all() and (rows["t_sent_ns"] >= rows["t_intended_ns"]).all()
+    # one connection; HEADERS + DATA (5-byte prefix + message) + trailers, each with a 9-byte frame header
+    assert set(rows["conn"].tolist()) == {0}
+    assert (rows["bytes"] >= 3 * 9 + 5 + len(SMALL_RESPONSE)).all()
+    in_flight = _max_in_flight(rows)
+    assert in_flight <= streams
+    if model == "closed" and streams == 50:
+        assert in_flight > 1, "50 streams on one connection run concurrently"
+    assert res.meta["valid"] in (True, False)  # the guard ran (its verdict depends on the machine)
+
+
+def test_non_ok_status_is_a_grpc_row(server):
+    """A request the server cannot parse: INVALID_ARGUMENT (3) in every row."""
+    res = run_load(_spec("closed", 4, requests=50, body=b"\xff\xff\xff"), Target(*server))
+    rows = res.rows
+    assert len(rows) == 50 and set(rows["error"].tolist()) == {_GRPC} and set(rows["status"].tolist()) == {3}
+    assert "grpc-status 3" in res.meta["error_examples"]["grpc"]
+
+
+def test_unknown_method_is_unimplemented(server):
+    res = run_load(_spec("closed", 2, requests=20, path="/SmallPayloadService/NoSuchMethod"), Target(*server))
+    assert set(res.rows["error"].tolist()) == {_GRPC} and set(res.rows["status"].tolist()) == {12}
+
+
+def test_grpc_manifest_contract_and_cross_check(server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A gRPC endpoint from a manifest: the request from JSON via the .proto, the contract
+    checked with grpcio (status and decoded response), ghz as the cross-check tool."""
+    from benchlib.contract import verify
+    from benchlib.manifest import load_manifest
+    from benchlib.runner import request_for, run_cross_check
+    from benchlib.model import CrossCheck
+
+    d = tmp_path / "grpc-test"
+    d.mkdir()
+    shutil.copy(PROTO, d / "payloads.proto")
+    (d / "service.toml").write_text(textwrap.dedent("""
+        name = "grpc-test"
+        language = "go"
+        framework = "grpc-go"
+        toolchains = ["go"]
+        [run]
+        command = ["true"]
+        port_env = "PORT"
+        [health]
+        kind = "grpc"
+        [[endpoints]]
+        name = "small"
+        protocol = "grpc"
+        path = "/SmallPayloadService/SendSmallPayload"
+        proto = "payloads.proto"
+        request_json = { Message = "SmallRequest" }
+        request_type = "SmallRequest"
+        [endpoints.contract]
+        grpc_status = 0
+        response_json = { Message = "SmallResponse" }
+        response_type = "SmallResponse"
+        varies = false
+        [[endpoints]]
+        name = "wrong"
+        protocol = "grpc"
+        path = "/SmallPayloadService/SendSmallPayload"
+        proto = "payloads.proto"
+        request_json = '{"Message": "SmallRequest"}'
+        request_type = "SmallRequest"
+        [endpoints.contract]
+        response_json = { Message = "Other" }
+        response_type = "SmallResponse"
+    """))
+    svc = load_manifest(d / "service.toml").resolve()
+    ep = svc.endpoint("small")
+    assert ep.protocol == "grpc" and ep.body == SMALL_REQUEST and ep.proto == d / "payloads.proto"
+    base = f"http://{server[0]}:{server[1]}"
+    report = verify(base, ep)
+    assert report.ok and report.status == 0 and report.body == SMALL_RESPONSE
+    bad = verify(base, svc.endpoint("wrong"), raise_on_error=False)
+    assert not bad.ok and any("field Message" in p and "Other" in p for p in bad.problems)
+    spec = request_for(LoadSpec(connections=1, requests=10, duration_s=None, warmup_s=0), ep)
+    assert spec.protocol == "grpc" and spec.path == ep.path and spec.body == SMALL_REQUEST
+    x = run_cross_check(CrossCheck("ghz", (("requests", 200), ("concurrency", 4))), base + ep.path, [], order="after",
+                        endpoint=ep)
+    assert "error" not in x, x.get("error")
+    assert x["tool"] == "ghz" and x["requests"] == 200 and x["status_counts"] == {"OK": 200}
+    wrong = run_cross_check(CrossCheck("wrk"), base + ep.path, [], order="after", endpoint=ep)
+    assert "ghz" in wrong["error"]
