@@ -315,7 +315,8 @@ class LoadSpec:
             low = name.lower()
             if low in _H2_FORBIDDEN or (low == "te" and value.lower() != "trailers"):
                 raise LoadSpecError(f"LoadSpec.headers: {name!r} is connection-specific and not allowed in HTTP/2 "
-                                    f"(RFC 9113 section 8.2.2); remove it (the client sets :authority itself)")
+                                    f"(RFC 9113 section 8.2.2); valid: leave it out (the client sets :authority itself), "
+                                    "te only as 'trailers'")
         if p != "grpc":
             return
         if self.method != "POST":
@@ -330,7 +331,8 @@ class LoadSpec:
                                     "other lower-case names, e.g. ('x-request-id', '1')")
         if len(self.body) > MAX_GRPC_MESSAGE:
             raise LoadSpecError(f"LoadSpec.body is a gRPC message of {len(self.body):,} bytes, over the "
-                                f"{MAX_GRPC_MESSAGE:,} gRPC servers accept by default")
+                                f"{MAX_GRPC_MESSAGE:,} gRPC servers accept by default (valid: at most "
+                                f"{MAX_GRPC_MESSAGE:,} bytes)")
 
     @property
     def measured_duration_s(self) -> float | None:
