@@ -302,7 +302,8 @@ class LoadSpec:
         if self.protocol == "http1":
             if self.streams != 1:
                 raise LoadSpecError(f"LoadSpec.streams={self.streams} needs protocol 'h2c' or 'grpc'; HTTP/1 sends "
-                                    "one request per connection at a time (valid: streams=1)")
+                                    "one request per connection at a time (valid: streams=1, or protocol='h2c', "
+                                    "which a gRPC endpoint of an experiment turns into 'grpc')")
             return
         p = self.protocol
         if not self.keep_alive:

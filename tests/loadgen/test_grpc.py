@@ -141,3 +141,55 @@ def test_grpc_manifest_contract_and_cross_check(server, tmp_path: Path, monkeypa
     assert x["tool"] == "ghz" and x["requests"] == 200 and x["status_counts"] == {"OK": 200}
     wrong = run_cross_check(CrossCheck("wrk"), base + ep.path, [], order="after", endpoint=ep)
     assert "ghz" in wrong["error"]
+
+
+def test_a_grpc_service_runs_through_run_experiment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A service whose endpoint is gRPC: health kind grpc, the contract via grpcio, the load
+    through the HTTP/2 engine (closed model, 8 streams on 2 connections), ghz beside it."""
+    from benchlib.loadgen.grpcgo import build_grpc_server
+    from benchlib.model import Arm, Condition, CrossCheck, Experiment
+    from benchlib.runner import run_experiment
+
+    binary = build_grpc_server()
+    d = tmp_path / "services" / "grpc-go-test"
+    d.mkdir(parents=True)
+    shutil.copy(PROTO, d / "payloads.proto")
+    (d / "service.toml").write_text(textwrap.dedent(f"""
+        name = "grpc-go-test"
+        language = "go"
+        framework = "grpc-go"
+        toolchains = ["go"]
+        [run]
+        command = ["{binary}", "-addr", "{{host}}:{{port}}"]
+        [health]
+        kind = "grpc"
+        [[endpoints]]
+        name = "small"
+        protocol = "grpc"
+        path = "/SmallPayloadService/SendSmallPayload"
+        proto = "payloads.proto"
+        request_file = "small.bin"
+        [endpoints.contract]
+        grpc_status = 0
+        response_json = {{ Message = "SmallResponse" }}
+        response_type = "SmallResponse"
+    """))
+    (d / "small.bin").write_bytes(SMALL_REQUEST)
+    monkeypatch.setenv("BENCHLIB_SERVICES", str(d.parent))
+    # HTTP/2 with 8 streams per connection; the gRPC endpoint makes it protocol "grpc"
+    load = LoadSpec(protocol="h2c", connections=2, streams=8, duration_s=0.6, warmup_s=0.2)
+    check = CrossCheck("ghz", (("duration_s", 0.5), ("concurrency", 8), ("connections", 2)))
+    exp = Experiment("t-grpc", (Arm("go", "grpc-go-test"),), (Condition("main", load, cross_check=check),),
+                     trials=1, between_trials_s=0)
+    res = run_experiment(exp, run_id="r1", out_dir=tmp_path / "runs", progress=False)
+    (trial,) = res.trials()
+    meta = trial.meta
+    assert meta["status"] in ("ok", "invalid"), meta.get("reason")  # invalid only if the guard saw a busy client
+    assert meta["endpoint"]["protocol"] == "grpc" and meta["contract"]["problems"] == []
+    assert meta["load"]["loadspec"]["protocol"] == "grpc" and meta["load"]["loadspec"]["streams"] == 8
+    rows = trial.rows()
+    assert len(rows) > 0 and set(rows["error"].tolist()) == {_OK} and set(rows["status"].tolist()) == {200}
+    x = meta["cross_check"]
+    assert x["tool"] == "ghz" and "error" not in x and x["status_counts"].get("OK", 0) > 0
+    s = res.summaries()
+    assert s["xcheck_tool"].tolist() == ["ghz"] and s["xcheck_rps"].iloc[0] > 0
