@@ -193,3 +193,19 @@ def test_a_grpc_service_runs_through_run_experiment(tmp_path: Path, monkeypatch:
     assert x["tool"] == "ghz" and "error" not in x and x["status_counts"].get("OK", 0) > 0
     s = res.summaries()
     assert s["xcheck_tool"].tolist() == ["ghz"] and s["xcheck_rps"].iloc[0] > 0
+
+
+@pytest.mark.parametrize("model", ["closed", "open"])
+def test_h2c_requests_against_an_h2_server(model):
+    """Plain HTTP/2 (h2c, prior knowledge) against the h2-package test server: every request
+    one row with the HTTP status; bodies counted in bytes."""
+    from benchlib.loadgen.h2testservers import BODY, serve
+
+    bound = dict(requests=300, duration_s=None) if model == "closed" else dict(rate_rps=200, duration_s=1.0)
+    spec = LoadSpec(model=model, protocol="h2c", connections=2, streams=10, warmup_s=0, path="/hello", **bound)
+    with serve("hello") as (host, port):
+        res = run_load(spec, Target(host, port))
+    rows = res.rows
+    assert len(rows) == (300 if model == "closed" else 200)
+    assert set(rows["error"].tolist()) == {_OK} and set(rows["status"].tolist()) == {200}
+    assert (rows["bytes"] >= 2 * 9 + len(BODY)).all() and _max_in_flight(rows) <= 20
