@@ -209,3 +209,12 @@ def test_h2c_requests_against_an_h2_server(model):
     assert len(rows) == (300 if model == "closed" else 200)
     assert set(rows["error"].tolist()) == {_OK} and set(rows["status"].tolist()) == {200}
     assert (rows["bytes"] >= 2 * 9 + len(BODY)).all() and _max_in_flight(rows) <= 20
+
+
+def test_two_workers_share_the_calls_and_number_connections_uniquely(server):
+    spec = _spec("closed", 10, requests=1000, workers=2, connections=4)
+    rows = run_load(spec, Target(*server)).rows
+    assert len(rows) == 1000 and set(rows["error"].tolist()) == {_OK}
+    assert sorted(set(rows["worker"].tolist())) == [0, 1]
+    for w in (0, 1):  # connection ids are unique across workers (worker w numbers w, w+2, ...)
+        assert {c % 2 for c in set(rows["conn"][rows["worker"] == w].tolist())} == {w}
