@@ -1,7 +1,9 @@
 """Contract verification: does a running service answer as its manifest says?
 
-Uses httpx (a low-rate probe, not the load generator). A mismatch raises
-:class:`~benchlib.errors.ContractError` listing every difference found.
+HTTP endpoints are probed with httpx (HTTP/1.1, or HTTP/2 with prior knowledge for ``h2c``
+endpoints), gRPC endpoints with grpcio (a generic unary call whose request and response
+are the serialized messages as bytes): a low-rate probe, not the load generator. A
+mismatch raises :class:`~benchlib.errors.ContractError` listing every difference found.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import httpx
 from benchlib.errors import ContractError
 from benchlib.manifest import Contract, Endpoint
 
-__all__ = ["ContractReport", "check_response", "verify"]
+__all__ = ["ContractReport", "check_grpc_response", "check_response", "verify"]
 
 
 @dataclass(frozen=True)
@@ -100,10 +102,13 @@ def verify(base_url: str, endpoint: Endpoint, *, timeout_s: float = 10.0, raise_
     timeout_s: seconds for the whole request.
     raise_on_error: raise :class:`ContractError` on a mismatch (else return the report).
     """
+    if endpoint.protocol == "grpc":
+        return _verify_grpc(base_url, endpoint, timeout_s=timeout_s, raise_on_error=raise_on_error)
     url = base_url.rstrip("/") + endpoint.path
     contract = endpoint.contract
+    h2 = endpoint.protocol == "h2c"
     try:
-        with httpx.Client(timeout=timeout_s, trust_env=False) as client:
+        with httpx.Client(timeout=timeout_s, trust_env=False, http1=not h2, http2=h2) as client:
             resp = client.request(endpoint.method, url, content=endpoint.body or None,
                                   headers=dict(endpoint.headers))
             # a second request on the same keep-alive connection, when the contract says
@@ -122,4 +127,67 @@ def verify(base_url: str, endpoint: Endpoint, *, timeout_s: float = 10.0, raise_
                             body=resp.content, problems=tuple(problems))
     if problems and raise_on_error:
         raise ContractError(f"{endpoint.name}: {endpoint.method} {url}: " + "; ".join(problems))
+    return report
+
+
+def check_grpc_response(contract: Contract, code: int, message: bytes) -> list[str]:
+    """The list of ways a gRPC call's outcome (its grpc-status ``code`` and response
+    ``message``) violates ``contract`` (empty when it satisfies it)."""
+    from benchlib.loadgen.h2frames import GRPC_STATUS_NAMES
+
+    def name(c: int) -> str:
+        return GRPC_STATUS_NAMES[c] if 0 <= c < len(GRPC_STATUS_NAMES) else "?"
+
+    if code != contract.grpc_status:
+        return [f"grpc-status {code} ({name(code)}), expected {contract.grpc_status} ({name(contract.grpc_status)})"]
+    problems: list[str] = []
+    if contract.message is not None and message != contract.message:
+        problems.append(f"response message {message[:40]!r} ({len(message)} bytes), expected "
+                        f"{contract.message[:40]!r} ({len(contract.message)} bytes)")
+    if contract.message_json is not None and contract.proto is not None and contract.message_type is not None:
+        from benchlib.errors import ParameterError
+        from benchlib.protos import decode_to_dict
+
+        try:
+            got = decode_to_dict(contract.proto, contract.message_type, message)
+        except ParameterError as exc:
+            return problems + [str(exc)]
+        want = contract.message_json
+        for key in sorted(set(got) | set(want)):
+            if key in want and got.get(key) != want[key]:
+                problems.append(f"field {key}: {json.dumps(got.get(key))[:100]}, expected {json.dumps(want[key])[:100]}")
+    return problems
+
+
+def _verify_grpc(base_url: str, endpoint: Endpoint, *, timeout_s: float, raise_on_error: bool) -> ContractReport:
+    """:func:`verify` for a gRPC endpoint: one call (two when ``varies`` is set) on one channel."""
+    import grpc
+
+    hostport = base_url.split("://", 1)[-1].rstrip("/")
+    url = f"grpc://{hostport}{endpoint.path}"
+    contract = endpoint.contract
+    metadata = tuple((k.lower(), v) for k, v in endpoint.headers)
+
+    def call_once(stub: object) -> tuple[int, bytes, dict[str, str]]:
+        try:
+            resp, call = stub.with_call(endpoint.body, timeout=timeout_s, metadata=metadata)  # type: ignore[attr-defined]
+            return 0, bytes(resp), {k: str(v) for k, v in (call.trailing_metadata() or ())}
+        except grpc.RpcError as exc:
+            code = exc.code()  # type: ignore[attr-defined]
+            return int(code.value[0]), b"", {"grpc-message": str(exc.details())}  # type: ignore[attr-defined]
+
+    with grpc.insecure_channel(hostport, options=[("grpc.enable_http_proxy", 0)]) as channel:
+        stub = channel.unary_unary(endpoint.path)  # no serializers: the messages as bytes
+        code, message, trailers = call_once(stub)
+        again = call_once(stub) if contract.varies is not None else None
+    problems = check_grpc_response(contract, code, message)
+    if code and "grpc-message" in trailers:
+        problems = [f"{p} ({trailers['grpc-message'][:120]})" if p.startswith("grpc-status") else p for p in problems]
+    if again is not None:
+        problems += [f"second call: {p}" for p in check_grpc_response(contract, again[0], again[1])]
+        problems += _variation_problems(contract.varies, message, again[1])
+    report = ContractReport(endpoint=endpoint.name, url=url, status=code, headers=trailers, body=message,
+                            problems=tuple(problems))
+    if problems and raise_on_error:
+        raise ContractError(f"{endpoint.name}: gRPC {url}: " + "; ".join(problems))
     return report

@@ -49,6 +49,7 @@ from benchlib.errors import ManifestError, ParameterError
 from benchlib.model import check_name
 
 __all__ = [
+    "ENDPOINT_PROTOCOLS",
     "Contract",
     "Endpoint",
     "Manifest",
@@ -61,7 +62,9 @@ __all__ = [
 
 MANIFEST_SCHEMA = 1
 KNOWN_TOOLCHAINS = ("go", "cargo", "node", "npm", "python", "dotnet", "nginx", "php-fpm")
-HEALTH_KINDS = ("http", "tcp")
+HEALTH_KINDS = ("http", "tcp", "grpc")
+#: Endpoint protocols: HTTP/1.1, HTTP/2 over cleartext (prior knowledge), unary gRPC.
+ENDPOINT_PROTOCOLS = ("http1", "h2c", "grpc")
 ROLES = ("service", "front")
 #: The most ports one service may ask for (``[run] ports``).
 MAX_PORTS = 64
@@ -83,6 +86,12 @@ class Contract:
     headers: header name -> exact value, or ``"*"`` for "present".
     varies: ``True``: two consecutive responses must have different bodies (a body generated
         per request); ``False``: they must be identical (a fixed body); ``None``: not checked.
+    grpc_status: gRPC endpoints: the grpc-status the call must end with (0 = OK).
+    message: gRPC endpoints: the exact serialized response message, or ``None``.
+    message_json: gRPC endpoints: the response message decoded as ``message_type`` of
+        ``proto`` must equal this (protobuf's JSON form, field names as in the ``.proto``,
+        default values included), or ``None``.
+    message_type, proto: the response's message type (full name) and ``.proto`` file.
     """
 
     status: int = 200
@@ -92,11 +101,23 @@ class Contract:
     content_type: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
     varies: bool | None = None
+    grpc_status: int = 0
+    message: bytes | None = None
+    message_json: Any = None
+    message_type: str | None = None
+    proto: Path | None = None
 
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One endpoint a service implements, with the request to send and the contract."""
+    """One endpoint a service implements, with the request to send and the contract.
+
+    ``protocol``: ``"http1"``, ``"h2c"`` (HTTP/2, prior knowledge) or ``"grpc"`` (a unary
+    gRPC method: ``method`` is ``POST``, ``path`` the method's path
+    ``/package.Service/Method``, ``body`` the serialized request message, ``headers`` the
+    call's metadata; ``proto`` the ``.proto`` file that declares the method, when the
+    manifest names one: ghz cross-checks need it).
+    """
 
     name: str
     method: str
@@ -104,6 +125,8 @@ class Endpoint:
     contract: Contract
     body: bytes = b""
     headers: tuple[tuple[str, str], ...] = ()
+    protocol: str = "http1"
+    proto: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -242,6 +265,62 @@ def _str_map(path: Path, where: str, value: Any) -> dict[str, str]:
 
 
 _CONTRACT_KEYS = {"status", "body", "body_regex", "json", "content_type", "headers", "varies"}
+_GRPC_CONTRACT_KEYS = {"grpc_status", "response_file", "response_json", "response_type", "varies"}
+_GRPC_PATH_RE = re.compile(r"/[A-Za-z_][A-Za-z0-9_.]*/[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _service_file(path: Path, where: str, value: Any, suffixes: tuple[str, ...] = ()) -> Path:
+    """A file of the service (a path relative to its folder, inside it), which must exist."""
+    if not isinstance(value, str) or not value or value.startswith("/") or ".." in Path(value).parts:
+        raise _err(path, where, "a file path relative to the service's folder (no '..', not absolute)", value)
+    f = path.parent / value
+    if not f.is_file():
+        raise _err(path, where, "an existing file in the service's folder", value)
+    if suffixes and f.suffix not in suffixes:
+        raise _err(path, where, f"a file ending in {' or '.join(suffixes)}", value)
+    return f
+
+
+def _grpc_contract(path: Path, where: str, data: Any, proto: Path | None) -> Contract:
+    if not isinstance(data, dict):
+        raise _err(path, where, "a table", data)
+    unknown = set(data) - _GRPC_CONTRACT_KEYS
+    if unknown:
+        raise _err(path, f"{where}.{sorted(unknown)[0]}", f"one of {sorted(_GRPC_CONTRACT_KEYS)} (a gRPC endpoint)")
+    code = data.get("grpc_status", 0)
+    if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code <= 16:
+        raise _err(path, f"{where}.grpc_status", "a gRPC status code (0 = OK ... 16)", code)
+    if "varies" in data and not isinstance(data["varies"], bool):
+        raise _err(path, f"{where}.varies", "true (messages differ per call) or false (identical)", data["varies"])
+    message = None
+    if "response_file" in data:
+        message = _service_file(path, f"{where}.response_file", data["response_file"], (".bin",)).read_bytes()
+    message_json = data.get("response_json")
+    mtype = data.get("response_type")
+    if message_json is not None:
+        if message is not None:
+            raise _err(path, f"{where}.response_json", "either response_file or response_json, not both")
+        if isinstance(message_json, str):
+            import json as _json
+
+            try:
+                message_json = _json.loads(message_json)
+            except ValueError as exc:
+                raise _err(path, f"{where}.response_json", f"a JSON object or a TOML table ({exc})") from None
+        if not isinstance(message_json, dict):
+            raise _err(path, f"{where}.response_json", "a JSON object or a TOML table", message_json)
+        if proto is None or not isinstance(mtype, str):
+            raise _err(path, f"{where}.response_type", "the response's message type, with the endpoint's proto = "
+                       "\"file.proto\" (to decode the response for response_json)", mtype)
+        from benchlib.protos import message_type
+
+        try:
+            message_type(proto, mtype)
+        except ParameterError as exc:
+            raise _err(path, f"{where}.response_type", f"a message of {proto.name} ({exc})", mtype) from None
+    return Contract(status=200, varies=data.get("varies"), grpc_status=code, message=message,
+                    message_json=message_json, message_type=mtype if message_json is not None else None,
+                    proto=proto if message_json is not None else None)
 
 
 def _contract(path: Path, where: str, data: Any) -> Contract:
@@ -249,7 +328,9 @@ def _contract(path: Path, where: str, data: Any) -> Contract:
         raise _err(path, where, "a table", data)
     unknown = set(data) - _CONTRACT_KEYS
     if unknown:
-        raise _err(path, f"{where}.{sorted(unknown)[0]}", f"one of {sorted(_CONTRACT_KEYS)}")
+        extra = " (grpc_status, response_file and response_json need protocol = \"grpc\")" if \
+            unknown & _GRPC_CONTRACT_KEYS else ""
+        raise _err(path, f"{where}.{sorted(unknown)[0]}", f"one of {sorted(_CONTRACT_KEYS)}{extra}")
     status = data.get("status", 200)
     if not isinstance(status, int) or not 100 <= status <= 599:
         raise _err(path, f"{where}.status", "an HTTP status code (100-599)", status)
@@ -275,11 +356,46 @@ def _contract(path: Path, where: str, data: Any) -> Contract:
     )
 
 
+_GRPC_ENDPOINT_KEYS = {"proto", "request_file", "request_json", "request_type"}
+
+
+def _grpc_request(path: Path, where: str, data: Mapping[str, Any]) -> tuple[bytes, Path | None]:
+    """A gRPC endpoint's request message (bytes) and its ``.proto`` (or ``None``)."""
+    proto = _service_file(path, f"{where}.proto", data["proto"], (".proto",)) if "proto" in data else None
+    if "request_file" in data:
+        if "request_json" in data:
+            raise _err(path, f"{where}.request_json", "either request_file or request_json, not both")
+        return _service_file(path, f"{where}.request_file", data["request_file"], (".bin",)).read_bytes(), proto
+    if "request_json" in data:
+        rtype = data.get("request_type")
+        if proto is None or not isinstance(rtype, str):
+            raise _err(path, f"{where}.request_type", "the request's message type (full name), with proto = "
+                       "\"file.proto\", to build the message from request_json", rtype)
+        value = data["request_json"]
+        if not isinstance(value, (str, dict)):
+            raise _err(path, f"{where}.request_json", "a JSON text or a TOML table", value)
+        from benchlib.protos import encode_json
+
+        try:
+            return encode_json(proto, rtype, value), proto
+        except ParameterError as exc:
+            raise _err(path, f"{where}.request_json", f"a {rtype} in protobuf's JSON form ({exc})", value) from None
+    return b"", proto  # the empty message (all fields at their defaults)
+
+
 def _endpoint(path: Path, index: int, data: Any, variant: str | None = None) -> Endpoint:
     where = f"endpoints[{index}]"
     if not isinstance(data, dict):
         raise _err(path, where, "a table", data)
     name = _str(path, data, "name")
+    protocol = data.get("protocol", "http1")
+    if protocol not in ENDPOINT_PROTOCOLS:
+        raise _err(path, f"{where}.protocol", f"one of {', '.join(ENDPOINT_PROTOCOLS)}", protocol)
+    if protocol == "grpc":
+        return _grpc_endpoint(path, where, name, data, variant)
+    bad = _GRPC_ENDPOINT_KEYS & set(data)
+    if bad:
+        raise _err(path, f"{where}.{sorted(bad)[0]}", "a field of gRPC endpoints only (protocol = \"grpc\")")
     method = _str(path, data, "method", required=False, default="GET").upper()
     if method not in ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"):
         raise _err(path, f"{where}.method", "an HTTP method (GET, POST, ...)", method)
@@ -296,7 +412,30 @@ def _endpoint(path: Path, index: int, data: Any, variant: str | None = None) -> 
     body = _str(path, data, "body", required=False).encode()
     headers = _str_map(path, f"{where}.headers", data.get("headers", {}))
     return Endpoint(name=name, method=method, path=ep_path, contract=contract, body=body,
-                    headers=tuple(headers.items()))
+                    headers=tuple(headers.items()), protocol=protocol)
+
+
+def _grpc_endpoint(path: Path, where: str, name: str, data: Mapping[str, Any], variant: str | None) -> Endpoint:
+    method = _str(path, data, "method", required=False, default="POST").upper()
+    if method != "POST":
+        raise _err(path, f"{where}.method", "POST (gRPC calls are POST; the gRPC method goes in path)", method)
+    ep_path = _str(path, data, "path")
+    if not _GRPC_PATH_RE.fullmatch(ep_path):
+        raise _err(path, f"{where}.path", "a gRPC method path '/package.Service/Method'", ep_path)
+    if "body" in data:
+        raise _err(path, f"{where}.body", "request_file (a serialized message, .bin) or request_json with "
+                   "request_type and proto, for a gRPC endpoint")
+    body, proto = _grpc_request(path, where, data)
+    headers = _str_map(path, f"{where}.headers", data.get("headers", {}))
+    contract_data = dict(data.get("contract", {}))
+    by_variant = data.get("contract_by_variant", {})
+    if not isinstance(by_variant, dict):
+        raise _err(path, f"{where}.contract_by_variant", "a table of variant -> contract overrides", by_variant)
+    if variant is not None and variant in by_variant:
+        contract_data.update(by_variant[variant])
+    contract = _grpc_contract(path, f"{where}.contract", contract_data, proto)
+    return Endpoint(name=name, method="POST", path=ep_path, contract=contract, body=body,
+                    headers=tuple(headers.items()), protocol="grpc", proto=proto)
 
 
 _TOP_KEYS = {

@@ -39,6 +39,8 @@ __all__ = [
     "LOAD_MODELS",
     "ARRIVALS",
     "HTTP_VERSIONS",
+    "PROTOCOLS",
+    "MAX_STREAMS",
     "Limits",
     "LoadSpec",
     "Stage",
@@ -48,6 +50,13 @@ __all__ = [
 LOAD_MODELS = ("closed", "open")
 ARRIVALS = ("constant", "poisson")
 HTTP_VERSIONS = ("1.1", "1.0")
+#: Wire protocols of the load generator: HTTP/1.x, HTTP/2 over cleartext TCP with prior
+#: knowledge, unary gRPC calls (over h2c).
+PROTOCOLS = ("http1", "h2c", "grpc")
+#: The most concurrent HTTP/2 streams per connection a LoadSpec may ask for.
+MAX_STREAMS = 10_000
+#: The largest gRPC request message (bytes): gRPC servers refuse larger ones by default.
+MAX_GRPC_MESSAGE = 4 * 2**20
 LoadModel = Literal["closed", "open"]
 Arrival = Literal["constant", "poisson"]
 
@@ -62,6 +71,10 @@ _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 section 5.6.2
 _PATH = re.compile(r"/[\x21-\x7e]*")  # printable ASCII, no space
 _HOST = re.compile(r"[A-Za-z0-9._:%-]{1,253}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_GRPC_PATH = re.compile(r"/[A-Za-z_][A-Za-z0-9_.]*/[A-Za-z_][A-Za-z0-9_]*")
+#: Connection-specific header fields HTTP/2 forbids (RFC 9113 section 8.2.2); ``host`` is
+#: the ``:authority`` the client sets.
+_H2_FORBIDDEN = ("connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host")
 
 
 def _got(value: Any) -> str:
@@ -179,10 +192,16 @@ class LoadSpec:
     warmup_requests: alternative warm-up bound as a request count.
     workers: client worker processes, pinned to the client's CPUs.
     keep_alive: reuse connections; ``False`` opens one connection per request (``ab`` without ``-k``).
-    http_version: ``"1.1"`` or ``"1.0"``.
-    method, path, headers, body: the request.
+    http_version: ``"1.1"`` or ``"1.0"`` (HTTP/1 only).
+    method, path, headers, body: the request. gRPC: ``method`` ``"POST"``, ``path`` the
+        method's path ``/package.Service/Method``, ``headers`` the call's metadata, ``body``
+        the serialized request message (the engine frames it).
     connect_timeout_s: per connection attempt.
     timeout_s: per response (from send to last byte).
+    protocol: ``"http1"`` (HTTP/1.1 or 1.0), ``"h2c"`` (HTTP/2 over TCP, prior knowledge) or
+        ``"grpc"`` (unary gRPC calls over h2c).
+    streams: HTTP/2: the most concurrent streams (requests) per connection, so at most
+        ``connections × streams`` requests in flight; 1 for HTTP/1.
     """
 
     model: LoadModel = "closed"
@@ -203,10 +222,13 @@ class LoadSpec:
     body: bytes = b""
     connect_timeout_s: float = 5.0
     timeout_s: float = 10.0
+    protocol: str = "http1"
+    streams: int = 1
 
     def __post_init__(self) -> None:
         o = "LoadSpec"
         _choice(o, "model", self.model, LOAD_MODELS)
+        _choice(o, "protocol", self.protocol, PROTOCOLS)
         _choice(o, "arrival", self.arrival, ARRIVALS)
         _choice(o, "http_version", self.http_version, HTTP_VERSIONS)
         _set(self, "connections", _int(o, "connections", self.connections, low=1))
@@ -227,6 +249,7 @@ class LoadSpec:
             raise LoadSpecError(f"LoadSpec.stages must be a sequence of Stage(rate_rps, duration_s); got {self.stages!r}")
         _set(self, "stages", tuple(self.stages))
         self._check_request()
+        self._check_protocol()
         if self.model == "open":
             if self.requests is not None:
                 raise LoadSpecError("requests (a total count) applies to the closed model only; "
@@ -271,6 +294,47 @@ class LoadSpec:
                                 "'...'.encode())")
         _set(self, "body", bytes(self.body))
 
+    def _check_protocol(self) -> None:
+        """``protocol`` and ``streams`` against the rest of the request."""
+        _set(self, "streams", _int("LoadSpec", "streams", self.streams, low=1))
+        if self.streams > MAX_STREAMS:
+            raise LoadSpecError(f"LoadSpec.streams must be at most {MAX_STREAMS:,}; got {self.streams!r}")
+        if self.protocol == "http1":
+            if self.streams != 1:
+                raise LoadSpecError(f"LoadSpec.streams={self.streams} needs protocol 'h2c' or 'grpc'; HTTP/1 sends "
+                                    "one request per connection at a time (valid: streams=1, or protocol='h2c', "
+                                    "which a gRPC endpoint of an experiment turns into 'grpc')")
+            return
+        p = self.protocol
+        if not self.keep_alive:
+            raise LoadSpecError(f"LoadSpec.keep_alive=False applies to HTTP/1 only; protocol {p!r} keeps its "
+                                "connections open (valid: keep_alive=True)")
+        if self.http_version != "1.1":
+            raise LoadSpecError(f"LoadSpec.http_version={self.http_version!r} applies to HTTP/1 only; protocol {p!r} "
+                                "is HTTP/2 (valid: leave http_version at '1.1')")
+        for name, value in self.headers:
+            low = name.lower()
+            if low in _H2_FORBIDDEN or (low == "te" and value.lower() != "trailers"):
+                raise LoadSpecError(f"LoadSpec.headers: {name!r} is connection-specific and not allowed in HTTP/2 "
+                                    f"(RFC 9113 section 8.2.2); valid: leave it out (the client sets :authority itself), "
+                                    "te only as 'trailers'")
+        if p != "grpc":
+            return
+        if self.method != "POST":
+            raise LoadSpecError(f"LoadSpec.method {self.method!r} with protocol 'grpc': gRPC calls are POST "
+                                "(valid: method='POST')")
+        if not _GRPC_PATH.fullmatch(self.path):
+            raise LoadSpecError(f"LoadSpec.path {self.path!r} is not a gRPC method path; valid: "
+                                "'/package.Service/Method', e.g. '/helloworld.Greeter/SayHello'")
+        for name, _ in self.headers:
+            if name.lower() in ("content-type", "te") or name.lower().startswith("grpc-"):
+                raise LoadSpecError(f"LoadSpec.headers: {name!r} is set by the gRPC client itself; valid metadata: "
+                                    "other lower-case names, e.g. ('x-request-id', '1')")
+        if len(self.body) > MAX_GRPC_MESSAGE:
+            raise LoadSpecError(f"LoadSpec.body is a gRPC message of {len(self.body):,} bytes, over the "
+                                f"{MAX_GRPC_MESSAGE:,} gRPC servers accept by default (valid: at most "
+                                f"{MAX_GRPC_MESSAGE:,} bytes)")
+
     @property
     def measured_duration_s(self) -> float | None:
         """Planned length of the measured phase in seconds (``None`` if bounded by a count)."""
@@ -314,7 +378,11 @@ class LoadSpec:
         if self.warmup_s:
             parts.append(f"{self.warmup_s:g} s warm-up")
         parts.append(f"{self.workers} worker{'s' if self.workers != 1 else ''}")
-        parts.append(f"HTTP/{self.http_version}" + (" keep-alive" if self.keep_alive else ", new connection per request"))
+        if self.protocol == "http1":
+            parts.append(f"HTTP/{self.http_version}" + (" keep-alive" if self.keep_alive else ", new connection per request"))
+        else:
+            parts.append(f"{'gRPC over h2c' if self.protocol == 'grpc' else 'h2c'}, {self.streams} "
+                         f"stream{'s' if self.streams != 1 else ''} per connection")
         return ", ".join(parts)
 
 
@@ -428,7 +496,7 @@ class Arm:
             raise ParameterError(f"arm {self.name!r}: limits must be a Limits(...), got {self.limits!r}")
 
 
-CROSS_CHECK_TOOLS = ("wrk", "k6", "ab", "hey", "h2load", "bombardier")
+CROSS_CHECK_TOOLS = ("wrk", "k6", "ab", "hey", "h2load", "bombardier", "ghz")
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,10 @@ SCHEMA_HISTORY = """\
     bytes, conn, worker, phase; run.json with parameters, plan and provenance. Error kinds
     none, connect, reset, timeout, protocol, truncated, closed (the last two appended before
     any run was published).
+    Appended later within version 1 (older files read unchanged: ``error`` is stored by name):
+    error kind ``grpc`` (a gRPC call that ended with a non-OK grpc-status, that status in
+    ``status``; or an HTTP status other than 200 without a gRPC response, that HTTP status in
+    ``status``).
 """
 
 #: Error kinds, by code. ``none`` = a complete response was received (any status);
@@ -51,16 +55,21 @@ SCHEMA_HISTORY = """\
 #: the connect timeout); ``protocol`` = a malformed response (bad status line, header,
 #: length or chunk; a head over the size limit; bytes after the response); ``truncated`` =
 #: the connection ended before the response head was complete; ``closed`` = the connection
-#: ended in the middle of the body. New kinds are only ever appended (codes are stable).
-ERROR_NAMES: tuple[str, ...] = ("none", "connect", "reset", "timeout", "protocol", "truncated", "closed")
+#: ended in the middle of the body; ``grpc`` = a complete gRPC response whose grpc-status is
+#: not 0 (``OK``): ``status`` holds that grpc-status (1-16), or, for an answer that was no
+#: gRPC response (no grpc-status) with an HTTP status other than 200, that HTTP status
+#: (>= 100). New kinds are only ever appended (codes are stable).
+ERROR_NAMES: tuple[str, ...] = ("none", "connect", "reset", "timeout", "protocol", "truncated", "closed", "grpc")
 ERROR_CODES: dict[str, int] = {name: i for i, name in enumerate(ERROR_NAMES)}
 
 #: Phases, by code.
 PHASE_NAMES: tuple[str, ...] = ("warmup", "measure")
 PHASE_CODES: dict[str, int] = {name: i for i, name in enumerate(PHASE_NAMES)}
 
-#: One request. ``status`` is the HTTP status (0 when no response); ``bytes`` counts the
-#: response bytes received (headers and body); ``conn`` numbers connections within the
+#: One request. ``status`` is the HTTP status (0 when no response; for gRPC calls see
+#: ``grpc`` above: a call with grpc-status 0 has HTTP status 200 there); ``bytes`` counts the
+#: response bytes received (headers and body; HTTP/2: the HEADERS and DATA frames, with
+#: their 9-byte frame headers); ``conn`` numbers connections within the
 #: trial (unique across workers); ``worker`` the client worker process.
 ROW_DTYPE = np.dtype(
     [

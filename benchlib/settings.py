@@ -29,7 +29,7 @@ from benchlib.errors import ParameterError
 __all__ = [
     "ALLOW_INSECURE_DOCKER", "ALLOW_REMOTE_TARGET", "BOMBARDIER", "BUILD_CA_BUNDLE", "CACHE", "DATA",
     "DEBIAN_MIRROR", "DOCKERD_ARGS", "DOCKERD_TIMEOUT_S", "DOCKER_BIND_HOST", "DOCKER_DEPENDENCY_BIND_HOST",
-    "DOCKER_LIMITS", "DOCKER_SERVICE_HOST", "K6", "PROGRESS_FILE", "SERVICES", "SETTINGS", "SKIP_APT", "SKIP_DOCKER",
+    "DOCKER_LIMITS", "DOCKER_SERVICE_HOST", "GHZ", "K6", "PROGRESS_FILE", "SERVICES", "SETTINGS", "SKIP_APT", "SKIP_DOCKER",
     "STOP_GRACE_S", "Setting", "VALIDATION_REPORT", "markdown_table",
 ]
 
@@ -252,6 +252,11 @@ BOMBARDIER: Setting[Path] = Setting(
     "A bombardier v1.2.6 binary for the bombardier cross-checks.", "the path of a bombardier v1.2.6 binary",
     "benchlib.peers.bombardier", _path)
 
+GHZ: Setting[Path] = Setting(
+    "BENCHLIB_GHZ", "path", "the cache's ghz, else `ghz` on PATH, else built with Go",
+    "A ghz v0.120.0 binary for the ghz (gRPC) cross-checks and bench/grpc_vs_peers.py.",
+    "the path of a ghz v0.120.0 binary", "benchlib.peers.ghz", _path)
+
 VALIDATION_REPORT: Setting[Path] = Setting(
     "BENCHLIB_VALIDATION_REPORT", "path", "unset (figures not written)",
     "Where the statistics validation tests write their recorded figures (JSON).", "a file path",
@@ -277,7 +282,7 @@ DOCKERD_TIMEOUT_S: Setting[float] = Setting(
 SETTINGS: tuple[Setting[Any], ...] = (
     DATA, CACHE, SERVICES, PROGRESS_FILE, STOP_GRACE_S, DOCKER_LIMITS, DOCKER_SERVICE_HOST, DOCKER_BIND_HOST,
     DOCKER_DEPENDENCY_BIND_HOST, DEBIAN_MIRROR, BUILD_CA_BUNDLE, ALLOW_REMOTE_TARGET, ALLOW_INSECURE_DOCKER, K6,
-    BOMBARDIER, VALIDATION_REPORT, SKIP_APT, SKIP_DOCKER, DOCKERD_ARGS, DOCKERD_TIMEOUT_S,
+    BOMBARDIER, GHZ, VALIDATION_REPORT, SKIP_APT, SKIP_DOCKER, DOCKERD_ARGS, DOCKERD_TIMEOUT_S,
 )
 
 #: ``BENCHLIB_*`` names that are not settings: variables benchlib's manifests set for a

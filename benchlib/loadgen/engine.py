@@ -881,8 +881,6 @@ class Engine:
     async def _sweeper(self) -> None:
         """Time out responses that take longer than ``timeout_s`` (and connections that carry
         one request not open within ``connect_timeout_s``); report progress."""
-        timeout_ns = int(self.cfg.timeout_s * 1e9)
-        connect_timeout_ns = int(self.cfg.connect_timeout_s * 1e9)
         shortest = self.cfg.timeout_s if self.keep_alive else min(self.cfg.timeout_s, self.cfg.connect_timeout_s)
         every = min(0.1, max(0.01, shortest / 10))
         next_progress = _clock()
@@ -890,15 +888,23 @@ class Engine:
         while True:
             await asyncio.sleep(every)
             now = _clock()
-            for conn in list(self.conns):
-                if conn.busy and now - conn.t_sent > timeout_ns:
-                    self.time_out(conn, now)
-            for one in [c for c in self.connecting if now - c.t_try > connect_timeout_ns]:
-                one._failed(None)  # no connection within connect_timeout_s
+            self.sweep(now)
             self.check_done()
             if self.progress is not None and now >= next_progress:
                 next_progress = now + prog_ns
                 self.progress(self.progress_info(now))
+
+    def sweep(self, now: int) -> None:
+        """Time out the responses that have taken longer than ``timeout_s`` since their send,
+        and the one-request connections not open within ``connect_timeout_s``."""
+        timeout_ns = self.timeout_ns
+        for conn in list(self.conns):
+            if conn.busy and now - conn.t_sent > timeout_ns:
+                self.time_out(conn, now)
+        if self.connecting:
+            connect_timeout_ns = int(self.cfg.connect_timeout_s * 1e9)
+            for one in [c for c in self.connecting if now - c.t_try > connect_timeout_ns]:
+                one._failed(None)  # no connection within connect_timeout_s
 
     def time_out(self, conn: _Conn, now: int) -> None:
         """``conn``'s response took longer than ``timeout_s``: record it, close the connection."""

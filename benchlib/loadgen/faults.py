@@ -1,6 +1,7 @@
 """The fault matrix: every test-server behaviour under both load models, bounded.
 
-Each case starts one server of :mod:`benchlib.loadgen.testservers` on 127.0.0.1 and runs
+Each case starts one server of :mod:`benchlib.loadgen.testservers` (HTTP/1) or
+:mod:`benchlib.loadgen.h2testservers` (HTTP/2, unary gRPC calls) on 127.0.0.1 and runs
 one short trial against it, closed model (count-bound: ``requests`` arrivals exactly) and
 open model (constant rate: ``rate × duration`` arrivals exactly), each with keep-alive
 connections and with a new connection per request (HTTP/1.0). It measures what the
@@ -37,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from benchlib.loadgen.grpcgo import SMALL_METHOD, SMALL_REQUEST
+from benchlib.loadgen.h2testservers import serve as serve_h2
 from benchlib.loadgen.runner import run_load
 from benchlib.loadgen.testservers import serve
 from benchlib.model import LoadSpec, Target
@@ -76,6 +79,8 @@ class Case:
     ``trailer-drip``) saturates it under the open model, and then some requests may wait in
     the queue past their timeout (a ``timeout`` row, in a trial flagged invalid).
     ``timeout_s`` is short only for the servers whose rows are all timeouts.
+    ``protocol`` ``"grpc"`` runs the case with unary gRPC calls, :data:`H2_STREAMS` streams
+    per connection, against a server of :mod:`benchlib.loadgen.h2testservers`.
     """
 
     mode: str
@@ -84,6 +89,19 @@ class Case:
     opts: dict[str, float] = field(default_factory=dict)
     what: str = ""
     timeout_s: float = TIMEOUT_S
+    protocol: str = "http1"
+
+    @property
+    def name(self) -> str:
+        """The case's name: the server mode, prefixed with ``grpc:`` for the HTTP/2 servers."""
+        return self.mode if self.protocol == "http1" else f"{self.protocol}:{self.mode}"
+
+
+#: Streams per connection of the HTTP/2 (gRPC) cases.
+H2_STREAMS = 2
+#: The gRPC method and request message of the HTTP/2 cases (seed 004's SmallRequest).
+GRPC_METHOD = SMALL_METHOD
+GRPC_REQUEST = SMALL_REQUEST
 
 
 CASES: tuple[Case, ...] = (
@@ -105,13 +123,31 @@ CASES: tuple[Case, ...] = (
     Case("trailer-drip", ("protocol", "timeout"), 40, what="endless trailer lines"),
     Case("stale-keepalive", ("none",), what="closes each keep-alive connection after its response"),
     Case("unsolicited", ("none", "protocol"), what="a second response nobody asked for"),
+    # HTTP/2: unary gRPC calls against benchlib.loadgen.h2testservers
+    Case("hello", ("none",), what="HTTP/2, gRPC calls answered (baseline)", protocol="grpc"),
+    Case("hello", ("grpc",), opts={"grpc_status": 14}, what="every call ends with grpc-status 14 (UNAVAILABLE)",
+         protocol="grpc"),
+    Case("rst", ("reset", "none"), what="RST_STREAM (INTERNAL_ERROR) on every second stream", protocol="grpc"),
+    Case("refuse", ("none", "reset"), what="RST_STREAM (REFUSED_STREAM) on every second stream: sent again once",
+         protocol="grpc"),
+    Case("goaway", ("none", "reset"), what="GOAWAY after 5 streams per connection, then close", protocol="grpc"),
+    Case("stall", ("timeout",), 8, what="flow-control window 0 forever, never answers", timeout_s=SHORT_TIMEOUT_S,
+         protocol="grpc"),
+    Case("garbage", ("protocol", "reset"), what="garbage after the preface (a 16 MiB frame header)", protocol="grpc"),
+    Case("bad-hpack", ("protocol",), what="a header block that does not decode", protocol="grpc"),
+    Case("oversized", ("protocol",), what="a 20,000-byte DATA frame (over 16,384)", protocol="grpc"),
+    Case("mute", ("timeout",), 8, what="never answers the preface", timeout_s=SHORT_TIMEOUT_S, protocol="grpc"),
 )
 
 
 def spec_for(case: Case, model: str, keep_alive: bool = True) -> LoadSpec:
     """The case's bounded LoadSpec for ``model``; ``keep_alive=False``: a new connection per
-    request (HTTP/1.0, as ab without ``-k``)."""
+    request (HTTP/1.0, as ab without ``-k``; HTTP/1 cases only: HTTP/2 keeps its connections)."""
     proto: dict[str, Any] = {} if keep_alive else {"keep_alive": False, "http_version": "1.0"}
+    if case.protocol == "grpc":
+        if not keep_alive:
+            raise ValueError(f"case {case.name}: HTTP/2 cases run with keep-alive connections only")
+        proto = dict(protocol="grpc", streams=H2_STREAMS, method="POST", path=GRPC_METHOD, body=GRPC_REQUEST)
     if model == "closed":
         return LoadSpec(model="closed", connections=CLOSED_CONNECTIONS, duration_s=None,
                         requests=case.closed_requests, warmup_s=0, timeout_s=case.timeout_s,
@@ -162,7 +198,8 @@ def run_case(case: Case, model: str, *, keep_alive: bool = True, server_cpus: Se
              client_cpus: Sequence[int] | None = None) -> dict[str, Any]:
     """Run one case; a JSON-able dict of what it measured."""
     spec = spec_for(case, model, keep_alive)
-    with serve(case.mode, cpus=server_cpus, **case.opts) as (host, port):
+    serve_case = serve if case.protocol == "http1" else serve_h2
+    with serve_case(case.mode, cpus=server_cpus, **case.opts) as (host, port):
         t = time.monotonic()
         result = run_load(spec, Target(host, port), client_cpus=client_cpus)
         took = time.monotonic() - t
@@ -171,13 +208,14 @@ def run_case(case: Case, model: str, *, keep_alive: bool = True, server_cpus: Se
     kinds = {ERROR_NAMES[int(c)]: int(n) for c, n in zip(codes, counts)}
     last_row_s = float(rows["t_done_ns"].max()) / 1e9 if len(rows) else 0.0
     return {
-        "mode": case.mode,
+        "mode": case.name,
         "what": case.what,
         "model": model,
         "keep_alive": keep_alive,
         "arrivals": arrivals(spec),
         "rows": int(len(rows)),
         "kinds": kinds,
+        "statuses": {str(int(st)): int(n) for st, n in zip(*np.unique(rows["status"], return_counts=True))},
         "expected_kinds": list(case.kinds),
         "unexpected_kinds": sorted(set(kinds) - set(case.kinds)),
         "finished_s": last_row_s,
@@ -197,8 +235,9 @@ def run_case(case: Case, model: str, *, keep_alive: bool = True, server_cpus: Se
 def run_matrix(cases: Sequence[Case] = CASES, models: Sequence[str] = MODELS, keep_alive: Sequence[bool] = (True, False),
                **cpus: Any) -> list[dict[str, Any]]:
     """Every case under every model, with keep-alive connections and with a new connection
-    per request (see :func:`run_case` for ``cpus``)."""
-    return [run_case(c, m, keep_alive=k, **cpus) for c in cases for m in models for k in keep_alive]
+    per request (HTTP/1 cases; HTTP/2 ones keep theirs) (see :func:`run_case` for ``cpus``)."""
+    return [run_case(c, m, keep_alive=k, **cpus) for c in cases for m in models for k in keep_alive
+            if k or c.protocol == "http1"]
 
 
 def _reason_short(reason: str | None) -> str:
@@ -265,13 +304,13 @@ def _header(total_s: float, load: tuple[float, float, float]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="benchlib's load generator against every test-server behaviour")
-    ap.add_argument("--modes", nargs="*", help="only these server modes")
+    ap.add_argument("--modes", nargs="*", help="only these server modes (case names: HTTP/2 ones as grpc:MODE)")
     ap.add_argument("--models", nargs="*", default=list(MODELS), choices=MODELS)
     ap.add_argument("--keep-alive", choices=("both", "yes", "no"), default="both",
                     help="keep-alive connections, a new connection per request, or both (default)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
-    cases = [c for c in CASES if not args.modes or c.mode in args.modes]
+    cases = [c for c in CASES if not args.modes or c.name in args.modes]
     cpus = sorted(os.sched_getaffinity(0))
     pins: dict[str, Any] = {"server_cpus": [cpus[-1]], "client_cpus": [cpus[0]]} if len(cpus) > 1 else {}
     load = os.getloadavg()

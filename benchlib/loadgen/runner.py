@@ -104,6 +104,7 @@ def _worker_configs(spec: LoadSpec, target: Target, seed: int) -> list[dict[str,
                 keep_alive=spec.keep_alive, http_version=spec.http_version, method=spec.method,
                 path=spec.path, headers=list(spec.headers), body=bytes(spec.body),
                 connect_timeout_s=spec.connect_timeout_s, timeout_s=spec.timeout_s,
+                protocol=spec.protocol, streams=spec.streams,
                 worker=w, workers=W, seed=seed,
             )
         )
@@ -363,7 +364,8 @@ def build_meta(
         {k: w.get(k) for k in ("worker", "pid", "cpus", "cpu_s", "wall_s", "traffic_cpu_s", "traffic_wall_s",
                                 "cpu_fraction", "spin_ns", "runqueue_wait_s", "records", "record_buffer_bytes",
                                 "peak_rss_growth_bytes", "peak_rss_bytes", "unsolicited_responses", "retries",
-                                "idle_connect_failures", "abandoned")}
+                                "idle_connect_failures", "abandoned", "goaways", "rst_streams",
+                                "connection_errors")}
         for w in workers
     ]
     n_all = len(rows)

@@ -50,7 +50,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 
-__all__ = ["MODES", "serve", "main"]
+__all__ = ["MODES", "serve", "serve_process", "main"]
 
 MODES = (
     "hello", "echo", "chunked", "close", "stall", "slow",
@@ -297,6 +297,15 @@ def serve(mode: str = "hello", *, cpus: Sequence[int] | None = None, host: str =
     cmd = [sys.executable, "-m", "benchlib.loadgen.testservers", mode, "--host", host]
     for k, v in opts.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]
+    with serve_process(cmd, mode, cpus=cpus) as port:
+        yield host, port
+
+
+@contextlib.contextmanager
+def serve_process(cmd: Sequence[str], what: str, *, cpus: Sequence[int] | None = None) -> Iterator[int]:
+    """Run a test server command that prints ``PORT N`` once it listens; yield ``N``; stop
+    it (SIGTERM, then SIGKILL after 5 s) on exit. ``cpus``: pin it with ``taskset``."""
+    cmd = list(cmd)
     if cpus:
         cmd = ["taskset", "-c", ",".join(map(str, cpus))] + cmd
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
@@ -304,9 +313,10 @@ def serve(mode: str = "hello", *, cpus: Sequence[int] | None = None, host: str =
         assert proc.stdout is not None
         line = proc.stdout.readline().decode().strip()
         if not line.startswith("PORT "):
+            proc.kill()
             err = proc.stderr.read().decode() if proc.stderr else ""
-            raise RuntimeError(f"test server {mode} did not start: {line!r} {err[-2000:]}")
-        yield host, int(line.split()[1])
+            raise RuntimeError(f"test server {what} did not start: {line!r} {err[-2000:]}")
+        yield int(line.split()[1])
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -317,7 +327,6 @@ def serve(mode: str = "hello", *, cpus: Sequence[int] | None = None, host: str =
         for f in (proc.stdout, proc.stderr):
             if f is not None:
                 f.close()
-
 
 if __name__ == "__main__":
     main()

@@ -63,6 +63,9 @@ def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | No
 
         from benchlib.loadgen.engine import Engine, EngineConfig, records_to_rows, tune_socket_limits
 
+        if cfg_dict.get("protocol", "http1") != "http1":  # HTTP/2: h2c or gRPC
+            from benchlib.loadgen.h2engine import H2Engine as Engine  # type: ignore[assignment]
+            from benchlib.loadgen.h2engine import H2EngineConfig as EngineConfig  # type: ignore[assignment]
         cfg = EngineConfig(**cfg_dict)
         tune_socket_limits(cfg.connections)
         pipe.send(("ready", {"pid": os.getpid(), "cpus": sorted(os.sched_getaffinity(0))}))

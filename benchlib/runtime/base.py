@@ -232,7 +232,9 @@ def expand(argv: Sequence[str], values: Mapping[str, str]) -> list[str]:
 
 
 def health_probe(host: str, port: int, kind: str, path: str, status: int) -> tuple[bool, str]:
-    """One health probe (2 s timeout): TCP accept, or an HTTP GET answering ``status``.
+    """One health probe (2 s timeout): TCP accept, an HTTP GET answering ``status``, or
+    (``grpc``) an HTTP/2 server answering the connection preface with its SETTINGS, as every
+    gRPC server does once it serves.
 
     Returns (healthy, what was seen)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -242,6 +244,14 @@ def health_probe(host: str, port: int, kind: str, path: str, status: int) -> tup
             s.connect((host, port))
             if kind == "tcp":
                 return True, "accepting"
+            if kind == "grpc":
+                from benchlib.loadgen.h2frames import client_start
+
+                s.sendall(client_start())
+                head = s.recv(9)
+                if len(head) >= 4 and head[3] == 4:  # a SETTINGS frame
+                    return True, "HTTP/2 SETTINGS"
+                return False, f"no HTTP/2 SETTINGS frame: {head[:40]!r}"
             s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
             head = s.recv(64)
     except OSError as exc:

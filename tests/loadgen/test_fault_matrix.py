@@ -17,9 +17,18 @@ from .conftest import client_cpus, server_cpus
 STARTUP_SLACK_S = 5.0
 
 
-@pytest.mark.parametrize("keep_alive", [True, False], ids=["keep-alive", "new-conn"])
+#: (case, keep_alive): HTTP/1 cases with keep-alive and with a new connection per request;
+#: HTTP/2 (gRPC) cases keep their connections
+PAIRS = [(c, k) for c in CASES for k in (True, False) if k or c.protocol == "http1"]
+
+
+def _id(case, keep_alive) -> str:
+    extra = f"-{case.opts['grpc_status']}" if "grpc_status" in case.opts else ""
+    return f"{case.name}{extra}-{'keep-alive' if keep_alive else 'new-conn'}"
+
+
 @pytest.mark.parametrize("model", MODELS)
-@pytest.mark.parametrize("case", CASES, ids=[c.mode for c in CASES])
+@pytest.mark.parametrize("case,keep_alive", PAIRS, ids=[_id(c, k) for c, k in PAIRS])
 def test_fault_matrix(case, model, keep_alive):
     r = run_case(case, model, keep_alive=keep_alive, server_cpus=server_cpus(), client_cpus=client_cpus())
     assert r["rows"] == r["arrivals"], "every arrival is one row"
@@ -36,5 +45,9 @@ def test_fault_matrix(case, model, keep_alive):
         assert set(r["kinds"]) == {"none"}
         if model == "closed" and keep_alive:  # the next request goes out at once, on the connection the server closes
             assert r["retries"] > 0
-    if case.mode in ("unsolicited", "long"):
+    if case.protocol == "grpc" and case.mode in ("refuse", "goaway") and model == "closed":
+        assert r["retries"] > 0  # calls the server did not process were sent again
+    if case.protocol == "grpc" and case.opts.get("grpc_status"):
+        assert r["statuses"] == {str(case.opts["grpc_status"]): r["rows"]}, "the grpc-status is in each row"
+    if case.mode in ("unsolicited", "long") and case.protocol == "http1":
         assert r["unsolicited"] > 0 and r["valid"] is False and "bytes nobody asked for" in r["invalid_reason"]
