@@ -38,6 +38,7 @@ class LoadMeta:
     measured_duration_s: length of the measured phase, s.
     requests_measured, requests_warmup, requests_total: requests sent in each phase, and in all.
     errors: failed measured requests by kind (``connect``, ``reset``, ...).
+    status_counts: HTTP statuses of the measured requests that got a response (``{"200": n}``).
     client_cpu: the client's CPU use per CPU (share of one CPU, keyed by CPU number).
     client_cpus: the CPUs the load generator ran on.
     valid, invalid_reason: the guard's decision (a client that could not keep the load).
@@ -57,6 +58,7 @@ class LoadMeta:
     requests_warmup: int = 0
     requests_total: int = 0
     errors: Mapping[str, int] = field(default_factory=dict)
+    status_counts: Mapping[str, int] = field(default_factory=dict)
     client_cpu: Mapping[str, float] = field(default_factory=dict)
     client_cpus: tuple[int, ...] = ()
     valid: bool = True
@@ -82,6 +84,7 @@ class LoadMeta:
             requests_measured=int(req.get("measure") or 0), requests_warmup=int(req.get("warmup") or 0),
             requests_total=int(req.get("total") or (req.get("measure") or 0) + (req.get("warmup") or 0)),
             errors={str(k): int(v) for k, v in (d.get("errors") or {}).items()},
+            status_counts={str(k): int(v) for k, v in (d.get("status_counts") or {}).items()},
             client_cpu={str(k): float(v) for k, v in cpu.items()},
             client_cpus=tuple(int(c) for c in d.get("client_cpus") or ()), valid=bool(d.get("valid", True)),
             invalid_reason=d.get("invalid_reason"), loadspec=dict(d.get("loadspec") or {}),
