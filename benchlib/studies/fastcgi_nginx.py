@@ -20,9 +20,9 @@ from benchlib.analysis import conclusion as say
 from benchlib.errors import ParameterError
 from benchlib.model import Arm, Condition, CrossCheck, LoadSpec
 
-__all__ = ["ARMS", "BASELINE", "DEFAULT_ARMS", "LIBRARY_ARMS", "MAX_ERROR_RATE", "METRICS", "SEED_LOADS", "STUDY",
-           "best_of_n_markdown", "conclusion_markdown", "families", "original_vs_ours", "plateau_markdown",
-           "scaled_load", "study_arms", "study_conditions"]
+__all__ = ["ARMS", "BASELINE", "DEFAULT_ARMS", "FULL_SCALE", "LIBRARY_ARMS", "MAX_ERROR_RATE", "METRICS", "SEED_LOADS",
+           "STUDY", "best_of_n_markdown", "conclusion_markdown", "families", "limits_markdown", "original_vs_ours",
+           "plateau_markdown", "run_scale", "scaled_load", "study_arms", "study_conditions"]
 
 STUDY = "03_fastcgi_nginx"
 FRONT = "nginx-fastcgi"
@@ -47,7 +47,8 @@ DEFAULT_ARMS = "node-nginx-off,dotnet-nginx-off,go-nginx-off,php-nginx-off,node-
 BASELINE = "node-nginx-off"
 #: condition -> (ab -c, ab -n) of the seed's two tables
 SEED_LOADS: dict[str, tuple[int, int]] = {"c20": (20, 20_000), "c400": (400, 200_000)}
-METRICS: tuple[str, ...] = ("goodput_rps", "p50_ms", "p99_ms", "error_rate", "server_cpu_us_per_req")
+#: p90 needs 500 requests per trial and p99 5,000: at the default scale the p99 rows are left out
+METRICS: tuple[str, ...] = ("goodput_rps", "p50_ms", "p90_ms", "p99_ms", "error_rate", "server_cpu_us_per_req")
 #: above this error rate a trial counts in the error-rate rows only (its rates are those of 502s)
 MAX_ERROR_RATE = 0.05
 #: the seed's libraries -> our arms (LB FastCGI, the seed's strawman, is not reproduced)
@@ -72,19 +73,37 @@ def scaled_load(condition: str, scale: float, *, warmup_s: float = 1.0) -> LoadS
                     warmup_s=warmup_s, keep_alive=False, http_version="1.0")
 
 
-def study_conditions(scale: float, c400_scale: float, *, warmup_s: float = 1.0,
-                     ab: bool = True) -> tuple[Condition, ...]:
+def study_conditions(scale: float, c400_scale: float, *, warmup_s: float = 1.0, ab: bool = True,
+                     ab_blocks: int | None = None) -> tuple[Condition, ...]:
     """``c20`` at ``scale`` and ``c400`` at ``c400_scale`` (0 leaves it out), each with ab
-    exactly as the seed ran it (``ab -c C -n N``, no ``-k``) on the same instance in every trial."""
+    exactly as the seed ran it (``ab -c C -n N``, no ``-k``) on the same instance, in every
+    trial of the first ``ab_blocks`` blocks (``None``: of every block)."""
     out = []
     for name, s in (("c20", scale), ("c400", c400_scale)):
         if name == "c400" and s == 0:
             continue
         load = scaled_load(name, s, warmup_s=warmup_s)
         check = CrossCheck("ab", (("connections", load.connections), ("requests", load.requests),
-                                  ("keep_alive", False))) if ab else None
+                                  ("keep_alive", False)), blocks=ab_blocks) if ab else None
         out.append(Condition(name, load, cross_check=check))
     return tuple(out)
+
+
+#: ``full=True``: the seed's request counts, ab in every block
+FULL_SCALE: dict[str, float] = {"scale": 1.0, "c400_scale": 1.0}
+
+
+def run_scale(*, full: bool, trials: int, scale: float, c400_scale: float, ab_blocks: int) -> dict[str, Any]:
+    """The scale a run uses: the parameters as given, or with ``full`` the seed's (20,000 and
+    200,000 requests, ab beside benchlib in every block). ``ab_blocks``: ab in the first that
+    many blocks, every block when ``>= trials``. Returns ``scale``, ``c400_scale`` and
+    ``ab_blocks`` (``None``: every block)."""
+    if isinstance(ab_blocks, bool) or not isinstance(ab_blocks, int) or ab_blocks < 1:
+        raise ParameterError(f"ab_blocks must be a whole number >= 1 (ab in that many blocks; >= trials: in every "
+                             f"block), got {ab_blocks!r}")
+    out: dict[str, Any] = dict(FULL_SCALE) if full else {"scale": scale, "c400_scale": c400_scale}
+    out["ab_blocks"] = None if full or ab_blocks >= trials else ab_blocks
+    return out
 
 
 def families(arm_names: Sequence[str], conditions: Sequence[str]) -> list[Family]:
@@ -166,7 +185,7 @@ def original_vs_ours(reference: Any, beside: Any, summaries: Any, *, unavailable
                          **{k: fmt.median_ci(*tables.median_of_trials(s[c].astype(float))[:3]) for k, c in (
                              ("req/s", "throughput_rps"), ("mean per request (ms)", "mean_ms"), ("longest (ms)", "max_ms"))}})
     cols = ["concurrency", "library", "source", "runs", "req/s", "mean per request (ms)", "longest (ms)", "errors"]
-    return pd.DataFrame(rows, columns=cols).fillna("")
+    return pd.DataFrame([{c: r.get(c, "") for c in cols} for r in rows], columns=cols)
 
 
 def best_of_n_markdown(beside: Any) -> str:
@@ -230,6 +249,50 @@ def plateau_markdown(sat: Any, responses: Any) -> str:
                      "own (one thread: its ceiling on this CPU).")
         out.append(line)
     return "\n".join(out)
+
+
+# -- limits found -------------------------------------------------------------------------------
+
+def limits_markdown(run: Any, responses: Any, requests: Mapping[str, int]) -> str:
+    """What limits this run's answers, each item from the run's own records: arms that could
+    not run, arms that answered errors (their rates are those of error pages), what ab's
+    "Failed requests" left out, arms whose client came near its CPU limit (their rates are
+    lower bounds), the trials ab ran in, and what the request counts (``requests``:
+    condition -> measured requests per trial) leave unsupported."""
+    from benchlib.analysis.tables import client_cpu_table, client_limited
+    from benchlib.records import read_run
+
+    run = read_run(run)
+    out = [f"- **not run**: {arm}: {why}" for arm, why in run.unavailable.items()]
+    if responses is not None and len(responses):
+        for _, r in responses[responses["error rate, median"] > MAX_ERROR_RATE].iterrows():
+            out.append(f"- **answered errors**: {r['arm']} ({r['condition']}): {r['HTTP statuses']} over "
+                       f"{r['trials']} trials (median error rate {r['error rate, median']:.0%}); its rate and "
+                       "latency are those of error answers, so only its error-rate rows compare it")
+    peers = [t.peer for t in run.trials if t.peer is not None and t.peer.tool == "ab" and not t.peer.failure]
+    failed = sum(int(p.raw.get("failed") or 0) for p in peers)
+    non_2xx = sum(int(p.raw.get("non_2xx") or 0) for p in peers)
+    if non_2xx:
+        out.append(f"- **ab's \"Failed requests\"** counted {failed:,} of this run's {failed + non_2xx:,} error "
+                   f"answers to ab; the other {non_2xx:,} were only in its \"Non-2xx responses\" line, which the "
+                   "seed's tables do not show: a best-of-N by ab's req/s alone can pick a run of error pages")
+    for cond in requests:
+        limited = client_limited(client_cpu_table(run, condition=cond))
+        if limited:
+            out.append(f"- **client near its CPU limit** ({cond}): {', '.join(limited)}: benchlib's rate there is "
+                       "a lower bound of what the server could do")
+    blocks = sorted({t.block for t in run.trials})
+    ab_blocks = sorted({t.block for t in run.trials if t.peer is not None})
+    if blocks and ab_blocks != blocks:
+        out.append(f"- **ab ran in {len(ab_blocks)} of {len(blocks)} blocks** (blocks "
+                   f"{', '.join(map(str, ab_blocks)) or 'none'}): its figures are medians of fewer trials")
+    for cond, n in requests.items():
+        c = SEED_LOADS[cond][0]
+        short = [m for m, need in (("p99_ms", 5000), ("p90_ms", 500)) if n < need]
+        out.append(f"- **{cond}**: {n:,} measured requests per trial ({n / c:.1f} per connection; the seed: "
+                   f"{SEED_LOADS[cond][1] // c:,})" + (f"; too few for {' and '.join(short)} (rows left out)"
+                                                       if short else ""))
+    return "\n".join(out) if out else "_Nothing limited this run's answers._"
 
 
 # -- the conclusion -----------------------------------------------------------------------------
