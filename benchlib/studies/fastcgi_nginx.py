@@ -230,7 +230,9 @@ def plateau_markdown(sat: Any, responses: Any) -> str:
                 f"{r['arm']}{err} (server {r['server CPUs busy']:.2f} of {int(r['server CPUs'])} CPU{nginx}; "
                 f"benchlib client {r['benchlib client CPU']:.2f}{ab})")
         parts = [f"near the limit: **{side}**: " + "; ".join(arms) if side != "none" else
-                 "**no side** near its CPU limit: " + "; ".join(arms) for side, arms in groups.items()]
+                 "**no side** near its CPU limit (the CPU time neither used went to waiting or to other processes "
+                 "on the same CPUs: see the load average under Provenance): " + "; ".join(arms)
+                 for side, arms in groups.items()]
         line = f"- **{cond}**: " + ". ".join(parts) + "."
         fcgi = g[g["front share of server CPU"].notna() & g["arm"].str.endswith("-nginx-off")
                  & ~g["arm"].map(lambda a: (cond, a) in bad)]
