@@ -510,18 +510,27 @@ class CrossCheck:
     options: keyword arguments for the tool's ``run_*`` function in :mod:`benchlib.peers`
         (e.g. ``(("threads", 2), ("connections", 100), ("duration_s", 30))`` for wrk).
     arms: the arms to cross-check (``None``: all).
+    blocks: run it in the first ``blocks`` blocks only (``None``: every block), so a peer
+        tool's figures come from a subset of the trials at a fraction of the time.
     """
 
     tool: str
     options: tuple[tuple[str, Any], ...] = ()
     arms: tuple[str, ...] | None = None
+    blocks: int | None = None
 
     def __post_init__(self) -> None:
         if self.tool not in CROSS_CHECK_TOOLS:
             raise ParameterError(f"unknown cross-check tool {self.tool!r}; valid: {', '.join(CROSS_CHECK_TOOLS)}")
+        if self.blocks is not None and (isinstance(self.blocks, bool) or not isinstance(self.blocks, int)
+                                        or self.blocks < 1):
+            raise ParameterError(f"cross-check blocks must be a whole number >= 1 or None (every block), "
+                                 f"got {self.blocks!r}")
 
-    def applies_to(self, arm: str) -> bool:
-        return self.arms is None or arm in self.arms
+    def applies_to(self, arm: str, block: int | None = None) -> bool:
+        """Whether the tool runs beside ``arm`` (in ``block``, when given)."""
+        return ((self.arms is None or arm in self.arms)
+                and (self.blocks is None or block is None or block < self.blocks))
 
 
 @dataclass(frozen=True)

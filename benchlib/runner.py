@@ -376,7 +376,7 @@ class _Executor:
                 meta["contract"] = verify(target_url, endpoint).to_dict()
                 spec = request_for(condition.load, endpoint)
                 check = condition.cross_check if (condition.cross_check and
-                                                  condition.cross_check.applies_to(arm.name)) else None
+                                                  condition.cross_check.applies_to(arm.name, planned.block)) else None
                 peer_first = check is not None and planned.block % 2 == 1
                 if check is not None and peer_first:
                     meta["cross_check"] = self.run_check(check, target_url + endpoint.path, endpoint,
@@ -542,6 +542,9 @@ def experiment_parameters(exp: Experiment) -> dict[str, Any]:
     params = json.loads(json.dumps(asdict(exp), default=lambda o: o.hex() if isinstance(o, bytes) else str(o)))
     if not params.get("repeat_invalid"):  # added later: runs stored before it still resume
         params.pop("repeat_invalid", None)
+    for cond in params.get("conditions", ()):  # likewise a cross-check's blocks (added later): absent when all
+        if isinstance(cond.get("cross_check"), dict) and cond["cross_check"].get("blocks") is None:
+            cond["cross_check"].pop("blocks", None)
     for arm in params.get("arms", ()):  # likewise the arms' front (added later): absent when unused
         for key in ("front", "front_variant"):
             if arm.get(key) is None:

@@ -51,7 +51,7 @@ def test_a_run_written_now_reads_back_through_the_records(tmp_path: Path) -> Non
         assert load is not None and load.model == "closed" and load.valid and load.requests_measured > 0
         assert load.requests_total == load.requests_measured + load.requests_warmup
         assert 0 < load.client_cpu_busiest <= 1.5 and load.loadspec["connections"] == 2
-        assert load.raw == stored[t.arm].meta["load"]
+        assert load.raw == stored[t.arm].meta["load"] and sum(load.status_counts.values()) == load.requests_measured
         assert load.extra == {}, "fields the load generator writes that LoadMeta does not name (name them)"
         assert not load.failed and load.failure is None and load.retries == 0 and load.unsolicited_responses == 0
         assert len(load.worker_stats) == load.workers == 1 and load.worker_stats[0].records == load.requests_total
@@ -190,6 +190,7 @@ def test_every_peer_tool_s_parse_result_reads_as_one_report() -> None:
     assert wrk.mean_ms == 2.64 and wrk.max_ms == 28.81 and wrk.bytes_per_response > 0
     ab = peer_report(parse_ab((PEERS / "ab_k_c10.txt").read_text()))
     assert (ab.requests_per_s, ab.requests, ab.errors, ab.figure("p99")) == (7272.23, 7284, 0, 8.0)
+    assert ab.max_ms == 13.0 and ab.figure("max") == 13.0  # ab's longest request
     hey = peer_report(parse_hey((PEERS / "hey_c10.txt").read_text()))
     assert hey.requests == 14496 and hey.figure("p99") == pytest.approx(10.3) and hey.errors == 0
     h2 = peer_report(parse_h2load((PEERS / "h2load_h1_c10.txt").read_text()))

@@ -303,6 +303,18 @@ def test_the_cross_check_runs_on_the_same_instance_before_the_load_in_odd_blocks
     assert (s["xcheck_tool"] == "wrk").all() and (s["xcheck_rps"] == 1234.0).all() and (s["xcheck_p50_ms"] == 1.0).all()
 
 
+def test_a_cross_check_limited_to_the_first_blocks_runs_in_those_only(fake_services: Path, tmp_path: Path) -> None:
+    rt = FakeRuntime()
+    peer = FakeCrossCheck(requests_per_s=99.0)
+    check = CrossCheck("ab", (("connections", 2), ("requests", 10), ("keep_alive", False)), blocks=2)
+    exp = _exp("t-xblocks", (Arm("a", "a"),), trials=4, conditions=(Condition("main", TINY, cross_check=check),))
+    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False, runtime=rt, load=FakeLoad(rt),
+                         cross_check=peer)
+    orders = {t.block: t.meta.get("cross_check", {}).get("order") for t in res.trials()}
+    assert orders == {0: "after", 1: "before", 2: None, 3: None} and len(peer.calls) == 2
+    assert res.store.read_run()["parameters"]["conditions"][0]["cross_check"]["blocks"] == 2
+
+
 def test_a_stop_signal_mid_trial_keeps_the_stored_trials_and_stops_everything(
         fake_services: Path, tmp_path: Path) -> None:
     exp = _exp("t-signal", (Arm("a", "a"), Arm("db-backed", "web")), trials=3)

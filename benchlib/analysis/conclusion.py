@@ -18,8 +18,8 @@ from benchlib.analysis.fmt import fixed, inverse_ci, ratio_ci
 from benchlib.stats.multiplicity import CORRECTION_LABELS
 from benchlib.stats.verdict import Verdict, VerdictKind
 
-__all__ = ["decided", "direction", "effect", "estimated", "inverse", "largest_factor", "p_text", "product_text", "ratio",
-           "says"]
+__all__ = ["decided", "difference", "direction", "effect", "estimated", "inverse", "largest_factor", "p_text",
+           "product_text", "ratio", "says"]
 
 
 def estimated(v: Verdict | None) -> TypeGuard[Verdict]:
@@ -44,6 +44,17 @@ def ratio(v: Verdict, digits: int = 2) -> str:
     return ratio_ci(v.estimate, v.ci_lo, v.ci_hi, digits)
 
 
+def difference(v: Verdict) -> str:
+    """A difference effect with its interval, in percentage points for a fraction (``error_rate``:
+    ``+98.0 pp [+97.1, +99.0]``), else in the metric's unit (``+1.2 ms [+0.8, +1.6]``)."""
+    k, unit = (100.0, " pp") if v.unit == "%" else (1.0, f" {v.unit}" if v.unit else "")
+
+    def one(x: float) -> str:
+        return fixed(k * x, 1) if not math.isfinite(x) else f"{k * x:+.1f}" if v.unit == "%" else f"{k * x:+.3g}"
+
+    return f"{one(v.estimate)}{unit} [{one(v.ci_lo)}, {one(v.ci_hi)}]"
+
+
 def inverse(v: Verdict, digits: int = 2) -> str:
     """The effect the other way round (baseline / arm): ``0.81× [0.71, 0.91]``."""
     return inverse_ci(v.estimate, v.ci_lo, v.ci_hi, digits)
@@ -59,16 +70,18 @@ def p_text(v: Verdict) -> str:
 
 
 def effect(v: Verdict | None) -> str:
-    """A row in one phrase: ``1.23× [1.10, 1.40], Holm p = 0.031 → **faster**``; the verdict
-    alone when there is no estimate (``**insufficient trials ...**``; ``not run: why`` and
-    ``no valid trial: ...`` unmarked); ``not compared`` for no row."""
+    """A row in one phrase: ``1.23× [1.10, 1.40], Holm p = 0.031 → **faster**`` (a difference
+    effect, such as the error rate's, as :func:`difference`); the verdict alone when there is
+    no estimate (``**insufficient trials ...**``; ``not run: why`` and ``no valid trial: ...``
+    unmarked); ``not compared`` for no row."""
     if v is None:
         return "not compared"
     if v.kind in (VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL):
         return v.text
     if not estimated(v):
         return f"**{v.text}**"
-    return f"{ratio(v)}, {_correction(v)} p = {v.p_adj:.2g} → **{v.text}**"
+    size = difference(v) if v.effect == "difference" else ratio(v)
+    return f"{size}, {_correction(v)} p = {v.p_adj:.2g} → **{v.text}**"
 
 
 def says(v: Verdict, arm: str, baseline: str) -> str:

@@ -21,7 +21,8 @@ __all__ = ["METRIC_WORDS", "metric_words", "show", "table"]
 #: Words for the summary metrics a report names (extend it for a study's own metrics).
 METRIC_WORDS: dict[str, str] = {
     "p50_ms": "median latency (p50)", "p90_ms": "p90 latency", "p99_ms": "p99 latency", "p999_ms": "p99.9 latency",
-    "mean_ms": "mean latency", "throughput_rps": "throughput", "error_rate": "error rate",
+    "mean_ms": "mean latency", "throughput_rps": "throughput", "goodput_rps": "goodput (successful responses/s)",
+    "error_rate": "error rate",
     "service_p50_ms": "median service time",
     "server_cpu_us_per_req": "server CPU time per request", "front_cpu_us_per_req": "front CPU time per request",
     "server_cpu_frac": "server CPU use (CPUs)",

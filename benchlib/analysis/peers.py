@@ -188,7 +188,8 @@ def peer_view(df: Any, columns: Sequence[str], tool: str, *, since: str = "summa
 def peer_notes(summary: Any, tool: str, *, figures: Sequence[str] = ("rps", "p50", "p99"), tolerance: float = 0.03,
                why: str = "", why_latency: str = "", absent: str = "") -> str:
     """Markdown: the arms where ``tool`` and benchlib agree within ``tolerance`` (median
-    per-trial ratios of ``figures``), and for each arm where they do not, what this run
+    per-trial ratios of ``figures``; a summary by condition or order names them beside the
+    arm: ``go (c20)``), and for each arm where they do not, what this run
     measured that bears on why: the order of the two tools in the trial, each client's CPU.
     ``why`` (and ``why_latency``, when a latency figure differs) explain the mechanisms once,
     after the list; ``absent`` is the text when the tool did not run."""
@@ -198,17 +199,18 @@ def peer_notes(summary: Any, tool: str, *, figures: Sequence[str] = ("rps", "p50
     agree: list[str] = []
     latency_off = False
     for _, r in summary.iterrows():
+        name = str(r["arm"]) + "".join(f" ({r[k]})" for k in ("condition", "order") if k in r.index)
         if r.get("peer_failed"):
-            lines.append(f"- **{r['arm']}**: {tool} failed in {int(r['peer_failed'])} trial(s): {r['peer_error']}")
+            lines.append(f"- **{name}**: {tool} failed in {int(r['peer_failed'])} trial(s): {r['peer_error']}")
         diffs = {f: r[f"{f}_ratio"] for f in figures if r[f"{f}_ratio"] == r[f"{f}_ratio"]}
         if not diffs:
             continue
         off = {f: v for f, v in diffs.items() if abs(v - 1) > tolerance}
         if not off:
-            agree.append(str(r["arm"]))
+            agree.append(name)
             continue
         latency_off |= any(_latency(f) for f in off)
-        parts = [f"**{r['arm']}**: {tool}'s " + ", ".join(f"{_WORDS.get(f, f)} {signed_pct(v)}" for f, v in off.items())
+        parts = [f"**{name}**: {tool}'s " + ", ".join(f"{_WORDS.get(f, f)} {signed_pct(v)}" for f, v in off.items())
                  + f" against benchlib's (median per-trial ratio, {int(r['trials'])} trials)."]
         b, a = r.get("rps_ratio_first", math.nan), r.get("rps_ratio_second", math.nan)
         if "rps" in off and b == b and a == a:
@@ -225,7 +227,8 @@ def peer_notes(summary: Any, tool: str, *, figures: Sequence[str] = ("rps", "p50
     head = []
     if agree:
         names = [_WORDS.get(f, f) for f in figures]
-        head.append(f"- Within ±{tolerance:.0%} on {', '.join(names[:-1])} and {names[-1]} (median per-trial ratios): "
+        what = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        head.append(f"- Within ±{tolerance:.0%} on {what} (median per-trial ratios): "
                     + ", ".join(f"**{a}**" for a in agree) + ".")
     tail = ["", why + (" " + why_latency if latency_off and why_latency else "")] if lines and why else []
     return "\n".join(head + lines + tail)

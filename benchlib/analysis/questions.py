@@ -12,6 +12,7 @@ and every conclusion keeps it (:class:`Answer`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,10 @@ class Family:
     conditions: what ``Contrast.condition=None`` expands to.
     questions: sub-question key -> its words, in table order (a "question" column).
     better: directions of metrics ``compare`` cannot infer (``{"cpu_per_req": "lower"}``).
+    max_error_rate: a trial whose ``error_rate`` is above this counts in the family's
+        ``error_rate`` rows only: its rates, latencies and CPU costs are those of error answers
+        (a proxy's 502s come back fast and cheap), not of the work asked for. A row left with no
+        such value reads ``no valid trial: ...`` (never faster or slower); ``None``: no limit.
     """
 
     key: str
@@ -73,6 +78,13 @@ class Family:
     conditions: tuple[str, ...] = ()
     questions: Mapping[str, str] = field(default_factory=dict)
     better: Mapping[str, str] | None = None
+    max_error_rate: float | None = None
+
+    def __post_init__(self) -> None:
+        m = self.max_error_rate
+        if m is not None and (isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 <= m < 1):
+            raise ParameterError(f"family {self.key!r}: max_error_rate must be a fraction in [0, 1) or None, "
+                                 f"got {m!r}")
 
     @classmethod
     def against(cls, key: str, baseline: str, arms: Sequence[str], *, conditions: Sequence[str],
@@ -134,6 +146,8 @@ class Answer:
         (``metric="all"``, ``labels={"condition": group}``).
     absent: (group, arm label) -> ``not run`` or ``no valid trial``, for each arm of a group
         without valid trials there.
+    errored: (group, arm label) -> (trials above the family's ``max_error_rate``, valid trials,
+        their median error rate), for each arm with such trials there.
     """
 
     family: Family
@@ -141,6 +155,7 @@ class Answer:
     notes: list[str] = field(default_factory=list)
     missing: list[Verdict] = field(default_factory=list)
     absent: dict[tuple[str, str], str] = field(default_factory=dict)
+    errored: dict[tuple[str, str], tuple[int, int, float]] = field(default_factory=dict)
 
     def verdict(self, arm: str, metric: str, *, group: str | None = None, baseline: str | None = None) -> Verdict | None:
         """The verdict of ``arm`` (its label in this family) on ``metric`` in ``group``: the
@@ -195,6 +210,52 @@ def _family_data(summaries: Any, rows: Sequence[Contrast]) -> Any:
     return pd.concat(parts, ignore_index=True) if parts else summaries.iloc[0:0].copy()
 
 
+def _error_bound(data: Any, family: Family) -> tuple[Any, dict[tuple[str, str], tuple[int, int, float]]]:
+    """``data`` with every metric but ``error_rate`` blanked (NaN) in the valid trials whose
+    error rate is above ``family.max_error_rate``; and, per (group, arm label) with such
+    trials, (how many, valid trials, their median error rate)."""
+    limit = family.max_error_rate
+    if limit is None or "error_rate" not in data.columns or not len(data):
+        return data, {}
+    valid = data["valid"].astype(bool) if "valid" in data.columns else data["arm"].notna()
+    hit = valid & (data["error_rate"].astype(float) > limit)
+    if not hit.any():
+        return data, {}
+    data = data.copy()
+    data.loc[hit, [m for m in family.metrics if m != "error_rate" and m in data.columns]] = math.nan
+    out = {}
+    for (group, label), g in data[valid].groupby(["condition", "arm"], sort=False):
+        n = int(hit[g.index].sum())
+        if n:
+            out[(str(group), str(label))] = (n, len(g), float(g.loc[hit[g.index], "error_rate"].median()))
+    return data, out
+
+
+def _errored_verdicts(comparison: Any, errored: Mapping[tuple[str, str], tuple[int, int, float]],
+                      limit: float) -> Any:
+    """``comparison`` with each row left without values by error-bound trials given a typed
+    ``no valid trial`` verdict naming them (its table's verdict columns too)."""
+    import dataclasses
+
+    from benchlib.stats.verdict import VerdictKind, render
+
+    table = comparison.table.copy()
+    verdicts = []
+    for v in comparison.verdicts:
+        group = str(v.labels.get("condition"))
+        hits = [(lbl, errored[(group, lbl)]) for lbl in (v.baseline, v.arm) if (group, lbl) in errored]
+        if v.kind is VerdictKind.OMITTED and hits:
+            why = "; ".join(f"{lbl} answered errors in {n} of {total} trials (median error rate {rate:.0%}, above "
+                            f"{limit:.0%}): its {v.metric} is that of error answers" for lbl, (n, total, rate) in hits)
+            new = Verdict.no_valid_trial(why, arm=v.arm, baseline=v.baseline, metric=v.metric, labels=v.labels)
+            at = ((table["condition"] == group) & (table["arm"] == v.arm) & (table["baseline"] == v.baseline)
+                  & (table["metric"] == v.metric))
+            table.loc[at, ["verdict", "verdict_kind"]] = (render(new), new.kind.value)
+            v = new
+        verdicts.append(v)
+    return dataclasses.replace(comparison, table=table, verdicts=verdicts)
+
+
 def run_family(summaries: Any, family: Family, *, unavailable: Mapping[str, str] | None = None, seed: int = 0,
                **compare_kwargs: Any) -> Answer:
     """Compare the family's rows that have valid trials of both arms (one ``compare`` call,
@@ -202,13 +263,15 @@ def run_family(summaries: Any, family: Family, *, unavailable: Mapping[str, str]
 
     A group none of whose arms has a valid trial, a group whose rows all lack one side, and
     each arm without valid trials there ("not run: why" when it could not run) are named in
-    ``notes``; each row not compared gets a typed verdict in ``missing``. ``compare_kwargs``
-    go to :func:`benchlib.stats.compare` (design, correction, margin...)."""
+    ``notes``; each row not compared gets a typed verdict in ``missing``. With
+    ``family.max_error_rate``, trials answered mostly with errors count in the ``error_rate``
+    rows only (named in ``notes``; a row they leave empty reads ``no valid trial``).
+    ``compare_kwargs`` go to :func:`benchlib.stats.compare` (design, correction, margin...)."""
     from benchlib.stats import compare
 
     unavailable = dict(unavailable or {})
     rows = family.rows()
-    data = _family_data(summaries, rows)
+    data, errored = _error_bound(_family_data(summaries, rows), family)
     valid = data[data["valid"].astype(bool)] if "valid" in data.columns else data
     notes: list[str] = []
     missing: list[Verdict] = []
@@ -240,14 +303,19 @@ def run_family(summaries: Any, family: Family, *, unavailable: Mapping[str, str]
             notes.append(f"group {group!r} not compared: its baseline or every other arm has no valid trial")
     if empty:
         notes.insert(0, f"no valid trial in group(s) {', '.join(empty)} (see the status table for the reasons)")
+    notes += [f"{lbl} ({group}): {n} of {total} valid trials answered errors (median error rate {rate:.0%}, above "
+              f"{family.max_error_rate:.0%}): they count in the error rate only" for (group, lbl), (n, total, rate)
+              in errored.items()]
     if not keep:
-        return Answer(family, None, notes, missing, absent)
+        return Answer(family, None, notes, missing, absent, errored)
     metrics = tuple(m for m in family.metrics if m in data.columns)
     how: dict[str, Any] = {"baseline": family.baseline} if family.baseline is not None else {"contrasts": list(
         dict.fromkeys(c.labels for c in rows if c.baseline not in unavailable and c.arm not in unavailable))}
     comparison = compare(data[data["condition"].isin(keep)], metrics=metrics, by=("condition",), seed=seed,
                          better=family.better, **how, **compare_kwargs)
-    return Answer(family, comparison, notes, missing, absent)
+    if errored:
+        comparison = _errored_verdicts(comparison, errored, float(family.max_error_rate or 0))
+    return Answer(family, comparison, notes, missing, absent, errored)
 
 
 def planned_rows(family: Family, requests: Mapping[str, float], unavailable: Mapping[str, str] | None = None) -> int:

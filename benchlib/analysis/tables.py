@@ -16,6 +16,10 @@ lists arms. Rows follow the experiment's arm order.
 * :func:`server_cpu_table` and :func:`server_unsaturated`: the server's CPU time per request
   with its interval, and whether the server's CPUs were busy (if not, something else, often
   the client, set the rate);
+* :func:`responses_table`: what each arm answered under load (HTTP statuses, transport
+  errors, error rate; the peer tool's failures);
+* :func:`saturation_table`: which side came near its CPU limit (the server with its front,
+  benchlib's client, the peer tool) and the rate each could serve at full CPU;
 * :func:`log_lines_table`: log lines written per request sent;
 * :func:`measured_minutes`: how long the trials took;
 * :func:`short_reasons`: why arms did not run, short enough for verdict tables and sentences;
@@ -38,7 +42,8 @@ from benchlib.records import rows as R
 
 __all__ = ["CLIENT_NEAR_LIMIT", "SERVER_BUSY", "add_trial_metric", "client_cpu_table", "client_limited", "contracts_table",
            "limits_table", "log_lines_table", "logged_lines", "measured_minutes", "median_of_trials", "percentile_support",
-           "repeats_table", "server_cpu_table", "server_unsaturated", "short_reasons", "status_table", "warmup_table"]
+           "repeats_table", "responses_table", "saturation_table", "server_cpu_table", "server_unsaturated",
+           "short_reasons", "status_table", "warmup_table"]
 
 #: A client CPU busier than this (share of one CPU) means the client may have set the rate;
 #: the load generator's guard marks a trial invalid at 0.90.
@@ -266,6 +271,117 @@ def short_reasons(unavailable: Mapping[str, str]) -> dict[str, str]:
         m = _INSTALL_HINT.match(why)
         out[arm] = m.group(1) if m else why.splitlines()[0][:160] if why else why
     return out
+
+
+def responses_table(run: Any, *, condition: str | None = None) -> Any:
+    """Per condition and arm, over the trials that ran (ok or invalid): the measured requests,
+    their HTTP statuses summed (``200: 49,990; 502: 10``), transport errors by kind, the error
+    rate (median and max over trials; a non-2xx/3xx answer or a transport error is an error),
+    and, when a peer tool ran, its requests and errors (for ab: failed plus non-2xx)."""
+    import pandas as pd
+
+    run = read_run(run)
+    acc: dict[tuple[str, str], dict[str, Any]] = {}
+    for t in run.trials:
+        if not t.ran or t.load is None or (condition is not None and t.condition != condition):
+            continue
+        d = acc.setdefault((t.condition, t.arm), {"trials": 0, "requests": 0, "status": {}, "transport": {},
+                                                  "rates": [], "peer_requests": 0.0, "peer_errors": 0.0,
+                                                  "peer_runs": 0, "tool": ""})
+        d["trials"] += 1
+        n = t.load.requests_measured
+        d["requests"] += n
+        for k, v in t.load.status_counts.items():
+            d["status"][k] = d["status"].get(k, 0) + v
+        for k, v in t.load.errors.items():
+            if v:
+                d["transport"][k] = d["transport"].get(k, 0) + v
+        good = sum(v for k, v in t.load.status_counts.items() if 100 <= int(k) < 400)
+        if n:
+            d["rates"].append(1 - good / n)
+        if t.peer is not None and t.peer.ok:
+            d.update(peer_runs=d["peer_runs"] + 1, tool=t.peer.tool)
+            d["peer_requests"] += t.peer.requests if t.peer.requests == t.peer.requests else 0
+            d["peer_errors"] += t.peer.errors if t.peer.errors == t.peer.errors else 0
+
+    def counts(c: Mapping[str, int]) -> str:
+        return "; ".join(f"{k}: {v:,}" for k, v in sorted(c.items())) or "none"
+
+    rows = []
+    for (cond, arm), d in acc.items():
+        r = {"condition": cond, "arm": arm, "trials": d["trials"], "requests": d["requests"],
+             "HTTP statuses": counts(d["status"]), "transport errors": counts(d["transport"]),
+             "error rate, median": float(np.median(d["rates"])) if d["rates"] else math.nan,
+             "error rate, max": max(d["rates"]) if d["rates"] else math.nan}
+        if d["peer_runs"]:
+            r.update({f"{d['tool']} requests": int(d["peer_requests"]), f"{d['tool']} errors": int(d["peer_errors"])})
+        rows.append(r)
+    return _sorted(pd.DataFrame(rows), run)
+
+
+def saturation_table(run: Any, summaries: Any, *, condition: str | None = None,
+                     near: float = CLIENT_NEAR_LIMIT) -> Any:
+    """Which side set the rate? Per condition and arm, medians over the trials that ran (ok or
+    invalid: a client the guard stopped is part of the answer):
+
+    * benchlib's rate (``throughput_rps``, every response), its client CPU (busiest CPU, share
+      of one) and the rate it could send at a full CPU (rate / client CPU);
+    * the server's CPUs busy (``server_cpu_frac``: service and front), of how many it was
+      pinned to, the front's share of it, and the rate the server side could serve with all
+      its CPUs busy at the measured CPU time per request (``server_cpu_us_per_req``), and its
+      front alone (``front_cpu_us_per_req``);
+    * the peer tool's rate, CPU and rate per CPU-second (requests / CPU s), when it ran;
+    * ``near its CPU limit``: the sides at ``near`` or more of their CPUs (``none``: the rate
+      was set by something else: connections, waiting, the other processes on the machine).
+    """
+    import pandas as pd
+
+    run = read_run(run)
+    index = summaries.set_index(["condition", "arm", "block"]) if summaries is not None and len(summaries) else None
+    acc: dict[tuple[str, str], dict[str, list[float]]] = {}
+    tools: dict[tuple[str, str], str] = {}
+
+    def col(s: Any, name: str) -> float:
+        return float(s[name]) if s is not None and name in s.index and s[name] == s[name] else math.nan
+
+    for t in run.trials:
+        key = (t.condition, t.arm, t.block)
+        if not t.ran or (condition is not None and t.condition != condition) or index is None or key not in index.index:
+            continue
+        s = index.loc[key]
+        n_cpus = len(t.cpus.get("server") or ()) or 1
+        rps, client = col(s, "throughput_rps"), t.client_cpu
+        total, front = col(s, "server_cpu_us_per_req"), col(s, "front_cpu_us_per_req")
+        vals = {"rps": rps, "client": client, "client_ceiling": rps / client if client > 0 else math.nan,
+                "server": col(s, "server_cpu_frac"), "cpus": float(n_cpus),
+                "front_share": front / total if total > 0 else math.nan,
+                "server_ceiling": n_cpus * 1e6 / total if total > 0 else math.nan,
+                "front_ceiling": n_cpus * 1e6 / front if front > 0 else math.nan, "invalid": float(t.status == "invalid")}
+        p = t.peer
+        if p is not None and p.ok:
+            tools[(t.condition, t.arm)] = p.tool
+            vals.update(peer_rps=p.requests_per_s, peer_cpu=p.cpu_fraction,
+                        peer_ceiling=p.requests / p.cpu_s if p.cpu_s and p.cpu_s > 0 else math.nan)
+        d = acc.setdefault((t.condition, t.arm), {})
+        for k, v in vals.items():
+            d.setdefault(k, []).append(v)
+    rows = []
+    for (cond, arm), d in acc.items():
+        med = {k: float(np.nanmedian(v)) if np.isfinite(v).any() else math.nan for k, v in d.items()}
+        tool = tools.get((cond, arm), "peer")
+        bound = [name for name, busy in (("server", med["server"] / med["cpus"]), ("benchlib client", med["client"]),
+                                         (tool, med.get("peer_cpu", math.nan))) if busy >= near]
+        r = {"condition": cond, "arm": arm, "trials": len(d["rps"]), "invalid": int(sum(d["invalid"])),
+             "benchlib req/s": med["rps"], "benchlib client CPU": med["client"],
+             "benchlib req/s at full client CPU": med["client_ceiling"], "server CPUs busy": med["server"],
+             "server CPUs": int(med["cpus"]), "front share of server CPU": med["front_share"],
+             "server req/s at full CPU": med["server_ceiling"], "front req/s at full CPU": med["front_ceiling"]}
+        if "peer_rps" in d:
+            r.update({f"{tool} req/s": med["peer_rps"], f"{tool} CPU": med["peer_cpu"],
+                      f"{tool} req/s per CPU-second": med["peer_ceiling"]})
+        r["near its CPU limit"] = ", ".join(bound) or "none"
+        rows.append(r)
+    return _sorted(pd.DataFrame(rows), run)
 
 
 def measured_minutes(run: Any) -> float:

@@ -113,7 +113,7 @@ class LoadMeta:
     requests_measured, requests_warmup, requests_total: requests sent in each phase, and in all.
     errors, errors_warmup: failed requests by kind (``connect``, ``reset``, ...), measured
         phase and warm-up. error_examples: one message per error kind.
-    status_counts: measured successful responses by HTTP status (``"200"``: count).
+    status_counts: HTTP statuses of the measured requests that got a response (``{"200": n}``).
     client_cpu: the client's CPU use per CPU (share of one CPU, keyed by CPU number).
     client_cpus: the CPUs the load generator ran on.
     valid, invalid_reason: the guard's decision (a client that could not keep the load).

@@ -132,7 +132,7 @@ def _ab(d: Mapping[str, Any]) -> dict[str, Any]:
     failed, non2xx = d.get("failed"), d.get("non_2xx")
     return {"requests": _f(d.get("requests")), "duration_s": _f(d.get("duration_s")),
             "requests_per_s": _f(d.get("requests_per_s")), "latency_ms": _pct(d.get("latency_percentiles_ms") or {}),
-            "mean_ms": _f(d.get("latency_mean_ms")),
+            "mean_ms": _f(d.get("latency_mean_ms")), "max_ms": _f(d.get("longest_ms")),
             "errors": float((failed or 0) + (non2xx or 0)) if failed is not None else math.nan,
             "error_kinds": {"failed": int(failed or 0), "non_2xx": int(non2xx or 0)}}
 

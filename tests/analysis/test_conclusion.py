@@ -55,3 +55,12 @@ def test_factors_multiply_and_the_largest_is_farthest_from_one() -> None:
     assert say.largest_factor(factors) == ("build", 4.35)
     assert say.largest_factor({"a": 0.2, "b": 3.0}) == ("a", 0.2)  # 1/5 is farther from 1 than 3
     assert say.product_text({"a": 2.0, "b": 0.5}) == "2.00 × 0.50 = 1.00"
+
+
+def test_a_difference_effect_reads_in_its_units_not_as_a_ratio() -> None:
+    more = _v(VerdictKind.SLOWER, 0.98, metric="error_rate", effect="difference", unit="%", ci_lo=0.971, ci_hi=0.99,
+              word="more errors")
+    assert say.difference(more) == "+98.0 pp [+97.1, +99.0]"
+    assert say.effect(more) == "+98.0 pp [+97.1, +99.0], Holm p = 0.012 → **more errors**"
+    ms = _v(VerdictKind.SLOWER, 1.25, effect="difference", unit="ms", ci_lo=0.5, ci_hi=math.inf)
+    assert say.difference(ms) == "+1.25 ms [+0.5, ∞]"

@@ -115,3 +115,34 @@ def test_blocks_needed_are_the_fewest_at_which_holm_over_the_rows_can_decide() -
     assert blocks_needed(fam, {"c": 2_000}) == (12, 9)  # no p99 below 5,000 requests
     assert blocks_needed(fam, {"c": 50_000}, {"e": "no toolchain"}) == (12, 9)
     assert blocks_needed(fam, {"c": 50_000}, {"a": "gone"}) == (0, stats.min_trials(alpha=0.05, paired=True))
+
+def test_trials_answered_mostly_with_errors_count_in_the_error_rate_only() -> None:
+    # "broken" answers errors (a proxy's 502s, fast) in every trial of c1 and in 3 trials of c2
+    s = _summaries({"base": 1.0, "good": 0.5, "broken": 0.2})
+    s["error_rate"] = 0.0
+    s.loc[(s["arm"] == "broken") & (s["condition"] == "c1"), "error_rate"] = 1.0
+    s.loc[(s["arm"] == "broken") & (s["condition"] == "c2") & (s["block"] < 3), "error_rate"] = 0.9
+    s["goodput_rps"] = s["throughput_rps"] * (1 - s["error_rate"]) / s["p50_ms"]
+    fam = Family.against("k", "base", ["good", "broken"], conditions=("c1", "c2"),
+                         metrics=("goodput_rps", "p50_ms", "error_rate"))
+    fam = Family(fam.key, fam.contrasts, fam.metrics, conditions=fam.conditions, max_error_rate=0.05)
+    answer = run_family(s, fam, seed=1)
+    gone = answer.verdict("broken", "goodput_rps", group="c1")
+    assert gone.kind is VerdictKind.NO_VALID_TRIAL and gone.metric == "goodput_rps"
+    assert gone.reason == ("broken answered errors in 10 of 10 trials (median error rate 100%, above 5%): its "
+                           "goodput_rps is that of error answers")
+    assert answer.verdict("broken", "p50_ms", group="c1").kind is VerdictKind.NO_VALID_TRIAL
+    errors = answer.verdict("broken", "error_rate", group="c1")
+    assert errors.kind is VerdictKind.SLOWER and errors.word == "more errors" and errors.estimate == pytest.approx(1.0)
+    part = answer.verdict("broken", "goodput_rps", group="c2")  # the 7 blocks without errors are compared
+    assert part.n_arm == 7 and part.kind is not VerdictKind.NO_VALID_TRIAL
+    assert answer.errored == {("c1", "broken"): (10, 10, 1.0), ("c2", "broken"): (3, 10, 0.9)}
+    assert ("broken (c2): 3 of 10 valid trials answered errors (median error rate 90%, above 5%): they count in the "
+            "error rate only") in answer.notes
+    t = answer.comparison.table
+    hidden = t[(t["arm"] == "broken") & (t["condition"] == "c1") & (t["metric"] != "error_rate")]
+    assert (hidden["verdict_kind"] == "no_valid_trial").all() and hidden["verdict"].str.startswith("no valid trial").all()
+    assert (t["family_size"] == len(t) - len(hidden)).all()  # rows without values are not in the Holm family
+    assert answer.verdict("good", "goodput_rps", group="c1").kind is VerdictKind.FASTER
+    with pytest.raises(ParameterError, match="max_error_rate must be a fraction in \\[0, 1\\) or None"):
+        Family("k", fam.contrasts, fam.metrics, max_error_rate=1.5)

@@ -18,7 +18,8 @@ from benchlib.analysis import (client_cpu_table, client_limited, limits_table, l
                                warmup_table)
 from benchlib.analysis.peers import (peer_beside, peer_labels, peer_notes, peer_setup, peer_summary, peer_tables,
                                      peer_view)
-from benchlib.analysis.tables import add_trial_metric, logged_lines, median_of_trials
+from benchlib.analysis.tables import (add_trial_metric, logged_lines, median_of_trials, responses_table,
+                                      saturation_table)
 from benchlib.records import RunRecord, TrialRecord, read_run
 from benchlib.schema import ROW_DTYPE
 from benchlib.store import RunStore
@@ -242,3 +243,65 @@ def test_peer_setup_builds_the_tool_first_and_says_which_arms_it_checks(monkeypa
     monkeypatch.setattr(b, "ensure_bombardier", missing)
     arms, text = peer_setup("bombardier", ["a"])
     assert arms == () and text.startswith("bombardier cross-check not run: service 'bombardier' needs 'go'")
+
+AB = {"tool": "ab", "requests": 1000, "requests_per_s": 4000.0, "failed": 0, "non_2xx": 0, "cpu_fraction": 0.25,
+      "cpu_s": 0.0625, "latency_percentiles_ms": {"50": 5.0}}
+
+
+def _loaded(arm: str, block: int, *, statuses: dict[str, int], client: float, status: str = "ok",
+            ab: dict[str, Any] | None = None, errors: dict[str, int] | None = None) -> TrialRecord:
+    n = sum(statuses.values()) + sum((errors or {}).values())
+    load = {"requests": {"measure": n, "warmup": 10, "total": n + 10}, "status_counts": statuses,
+            "errors": errors or {}, "client_cpu": {"per_cpu": {"0": client}}}
+    return TrialRecord.from_meta(_meta(arm, block, status, load=load, cpus={"server": [1], "client": [0]},
+                                       **({"cross_check": {**AB, **ab, "order": "after"}} if ab is not None else {})))
+
+
+def test_responses_say_what_each_arm_answered_under_load() -> None:
+    run = _run([_loaded("fast", 0, statuses={"200": 1000}, client=0.3, ab={}),
+                _loaded("fast", 1, statuses={"200": 990}, client=0.3, errors={"reset": 10}, ab={"failed": 2}),
+                _loaded("odd", 0, statuses={"502": 980, "200": 20}, client=0.2, ab={"non_2xx": 1000}),
+                _loaded("odd", 1, statuses={"502": 1000}, client=0.2, status="invalid"),
+                TrialRecord.from_meta(_meta("slow", 0, "failed"))])
+    table = responses_table(run).set_index("arm")
+    assert list(table.index) == ["fast", "odd"]  # a failed trial sent nothing
+    assert table.loc["fast", "HTTP statuses"] == "200: 1,990" and table.loc["fast", "transport errors"] == "reset: 10"
+    assert table.loc["fast", "error rate, max"] == pytest.approx(0.01) and table.loc["fast", "requests"] == 2000
+    assert table.loc["odd", "HTTP statuses"] == "200: 20; 502: 1,980" and table.loc["odd", "transport errors"] == "none"
+    assert table.loc["odd", "error rate, median"] == pytest.approx(0.99) and table.loc["odd", "trials"] == 2
+    assert table.loc["odd", "ab errors"] == 1000 and table.loc["fast", "ab errors"] == 2
+    assert table.loc["fast", "ab requests"] == 2000
+
+
+def test_saturation_says_which_side_came_near_its_cpu_limit() -> None:
+    run = _run([_loaded("fast", b, statuses={"200": 1000}, client=0.9, ab={"cpu_fraction": 0.95, "cpu_s": 0.25})
+                for b in (0, 1)] + [
+               _loaded("slow", b, statuses={"200": 1000}, client=0.2, ab={}, status="invalid" if b else "ok")
+               for b in (0, 1)] + [_loaded("odd", 0, statuses={"200": 1000}, client=0.3)])
+    summaries = pd.DataFrame([
+        {"condition": "closed", "arm": "fast", "block": b, "throughput_rps": 9000.0, "server_cpu_us_per_req": 50.0,
+         "server_cpu_frac": 0.45} for b in (0, 1)] + [
+        {"condition": "closed", "arm": "slow", "block": b, "throughput_rps": 1000.0, "server_cpu_us_per_req": 950.0,
+         "front_cpu_us_per_req": 190.0, "server_cpu_frac": 0.95} for b in (0, 1)] + [
+        {"condition": "closed", "arm": "odd", "block": 0, "throughput_rps": 100.0, "server_cpu_us_per_req": 1000.0,
+         "front_cpu_us_per_req": 500.0, "server_cpu_frac": 0.1}])
+    table = saturation_table(run, summaries).set_index("arm")
+    assert table.loc["fast", "near its CPU limit"] == "benchlib client, ab"
+    assert table.loc["fast", "benchlib req/s at full client CPU"] == pytest.approx(10_000)
+    assert table.loc["fast", "ab req/s per CPU-second"] == pytest.approx(4000) and math.isnan(
+        table.loc["fast", "front share of server CPU"])
+    assert table.loc["slow", "near its CPU limit"] == "server" and table.loc["slow", "invalid"] == 1
+    assert table.loc["slow", "trials"] == 2 and table.loc["slow", "front share of server CPU"] == pytest.approx(0.2)
+    assert table.loc["slow", "server req/s at full CPU"] == pytest.approx(1e6 / 950)
+    assert table.loc["slow", "front req/s at full CPU"] == pytest.approx(1e6 / 190)
+    assert table.loc["odd", "near its CPU limit"] == "none" and math.isnan(table.loc["odd", "ab CPU"])
+    assert table.loc["odd", "server CPUs"] == 1
+
+
+def test_peer_notes_name_the_condition_of_each_row() -> None:
+    summary = pd.DataFrame([{"condition": c, "arm": "go", "trials": 4, "peer_failed": 0, "peer_error": None,
+                             "rps_ratio": r, "peer_cpu": 0.2, "bl_client_cpu": 0.3} for c, r in (("c20", 1.01),
+                                                                                                 ("c400", 1.5))])
+    notes = peer_notes(summary, "ab", figures=("rps",))
+    assert "Within ±3% on requests/s (median per-trial ratios): **go (c20)**." in notes
+    assert "**go (c400)**: ab's requests/s +50.0% against benchlib's" in notes
