@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from benchlib.errors import LoadSpecError, ParameterError
+from benchlib.design import DEFAULT_CROSS_CHECK_BLOCKS, check_cross_check_blocks
 
 __all__ = [
     "MAX_SECONDS",
@@ -433,8 +434,10 @@ CROSS_CHECK_TOOLS = ("wrk", "k6", "ab", "hey", "h2load", "bombardier")
 
 @dataclass(frozen=True)
 class CrossCheck:
-    """A peer load tool run against the same service instance within each trial, beside
-    benchlib's own load (the order alternates by block, so neither always runs first).
+    """A peer load tool run against the same service instance within a trial, beside
+    benchlib's own load, in the blocks ``Experiment.cross_check_blocks`` picks (3 spread over the
+run by default, ``"all"`` at full scale); the order alternates over those blocks, so neither
+tool always runs first.
 
     Attributes
     ----------
@@ -466,7 +469,7 @@ class Condition:
     load: the LoadSpec. Its request (method, path, body, headers) is replaced by the arm's
         endpoint from the service manifest, so one condition fits services whose paths differ.
     endpoint: the manifest endpoint to load (``None``: the arm's, else the service's first).
-    cross_check: a peer tool run on the same instance in every trial (see :class:`CrossCheck`).
+    cross_check: a peer tool run on the same instance in the experiment's ``cross_check_blocks`` (see :class:`CrossCheck`).
     """
 
     name: str
@@ -503,6 +506,9 @@ class Experiment:
         could not keep the load: schedule lag, client CPU) is run again at once, in its place in
         the block, at most this many times; the invalid attempts are kept aside (``.failed-N``
         files) and listed in the stored trial's ``previous_attempts``. 0 (default): never.
+    cross_check_blocks: the blocks in which a condition's peer tool (:class:`CrossCheck`) runs:
+        ``"all"``, a number of blocks spread over the run (default 3: the first, a middle and the
+        last), or a fraction of the blocks (see :func:`benchlib.design.cross_check_blocks`).
     """
 
     study: str
@@ -516,9 +522,11 @@ class Experiment:
     between_trials_s: float = 0.5
     retry_failed: bool = False
     repeat_invalid: int = 0
+    cross_check_blocks: int | float | str = DEFAULT_CROSS_CHECK_BLOCKS
 
     def __post_init__(self) -> None:
         check_name("study name", self.study)
+        _set(self, "cross_check_blocks", check_cross_check_blocks(self.cross_check_blocks))
         _choice("Experiment", "runtime", self.runtime, RUNTIME_NAMES, ParameterError)
         _set(self, "trials", _int("Experiment", "trials", self.trials, low=1, error=ParameterError))
         _set(self, "seed", _int("Experiment", "seed", self.seed, low=0, error=ParameterError))

@@ -111,6 +111,41 @@ def test_cross_check_runs_wrk_on_the_same_instance_alternating_order(services: P
     assert (s["xcheck_tool"] == "wrk").all() and (s["xcheck_rps"] > 0).all() and (s["xcheck_p50_ms"] > 0).all()
 
 
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="needs wrk (apt-get install wrk)")
+def test_the_peer_runs_in_the_chosen_blocks_and_the_progress_counts_blocks_and_time(services: Path,
+                                                                                    tmp_path: Path) -> None:
+    from benchlib.analysis import Family, decided_questions
+    from benchlib.analysis.peers import peer_beside, peer_summary
+
+    check = CrossCheck("wrk", (("threads", 1), ("connections", 2), ("duration_s", 1)), arms=("a",))
+    exp = Experiment("t-runner6", (Arm("a", "python-aiohttp-hello"), Arm("b", "python-aiohttp-hello")),
+                     (Condition("main", TINY, cross_check=check),), trials=4, seed=1, between_trials_s=0,
+                     cross_check_blocks=2)
+    events: list[dict] = []
+    looked: list[int] = []
+
+    def decided(summaries):  # the hook sees the trials stored so far, once per block
+        looked.append(len(summaries))
+        return decided_questions([Family.against("ab", "a", ["b"], conditions=["main"], metrics=["p50_ms"])])(summaries)
+
+    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=events.append, decided=decided)
+    peer = {t.block: t.meta["cross_check"]["order"] for t in res.trials() if t.meta.get("cross_check")}
+    assert peer == {0: "after", 3: "before"}  # 2 of 4 blocks, first and last, the order alternating
+    assert all(t.arm == "a" for t in res.trials() if t.meta.get("cross_check"))
+    assert looked == [2, 4, 6, 8]
+    blocks = [e for e in events if e["event"] == "block"]
+    assert [(e["block"], e["blocks_done"], e["trials_done"]) for e in blocks] == [(0, 1, 2), (1, 2, 4), (2, 3, 6),
+                                                                                 (3, 4, 8)]
+    assert all(isinstance(e["decided"], list) for e in blocks)
+    trials = [e for e in events if e["event"] == "trial"]
+    assert all(e["seconds"] > 0 and e["left_s"] >= 0 for e in trials) and trials[-1]["left_s"] == 0
+    assert events[0]["plan"] == [(p["condition"], p["arm"], p["block"] in (0, 3) and p["arm"] == "a")
+                                 for p in (t.meta for t in sorted(res.trials(), key=lambda t: t.meta["seq"]))]
+    summary = peer_summary(peer_beside(res, summaries=res.summaries()))
+    assert list(summary["peer_blocks"]) == ["2 of 4"]
+    assert res.store.read_run()["parameters"]["cross_check_blocks"] == 2
+
+
 def test_an_invalid_trial_is_repeated_in_place_and_its_attempts_are_kept(services: Path, tmp_path: Path) -> None:
     # far more arrivals than one client CPU can dispatch on time: the guard marks the trial invalid
     flood = LoadSpec(model="open", rate_rps=300_000, connections=256, duration_s=0.3, warmup_s=0, timeout_s=20)

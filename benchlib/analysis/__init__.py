@@ -6,7 +6,8 @@ original's numbers and its conclusion's facts; everything else comes from here
 
 * :mod:`~benchlib.analysis.questions`: :class:`Contrast`, :class:`Family` (one question = one
   Holm family), :func:`run_family` -> :class:`Answer` (verdicts, with ``not run`` and ``no
-  valid trial`` rows), :func:`planned_rows`, :func:`compare_valid`;
+  valid trial`` rows), :func:`planned_rows`, :func:`compare_valid`, :func:`decided_questions`
+  (the runner's per-block look at which questions are decided, for the progress display);
 * :mod:`~benchlib.analysis.verdicts`: verdict tables of comparisons and answers, the family's
   heading, verdicts in words, footnotes;
 * :mod:`~benchlib.analysis.conclusion`: phrases of a conclusion from typed verdicts;
@@ -24,7 +25,15 @@ The run's stored facts are read through :mod:`benchlib.records`.
 from __future__ import annotations
 
 from benchlib.analysis.display import metric_words, show, table
-from benchlib.analysis.questions import Answer, Contrast, Family, compare_valid, planned_rows, run_family
+from benchlib.analysis.questions import (
+    Answer,
+    Contrast,
+    Family,
+    compare_valid,
+    decided_questions,
+    planned_rows,
+    run_family,
+)
 from benchlib.analysis.run_info import design_markdown, provenance_markdown
 from benchlib.analysis.tables import (
     add_trial_metric,
@@ -50,7 +59,7 @@ from benchlib.analysis.verdicts import (
 
 __all__ = [
     "Answer", "Contrast", "Family", "add_trial_metric", "answer_table", "answer_tables", "client_cpu_table", "client_limited",
-    "compare_valid", "contracts_table", "design_markdown", "family_markdown", "footnotes_markdown",
+    "compare_valid", "contracts_table", "decided_questions", "design_markdown", "family_markdown", "footnotes_markdown",
     "limits_table", "log_lines_table", "measured_minutes", "metric_words", "percentile_support",
     "planned_rows", "provenance_markdown", "repeats_table", "run_family", "show", "status_table", "table",
     "verdict_sentences", "verdict_table", "warmup_table",

@@ -186,7 +186,7 @@ def k6_tables(result: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     beside = peers.peer_beside(result, figures=("p50", "p95", "max"), since="sent", tool="k6")
     summary = peers.peer_summary(beside, by=("condition", "arm", "order"), main="p50")
     figs = [c for f in ("p50", "p95", "max") for c in (f"peer_{f}", f"bl_{f}")]
-    return (peers.peer_view(summary, ["condition", "arm", "order", "trials", *figs, "p50_ratio"], "k6", since="sent"),
+    return (peers.peer_view(summary, ["condition", "arm", "order", "peer_blocks", "trials", *figs, "p50_ratio"], "k6", since="sent"),
             peers.peer_view(beside, ["condition", "arm", "block", "order", "status", "peer_error", "peer_requests",
                                      "peer_dropped", "peer_p50", "peer_p95", "peer_max", "bl_requests", "bl_p50",
                                      "bl_p95", "bl_max", "bl_p50_due", "p50_ratio"], "k6", since="sent", digits=None))

@@ -174,7 +174,7 @@ def wrk_tables(result: Any, summaries: Any) -> dict[str, Any]:
     beside = peers.peer_beside(result, summaries=summaries, tool="wrk")
     by_arm = peers.peer_summary(beside)
     return {"beside": beside, "by_arm": by_arm,
-            "rate": peers.peer_view(by_arm, ["arm", "trials", "bl_rps", "peer_rps", "rps_ratio", "rps_ratio_range",
+            "rate": peers.peer_view(by_arm, ["arm", "peer_blocks", "trials", "bl_rps", "peer_rps", "rps_ratio", "rps_ratio_range",
                                              "rps_ratio_first", "rps_ratio_second", "bl_client_cpu", "peer_cpu",
                                              "peer_bytes", "peer_failed", "peer_error"], "wrk", index="arm"),
             "latency": peers.peer_view(by_arm, ["arm", "bl_p50", "peer_p50", "p50_ratio", "bl_p99", "peer_p99",
