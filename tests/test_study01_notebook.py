@@ -191,7 +191,8 @@ def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
     from benchlib.store import RunStore
 
     runs = tmp_path / "runs"
-    run = run_notebook("01_rest_mongo_go_dotnet_rust", {"trials": 1, "scale": 0.35, "out_dir": str(runs),
+    # the full-scale design (every implementation, the seed's load shape, k6 in every block), tiny
+    run = run_notebook("01_rest_mongo_go_dotnet_rust", {"full": True, "trials": 1, "scale": 0.35, "out_dir": str(runs),
                                                         "run_id": "nbtest", "seed": 2},
                        reports_dir=tmp_path / "reports")
     assert run.ok, run.error
