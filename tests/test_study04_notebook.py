@@ -39,9 +39,11 @@ def test_the_default_design_keeps_every_family_decidable_and_the_full_scale_is_t
     assert rows == {"seed": 6, "framework": 6, "logging": 6}
     sweep_rows = len(rvg.parse_fractions(d["sweep_rates"])) * 2  # p50 and p99 at each rate
     assert min_trials(alpha=0.05, n_comparisons=max(*rows.values(), sweep_rows), paired=True) == d["trials"] == 8
-    assert (f["trials"], f["duration_s"], f["cross_check_blocks"], f["extras"]) == (10, 30.0, "all", "yes")
+    assert (f["trials"], f["duration_s"], f["cross_check_blocks"], f["extras"], f["sweep"]) == (10, 30.0, "all", "yes",
+                                                                                                "yes")
+    assert d["sweep"] == "no"
     assert rvg.parse_fractions(f["sweep_rates"]) == rvg.SWEEP_FRACTIONS
-    given = dict(trials=0, duration_s=0.0, warmup_s=2.0, extras="auto", cross_check_blocks="auto",
+    given = dict(trials=0, duration_s=0.0, warmup_s=2.0, extras="auto", cross_check_blocks="auto", sweep="auto",
                  sweep_rates="auto", sweep_duration_s=0.0)
     chosen = params.design_values(False, given, default=d, full_scale=f)
     assert chosen == {**{k: d[k] for k in given}, "warmup_s": 2.0}  # a value set by the user stays

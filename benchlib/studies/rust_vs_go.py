@@ -50,15 +50,18 @@ EXTRA_SERVERS: tuple[str, ...] = ("python", "node")
 SEED_ARMS: tuple[str, ...] = ("actix-debug-pipe", "actix-release-pipe", "go-pipe")
 SWEEP_FRACTIONS: tuple[float, ...] = (0.25, 0.5, 0.75, 0.9)
 #: The designs a notebook run takes its unset parameters from (:func:`benchlib.analysis.params.design_values`).
-#: Default (about 6 min on 2 cores): the seed's five arms without the extra rows, 8 blocks (the
+#: Default (about 5 min on 2 cores): the seed's five arms without the extra rows, 8 blocks (the
 #: fewest with which Holm over a family's 6 rows can reach p < 0.05: 6 x 2/2^8 = 0.047) of 1.5 s
 #: trials (the per-trial spread is between trials: in the full run, rates shifted by 40-200% inside
 #: one 30 s window, and wrk's and benchlib's 30 s windows of one instance differed by up to 30%, so
-#: long trials buy little), wrk in 3 blocks, a sweep at 50 and 90% of capacity (4 rows: 8 blocks).
+#: long trials buy little), wrk in 3 blocks, no sweep (measured: 2.6 of the 7.5 minutes with a
+#: 2-rate sweep in 8 blocks, and on a loaded machine every short open-model trial was invalid; its
+#: rates when ``sweep=yes``: 50 and 90% of capacity, 4 rows, 8 blocks).
 #: Full scale (about 65 min): the seed's 30 s, every block with wrk, the extra rows, four rates.
 DEFAULT_DESIGN: dict[str, Any] = {"trials": 8, "duration_s": 1.5, "warmup_s": 0.5, "extras": "no",
-                                  "cross_check_blocks": 3, "sweep_rates": "0.5,0.9", "sweep_duration_s": 1.0}
-FULL_DESIGN: dict[str, Any] = {"trials": 10, "duration_s": 30.0, "warmup_s": 1.0, "extras": "yes",
+                                  "cross_check_blocks": 3, "sweep": "no", "sweep_rates": "0.5,0.9",
+                                  "sweep_duration_s": 1.0}
+FULL_DESIGN: dict[str, Any] = {"trials": 10, "duration_s": 30.0, "warmup_s": 1.0, "extras": "yes", "sweep": "yes",
                                "cross_check_blocks": "all", "sweep_rates": ",".join(map(str, SWEEP_FRACTIONS)),
                                "sweep_duration_s": 4.0}
 METRICS: tuple[str, ...] = ("throughput_rps", "p50_ms", "p99_ms")
