@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from benchlib import settings
 
 __all__ = ["Estimate", "ProgressCallback", "format_duration", "format_event", "make_progress", "parse_line"]
 
@@ -180,7 +181,7 @@ def make_progress(progress: bool | ProgressCallback = True) -> ProgressCallback:
         return _estimated(progress)
     if not progress:
         return lambda ev: None
-    path = os.environ.get("BENCHLIB_PROGRESS_FILE")
+    path = settings.PROGRESS_FILE.get()
     if path:
         def to_file(ev: Mapping[str, Any]) -> None:
             with open(path, "a") as fh:
