@@ -1,12 +1,13 @@
 """Progress display for long runs, kept out of exported reports.
 
-The runner emits events (dicts with ``event`` = ``start``, ``trial``, ``skip``, ``block``,
-``done``); :class:`Estimate` adds to each what a long run needs to show: trials and blocks
+The runner emits events (dicts with ``event`` = ``start``, ``trial``, ``skip``, ``settled``,
+``block``, ``done``); :class:`Estimate` adds to each what a long run needs to show: trials and blocks
 done of those planned, the seconds elapsed, and the seconds left, estimated from the trials'
 measured wall times (each (condition, arm, peer tool or not) by its own mean; the overall
 mean until it has one). A ``block`` event closes each block (every condition's trials of
 that block number) and may carry ``decided``: the questions already decided on the trials
-so far (see :func:`benchlib.analysis.questions.decided_questions`). A renderer shows them:
+so far (see :func:`benchlib.analysis.questions.decided_questions`). ``settled`` trials (not
+run: sequential stopping found their questions settled) count as done and take no time. A renderer shows them:
 
 * in JupyterLab: a tqdm bar (``tqdm.auto``) with the time left, and one line per block;
 * on the CLI (``benchlib run`` / ``report``): one line per trial. The CLI sets
@@ -99,7 +100,7 @@ class Estimate:
             self.plan = [(str(c), str(a), bool(p)) for c, a, p in ev.get("plan") or ()]
             self.total = int(ev.get("total", len(self.plan)))
             self.blocks = int(ev.get("blocks", 0))
-        elif kind in ("trial", "skip"):
+        elif kind in ("trial", "skip", "settled"):
             if kind == "trial" and self.done < len(self.plan) and isinstance(ev.get("seconds"), (int, float)):
                 self.seconds.setdefault(self.plan[self.done], []).append(float(ev["seconds"]))
                 self.ran += 1
@@ -108,7 +109,7 @@ class Estimate:
             self.blocks_done = int(ev.get("block", self.blocks_done - 1)) + 1
         elapsed = self.now() - self.t0 if self.t0 is not None else 0.0
         left = 0.0 if kind == "done" else self.left_s()
-        return {**ev, "trials_done": self.done, "blocks_done": self.blocks_done, "blocks": self.blocks,
+        return {**ev, "trials_done": self.done, "blocks_done": self.blocks_done, "blocks_planned": self.blocks,
                 "elapsed_s": elapsed, "left_s": left}
 
 
@@ -132,11 +133,13 @@ def format_event(ev: Mapping[str, Any]) -> str:
         decided: Sequence[str] | None = ev.get("decided")
         words = ("; decided so far: " + "; ".join(decided) if decided else "; no question decided yet"
                  ) if decided is not None else ""
-        return (f"{study} block {int(ev.get('block', 0)) + 1}/{ev.get('blocks')} done "
+        return (f"{study} block {int(ev.get('block', 0)) + 1}/{ev.get('blocks_planned', ev.get('blocks'))} done "
                 f"({ev.get('trials_done', '?')}/{ev.get('total')} trials; {_clock(ev)}){words}")
     head = f"{study} trial {int(ev.get('seq', 0)) + 1}/{ev.get('total')} {ev.get('condition')}/{ev.get('arm')} b{ev.get('block')}"
     if kind == "skip":
         return head + ": already stored, skipped"
+    if kind == "settled":
+        return head + ": not run, its questions are settled (sequential stopping)"
     tail = f" [{_clock(ev)}]" if "elapsed_s" in ev else ""
     if ev.get("status") != "ok":
         return head + f": {ev.get('status')} ({ev.get('reason')})" + tail
@@ -197,7 +200,7 @@ def make_progress(progress: bool | ProgressCallback = True) -> ProgressCallback:
         def bar(ev: Mapping[str, Any]) -> None:
             if ev.get("event") == "start":
                 state["bar"] = tqdm(total=int(ev.get("total", 0)), desc=str(ev.get("study")), unit="trial")
-            elif ev.get("event") in ("trial", "skip") and "bar" in state:
+            elif ev.get("event") in ("trial", "skip", "settled") and "bar" in state:
                 state["bar"].set_postfix_str(f"~{format_duration(ev.get('left_s'))} left; "
                                              + format_event(ev).split(": ", 1)[-1].split(" [")[0][:50])
                 state["bar"].update(1)

@@ -30,7 +30,7 @@ def test_time_left_comes_from_each_kind_of_trial_measured_so_far() -> None:
     est = Estimate(now=clock)
     plan = [("c", "a", True), ("c", "b", False), ("c", "a", False), ("c", "b", False)]
     ev = est.update(_start(plan, 2))
-    assert ev["left_s"] is None and ev["trials_done"] == 0 and ev["blocks"] == 2
+    assert ev["left_s"] is None and ev["trials_done"] == 0 and ev["blocks_planned"] == 2
     clock.t = 110.0
     ev = est.update({"event": "trial", "seconds": 10.0})  # a with its peer tool: 10 s
     assert ev["elapsed_s"] == 10.0 and ev["trials_done"] == 1
