@@ -13,13 +13,16 @@ paired test keeps the A/A size under a 10% drift, AAAA/BBBB does not). Pure: no 
 
 from __future__ import annotations
 
+import math
+import numbers
 import random
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 from benchlib.errors import ParameterError
 
-__all__ = ["PlannedTrial", "plan_trials", "williams_rows"]
+__all__ = ["DEFAULT_CROSS_CHECK_BLOCKS", "PlannedTrial", "check_cross_check_blocks", "cross_check_blocks", "plan_trials",
+           "williams_rows"]
 
 
 @dataclass(frozen=True)
@@ -112,3 +115,52 @@ def plan_trials(arms: Sequence[str], blocks: int, *, seed: int = 0,
                 plan.append(PlannedTrial(seq=seq, condition=cond, block=b, position=pos, arm=arm))
                 seq += 1
     return plan
+
+
+#: Blocks a peer tool (:class:`~benchlib.model.CrossCheck`) runs in by default: 3, spread over
+#: the run (first, middle, last), so its figures come with a spread (a median and a range of
+#: 3 trials per arm) and it runs both before and after benchlib's load; ``"all"`` at full scale.
+DEFAULT_CROSS_CHECK_BLOCKS = 3
+
+_CROSS_CHECK_CHOICES = "'all', a number of blocks >= 1 (e.g. 3) or a fraction of the blocks in (0, 1] (e.g. 0.3)"
+
+
+def check_cross_check_blocks(value: Any, owner: str = "Experiment.cross_check_blocks") -> int | float | str:
+    """``value`` if it is a valid choice of peer-tool blocks (``"all"``, an int >= 1, a float
+    fraction in (0, 1]); a number written as text (``"3"``, ``"0.3"``, from a notebook
+    parameter) is converted. Anything else: one :class:`ParameterError` line naming the
+    valid choices."""
+    v = value
+    if isinstance(v, str) and v.strip() != "all":
+        try:
+            v = int(v) if v.strip().lstrip("+").isdigit() else float(v)
+        except ValueError:
+            pass
+    if v == "all" and isinstance(v, str):
+        return "all"
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool) and int(v) >= 1:
+        return int(v)
+    if (isinstance(v, numbers.Real) and not isinstance(v, (bool, numbers.Integral)) and math.isfinite(float(v))
+            and 0 < float(v) <= 1):
+        return float(v)
+    raise ParameterError(f"{owner} {value!r} is not valid; valid: {_CROSS_CHECK_CHOICES}")
+
+
+def cross_check_blocks(blocks: int, which: int | float | str = DEFAULT_CROSS_CHECK_BLOCKS) -> tuple[int, ...]:
+    """The blocks (0-based, ascending) in which a peer tool runs, out of ``blocks``.
+
+    ``which``: ``"all"``; ``n`` blocks; or a fraction of the blocks (rounded up). ``n``
+    blocks are spread evenly over the run, the first and the last included (3 of 10: 0, 5,
+    9), so the peer sees the start and the end of the run's drift. The peer runs before
+    benchlib's load in the 2nd, 4th, ... of these blocks and after it in the others (with
+    ``"all"``: first in odd blocks, as before).
+    """
+    which = check_cross_check_blocks(which)
+    if which == "all":
+        return tuple(range(blocks))
+    n = int(which) if isinstance(which, int) else max(1, math.ceil(float(which) * blocks - 1e-9))
+    if n >= blocks:
+        return tuple(range(blocks))
+    if n == 1:
+        return (0,)
+    return tuple(sorted({int(i * (blocks - 1) / (n - 1) + 0.5) for i in range(n)}))

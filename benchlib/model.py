@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from benchlib.errors import LoadSpecError, ParameterError
+from benchlib.design import DEFAULT_CROSS_CHECK_BLOCKS, check_cross_check_blocks
 
 __all__ = [
     "MAX_SECONDS",
@@ -501,8 +502,10 @@ CROSS_CHECK_TOOLS = ("wrk", "k6", "ab", "hey", "h2load", "bombardier", "ghz")
 
 @dataclass(frozen=True)
 class CrossCheck:
-    """A peer load tool run against the same service instance within each trial, beside
-    benchlib's own load (the order alternates by block, so neither always runs first).
+    """A peer load tool run against the same service instance within a trial, beside
+    benchlib's own load, in the blocks ``Experiment.cross_check_blocks`` picks (3 spread over the
+run by default, ``"all"`` at full scale); the order alternates over those blocks, so neither
+tool always runs first.
 
     Attributes
     ----------
@@ -510,27 +513,19 @@ class CrossCheck:
     options: keyword arguments for the tool's ``run_*`` function in :mod:`benchlib.peers`
         (e.g. ``(("threads", 2), ("connections", 100), ("duration_s", 30))`` for wrk).
     arms: the arms to cross-check (``None``: all).
-    blocks: run it in the first ``blocks`` blocks only (``None``: every block), so a peer
-        tool's figures come from a subset of the trials at a fraction of the time.
     """
 
     tool: str
     options: tuple[tuple[str, Any], ...] = ()
     arms: tuple[str, ...] | None = None
-    blocks: int | None = None
 
     def __post_init__(self) -> None:
         if self.tool not in CROSS_CHECK_TOOLS:
             raise ParameterError(f"unknown cross-check tool {self.tool!r}; valid: {', '.join(CROSS_CHECK_TOOLS)}")
-        if self.blocks is not None and (isinstance(self.blocks, bool) or not isinstance(self.blocks, int)
-                                        or self.blocks < 1):
-            raise ParameterError(f"cross-check blocks must be a whole number >= 1 or None (every block), "
-                                 f"got {self.blocks!r}")
 
-    def applies_to(self, arm: str, block: int | None = None) -> bool:
-        """Whether the tool runs beside ``arm`` (in ``block``, when given)."""
-        return ((self.arms is None or arm in self.arms)
-                and (self.blocks is None or block is None or block < self.blocks))
+    def applies_to(self, arm: str) -> bool:
+        """Whether the tool runs beside ``arm``."""
+        return self.arms is None or arm in self.arms
 
 
 @dataclass(frozen=True)
@@ -543,7 +538,7 @@ class Condition:
     load: the LoadSpec. Its request (method, path, body, headers) is replaced by the arm's
         endpoint from the service manifest, so one condition fits services whose paths differ.
     endpoint: the manifest endpoint to load (``None``: the arm's, else the service's first).
-    cross_check: a peer tool run on the same instance in every trial (see :class:`CrossCheck`).
+    cross_check: a peer tool run on the same instance in the experiment's ``cross_check_blocks`` (see :class:`CrossCheck`).
     """
 
     name: str
@@ -580,6 +575,9 @@ class Experiment:
         could not keep the load: schedule lag, client CPU) is run again at once, in its place in
         the block, at most this many times; the invalid attempts are kept aside (``.failed-N``
         files) and listed in the stored trial's ``previous_attempts``. 0 (default): never.
+    cross_check_blocks: the blocks in which a condition's peer tool (:class:`CrossCheck`) runs:
+        ``"all"``, a number of blocks spread over the run (default 3: the first, a middle and the
+        last), or a fraction of the blocks (see :func:`benchlib.design.cross_check_blocks`).
     """
 
     study: str
@@ -593,9 +591,11 @@ class Experiment:
     between_trials_s: float = 0.5
     retry_failed: bool = False
     repeat_invalid: int = 0
+    cross_check_blocks: int | float | str = DEFAULT_CROSS_CHECK_BLOCKS
 
     def __post_init__(self) -> None:
         check_name("study name", self.study)
+        _set(self, "cross_check_blocks", check_cross_check_blocks(self.cross_check_blocks))
         _choice("Experiment", "runtime", self.runtime, RUNTIME_NAMES, ParameterError)
         _set(self, "trials", _int("Experiment", "trials", self.trials, low=1, error=ParameterError))
         _set(self, "seed", _int("Experiment", "seed", self.seed, low=0, error=ParameterError))

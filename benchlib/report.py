@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import datetime as _dt
+import functools
 import html
 import math
 import os
@@ -27,7 +28,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from benchlib import settings
 from benchlib.errors import BenchlibError, ParameterError, UserError
@@ -39,6 +40,7 @@ __all__ = [
     "coerce_parameters",
     "export_html",
     "find_notebook",
+    "last_duration_s",
     "list_notebooks",
     "notebook_parameters",
     "run_notebook",
@@ -144,8 +146,12 @@ class NotebookRun:
 
 
 @contextmanager
-def _progress_relay(show: Callable[[str], None] | None) -> Iterator[dict[str, str]]:
-    """Set up ``$BENCHLIB_PROGRESS_FILE`` for the kernel and relay its lines to ``show``."""
+def _progress_relay(show: Callable[[str], None] | None,
+                    left: Callable[[float | None], str] | None = None) -> Iterator[dict[str, str]]:
+    """Set up ``$BENCHLIB_PROGRESS_FILE`` for the kernel and relay its lines' text to ``show``
+    (followed by ``left(seconds left in this run)`` for the lines that carry it)."""
+    from benchlib.progress import parse_line
+
     if show is None:
         yield {}
         return
@@ -160,7 +166,8 @@ def _progress_relay(show: Callable[[str], None] | None) -> Iterator[dict[str, st
             while True:
                 line = fh.readline()
                 if line:
-                    show(line.rstrip("\n"))
+                    text, run_left = parse_line(line.rstrip("\n"))
+                    show(text + (left(run_left) if left is not None and run_left is not None else ""))
                 elif stop.is_set():
                     return
                 else:
@@ -375,6 +382,7 @@ def run_notebook(
     timeout_s: float | None = None,
     kernel_name: str | None = None,
     stop_grace_s: float | None = None,
+    left: Callable[[float | None], str] | None = None,
 ) -> NotebookRun:
     """Execute ``notebook`` with papermill (parameters checked first) and export HTML.
 
@@ -383,7 +391,8 @@ def run_notebook(
     from the notebook's runs go to ``show`` (e.g. ``print``), not into the report. A
     failing notebook is still exported (the error is in the HTML) and reported in
     :attr:`NotebookRun.error`. The kernel is this interpreter (``kernel_name=None``) unless
-    another kernelspec is named.
+    another kernelspec is named. ``left``, given the seconds left in the notebook's current
+    run, returns text appended to its progress lines (the time left over several notebooks).
 
     Raises
     ------
@@ -404,7 +413,7 @@ def run_notebook(
     t0 = time.monotonic()
     error = None
     user_error = False
-    with _progress_relay(show) as env, _this_python_kernel() as own_kernel:
+    with _progress_relay(show, left) as env, _this_python_kernel() as own_kernel:
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
 
@@ -483,6 +492,38 @@ def write_index(runs: list[NotebookRun], reports_dir: str | Path) -> Path:
     return path
 
 
+def last_duration_s(executed: str | Path) -> float | None:
+    """Seconds the executed notebook ``executed`` took when it was made (papermill's record),
+    ``None`` if there is none or it cannot be read."""
+    import json
+
+    try:
+        duration = json.loads(Path(executed).read_text(encoding="utf-8"))["metadata"]["papermill"]["duration"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return float(duration) if isinstance(duration, (int, float)) and math.isfinite(duration) else None
+
+
+def _later_words(later: Sequence[float | None]) -> str:
+    known = [s for s in later if s is not None]
+    from benchlib.progress import format_duration
+
+    unknown = len(later) - len(known)
+    return (format_duration(sum(known)) if known else "?") + (f" (+ {unknown} never run here)" if unknown else "")
+
+
+def _overall_left(k: int, n: int, run_left: float | None, later: Sequence[float | None]) -> str:
+    """`` | study k/n, ~T left in all`` (this run's time left plus the later notebooks' last times)."""
+    from benchlib.progress import format_duration
+
+    if run_left is None:
+        return f" | study {k}/{n}"
+    known = [s for s in later if s is not None]
+    unknown = len(later) - len(known)
+    return (f" | study {k}/{n}, ~{format_duration(run_left + sum(known))} left in all"
+            + (f" + {unknown} stud{'y' if unknown == 1 else 'ies'} never run here" if unknown else ""))
+
+
 class NotebookFailed(BenchlibError):
     """One or more notebooks failed while building reports."""
 
@@ -509,15 +550,19 @@ def build_reports(
         raise UserError(f"parameter(s) {unknown} are declared by none of the notebooks; valid: {', '.join(sorted(declared_any))}")
     out = Path(reports_dir) if reports_dir else project_root() / "reports"
     runs: list[NotebookRun] = []
+    before = {p.stem: last_duration_s(out / f"{p.stem}.ipynb") for p in paths}  # read before they are replaced
     try:
-        for p in paths:
-            own = {k: v for k, v in params.items() if k in notebook_parameters(p)}
+        for k, p in enumerate(paths, 1):
+            own = {n: v for n, v in params.items() if n in notebook_parameters(p)}
+            later = [before[q.stem] for q in paths[k:]]
             if show:
-                show(f"== {p.stem}: executing" + (f" with {own}" if own else ""))
-            run = run_notebook(p, own, reports_dir=out, show=show)
+                show(f"== {p.stem} (study {k} of {len(paths)}): executing" + (f" with {own}" if own else "")
+                     + (f"; the ones after it took {_later_words(later)} last time" if later else ""))
+            left = functools.partial(_overall_left, k, len(paths), later=later)
+            run = run_notebook(p, own, reports_dir=out, show=show, left=left)
             if show:
-                show(f"== {p.stem}: {'ok' if run.ok else 'FAILED: ' + str(run.error)} in {run.seconds / 60:.1f} min"
-                     + (f" -> {run.html}" if run.html else ""))
+                show(f"== {p.stem} (study {k} of {len(paths)}): {'ok' if run.ok else 'FAILED: ' + str(run.error)} "
+                     f"in {run.seconds / 60:.1f} min" + (f" -> {run.html}" if run.html else ""))
             runs.append(run)
     finally:  # also when a stop signal ends the series: the reports done so far are listed
         if runs or paths:

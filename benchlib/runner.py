@@ -38,7 +38,7 @@ import numpy as np
 from benchlib import provenance as _provenance
 from benchlib.contract import verify
 from benchlib.cpus import CpuPlan, plan_cpus
-from benchlib.design import PlannedTrial, plan_trials
+from benchlib.design import PlannedTrial, cross_check_blocks, plan_trials
 from benchlib.errors import (
     BenchlibError,
     BuildError,
@@ -241,6 +241,15 @@ class _Executor:
         self.cross_check = cross_check
         self.prepared: dict[tuple[str, str, str], Prepared] = {}  # (runtime, service, variant) -> build
         self.unavailable: dict[str, str] = {}
+        #: the blocks in which the conditions' peer tools run (Experiment.cross_check_blocks)
+        self.check_blocks = cross_check_blocks(experiment.trials, experiment.cross_check_blocks)
+
+    def cross_check_for(self, planned: PlannedTrial, condition: Condition) -> CrossCheck | None:
+        """The condition's peer tool if it runs in this trial (its arm, one of the chosen blocks)."""
+        check = condition.cross_check
+        if check is None or not check.applies_to(planned.arm) or planned.block not in self.check_blocks:
+            return None
+        return check
 
     def run_check(self, check: CrossCheck, url: str, endpoint: Endpoint, *, order: str) -> dict[str, Any]:
         """The cross-check of one trial, fitted to its endpoint (:func:`cross_check_for`); a
@@ -375,9 +384,9 @@ class _Executor:
                 target_url = f"http://{target.host}:{target.port}"
                 meta["contract"] = verify(target_url, endpoint).to_dict()
                 spec = request_for(condition.load, endpoint)
-                check = condition.cross_check if (condition.cross_check and
-                                                  condition.cross_check.applies_to(arm.name, planned.block)) else None
-                peer_first = check is not None and planned.block % 2 == 1
+                check = self.cross_check_for(planned, condition)
+                # first in every other block the peer runs in (with "all": the odd blocks)
+                peer_first = check is not None and self.check_blocks.index(planned.block) % 2 == 1
                 if check is not None and peer_first:
                     meta["cross_check"] = self.run_check(check, target_url + endpoint.path, endpoint,
                                                          order="before")
@@ -542,9 +551,8 @@ def experiment_parameters(exp: Experiment) -> dict[str, Any]:
     params = json.loads(json.dumps(asdict(exp), default=lambda o: o.hex() if isinstance(o, bytes) else str(o)))
     if not params.get("repeat_invalid"):  # added later: runs stored before it still resume
         params.pop("repeat_invalid", None)
-    for cond in params.get("conditions", ()):  # likewise a cross-check's blocks (added later): absent when all
-        if isinstance(cond.get("cross_check"), dict) and cond["cross_check"].get("blocks") is None:
-            cond["cross_check"].pop("blocks", None)
+    if params.get("cross_check_blocks") == "all" or not any(c.cross_check for c in exp.conditions):
+        params.pop("cross_check_blocks", None)  # likewise (before it, every block ran the peer tool)
     for arm in params.get("arms", ()):  # likewise the arms' front (added later): absent when unused
         for key in ("front", "front_variant"):
             if arm.get(key) is None:
@@ -564,6 +572,7 @@ def run_experiment(
     load: LoadFunction | None = None,
     cross_check: CrossCheckFunction | None = None,
     until: StopRule | None = None,
+    decided: Callable[[Any], Sequence[str]] | None = None,
 ) -> ExperimentResult:
     """Run (or resume) ``experiment`` and return its result.
 
@@ -586,6 +595,10 @@ def run_experiment(
         ``(condition, arm)`` pairs that still need blocks (``None``: all). Later trials of the
         other pairs are not run (a ``settled`` progress event each); when none is left the
         run ends, and run.json records ``stopped_after_blocks``.
+    decided: called once each block completes with the per-trial summaries of the trials so
+        far (a DataFrame, as :meth:`ExperimentResult.summaries`); returns the questions already
+        decided, in words, for the progress line of that block (e.g.
+        :func:`benchlib.analysis.questions.decided_questions`). Each trial is summarized once.
 
     Raises
     ------
@@ -602,13 +615,37 @@ def run_experiment(
         load = run_load
     with interrupt_on_signals():
         return _run(experiment, run_id, out_dir, cpus or plan_cpus(), progress, notebook_parameters,
-                    _runtime_lookup(runtime), load, cross_check or run_cross_check, until)
+                    _runtime_lookup(runtime), load, cross_check or run_cross_check, until, decided)
+
+
+
+class _Decided:
+    """The ``decided`` hook of a run: summaries of the trials so far, each trial summarized once."""
+
+    def __init__(self, store: RunStore, hook: Callable[[Any], Sequence[str]] | None) -> None:
+        self.store = store
+        self.hook = hook
+        self.rows: dict[tuple[str, str, int], dict[str, Any]] = {}
+
+    def __call__(self) -> list[str] | None:
+        if self.hook is None:
+            return None
+        import pandas as pd
+
+        for t in self.store.trials():
+            key = (t.condition, t.arm, t.block)
+            if key not in self.rows:
+                self.rows[key] = trial_summary(t)
+        try:
+            return list(self.hook(pd.DataFrame(list(self.rows.values()))))
+        except Exception as exc:  # noqa: BLE001 - an interim look for the progress display never stops a run
+            return [f"(not computed: {type(exc).__name__}: {exc})"]
 
 
 def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[str] | None, cpus: CpuPlan,
          progress: bool | ProgressCallback, notebook_parameters: Mapping[str, Any] | None,
          runtimes: Callable[[str], Runtime], load: LoadFunction, cross_check: CrossCheckFunction,
-         until: StopRule | None = None) -> ExperimentResult:
+         until: StopRule | None = None, decided: Callable[[Any], Sequence[str]] | None = None) -> ExperimentResult:
     runtime = runtimes(experiment.runtime)
     runtime.check()  # before the run folder is made
     store = RunStore.open(experiment.study, run_id, root=out_dir)
@@ -637,11 +674,17 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
         })
     conditions = {c.name: c for c in experiment.conditions}
     result = ExperimentResult(experiment, store, dict(ex.unavailable))
-    show({"event": "start", "study": experiment.study, "run_id": store.run_id, "total": len(plan)})
+    show({"event": "start", "study": experiment.study, "run_id": store.run_id, "total": len(plan),
+          "blocks": experiment.trials if plan else 0,
+          "plan": [(p.condition, p.arm, ex.cross_check_for(p, conditions[p.condition]) is not None) for p in plan]})
+    decide = _Decided(store, decided)
     needed: set[tuple[str, str]] | None = None  # (condition, arm) pairs the stopping rule still wants
     stopped_after: int | None = None
     with _pinned_to(cpus.client):
         for i, planned in enumerate(plan):
+            if i and plan[i - 1].block != planned.block:  # every condition's trials of the previous block are stored
+                show({"event": "block", "study": experiment.study, "total": len(plan), "block": plan[i - 1].block,
+                      "decided": decide()})
             ev = {"study": experiment.study, "total": len(plan), **planned.to_dict()}
             if until is not None and i and planned.block != plan[i - 1].block:
                 wanted = until(result, planned.block)
@@ -660,6 +703,7 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                     show({**ev, "event": "skip"})
                     continue
                 store.set_aside(planned.condition, planned.arm, planned.block)
+            t_trial = time.monotonic()
             meta = ex.run_trial(planned, conditions[planned.condition])
             attempts: list[dict[str, Any]] = []
             while meta["status"] == "invalid" and len(attempts) < experiment.repeat_invalid:
@@ -671,10 +715,14 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                 meta = ex.run_trial(planned, conditions[planned.condition], {"previous_attempts": attempts})
             result.ran += 1
             done = meta.get("load") or {}
-            show({**ev, "event": "trial", "status": meta["status"], "reason": meta.get("reason"), "repeated": len(attempts),
-                  "achieved_rps": done.get("achieved_rps"), "p50_ms": done.get("p50_ms")})
             if experiment.between_trials_s:
                 time.sleep(experiment.between_trials_s)
+            show({**ev, "event": "trial", "status": meta["status"], "reason": meta.get("reason"), "repeated": len(attempts),
+                  "achieved_rps": done.get("achieved_rps"), "p50_ms": done.get("p50_ms"),
+                  "seconds": time.monotonic() - t_trial})
+        if plan and stopped_after is None:
+            show({"event": "block", "study": experiment.study, "total": len(plan), "block": plan[-1].block,
+                  "decided": decide()})
     store.update_run(status="complete", finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      **({"stopped_after_blocks": stopped_after} if stopped_after is not None else {}))
     show({"event": "done", "study": experiment.study, "run_id": store.run_id, "ran": result.ran,

@@ -53,6 +53,18 @@ def _store(run_id: str) -> Callable[[], Any]:
     return make
 
 
+def _rvg() -> Any:
+    from benchlib.studies import rust_vs_go
+
+    return rust_vs_go
+
+
+def _params() -> Any:
+    from benchlib.analysis import params
+
+    return params
+
+
 def _exp(**kw: Any) -> Callable[[], Any]:
     return lambda: Experiment("study", (Arm("a", "svc"),), (Condition("main", LoadSpec()),), **kw)
 
@@ -146,6 +158,20 @@ CASES = [
     Case("Experiment(trials=2.5)", _exp(trials=2.5), ParameterError, ("trials", "2.5")),
     Case("Experiment(between_trials_s=nan)", _exp(between_trials_s=nan), ParameterError, ("between_trials_s", "nan")),
     Case("Experiment(seed='1')", _exp(seed="1"), ParameterError, ("seed", "'1'", "integer")),
+    Case("Experiment(cross_check_blocks=0)", _exp(cross_check_blocks=0), ParameterError,
+         ("cross_check_blocks", "0", "'all'", "number of blocks >= 1", "fraction")),
+    Case("Experiment(cross_check_blocks=1.5)", _exp(cross_check_blocks=1.5), ParameterError,
+         ("cross_check_blocks", "1.5", "(0, 1]")),
+    Case("Experiment(cross_check_blocks='some')", _exp(cross_check_blocks="some"), ParameterError,
+         ("cross_check_blocks", "'some'", "'all'")),
+    Case("sweep_rates='0.5,1.5'", lambda: _rvg().parse_fractions("0.5,1.5"), ParameterError,
+         ("sweep rate", "'1.5'", "fractions of capacity in (0, 1)")),
+    Case("extras='maybe'", lambda: _params().yes_no("extras", "maybe"), ParameterError,
+         ("extras", "'maybe'", "yes, no, auto")),
+    Case("full='yes' (design_values)", lambda: _params().design_values("yes", {}, default={}, full_scale={}),
+         ParameterError, ("full", "'yes'", "True or False")),
+    Case("Experiment(cross_check_blocks=True)", _exp(cross_check_blocks=True), ParameterError,
+         ("cross_check_blocks", "True", "valid:")),
     Case("Experiment(study='../x')", lambda: Experiment("../x", (Arm("a", "s"),), (Condition("c", LoadSpec()),)),
          ParameterError, ("study name", "'../x'", "plain folder name")),
     Case("Arm('a', '../ferretdb')", lambda: Arm("a", "../ferretdb"), ParameterError,

@@ -58,3 +58,19 @@ def test_every_block_runs_every_arm_once_per_condition_and_blocks_interleave() -
 def test_bad_plans_are_refused(arms: list[str], blocks: int, match: str) -> None:
     with pytest.raises(ParameterError, match=match):
         plan_trials(arms, blocks)
+
+
+@pytest.mark.parametrize(("blocks", "which", "chosen"), [
+    (10, 3, (0, 5, 9)), (9, 3, (0, 4, 8)), (10, "all", tuple(range(10))), (2, 3, (0, 1)), (10, 1, (0,)),
+    (10, 0.3, (0, 5, 9)), (10, 1.0, tuple(range(10))), (10, "5", (0, 2, 5, 7, 9)), (10, "0.2", (0, 9)),
+])
+def test_the_peer_tool_runs_in_blocks_spread_over_the_run(blocks: int, which: object, chosen: tuple) -> None:
+    from benchlib.design import cross_check_blocks
+
+    assert cross_check_blocks(blocks, which) == chosen  # type: ignore[arg-type]
+
+
+def test_by_default_the_peer_tool_runs_in_three_blocks_both_before_and_after() -> None:
+    from benchlib.design import DEFAULT_CROSS_CHECK_BLOCKS, cross_check_blocks
+
+    assert DEFAULT_CROSS_CHECK_BLOCKS == 3 and cross_check_blocks(10) == (0, 5, 9)

@@ -62,21 +62,3 @@ def test_experiment_validates_runtime_arms_and_baseline() -> None:
     assert Experiment("s", arms, cond).baseline_arm == "a"
     with pytest.raises(ParameterError, match="Limits.cpus"):
         Limits(cpus=0)
-
-
-def test_a_cross_check_can_run_in_the_first_blocks_only() -> None:
-    from benchlib.model import CrossCheck
-    from benchlib.runner import experiment_parameters
-
-    every, first3 = CrossCheck("ab"), CrossCheck("ab", arms=("a",), blocks=3)
-    assert every.applies_to("b", 9) and every.applies_to("b")
-    assert [b for b in range(6) if first3.applies_to("a", b)] == [0, 1, 2] and not first3.applies_to("b", 0)
-    for bad in (0, -1, 2.5, True):
-        with pytest.raises(ParameterError, match="cross-check blocks must be a whole number >= 1 or None"):
-            CrossCheck("ab", blocks=bad)  # type: ignore[arg-type]
-    cond = Condition("c", LoadSpec(), cross_check=every)
-    params = experiment_parameters(Experiment("s", (Arm("a", "go-fcgi"),), (cond,)))
-    assert "blocks" not in params["conditions"][0]["cross_check"]  # runs stored before the option still resume
-    params = experiment_parameters(Experiment("s", (Arm("a", "go-fcgi"),), (Condition("c", LoadSpec(),
-                                                                                      cross_check=first3),)))
-    assert params["conditions"][0]["cross_check"]["blocks"] == 3

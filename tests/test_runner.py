@@ -281,7 +281,7 @@ def test_the_cross_check_runs_on_the_same_instance_before_the_load_in_odd_blocks
 
     check = CrossCheck("wrk", (("threads", 1), ("connections", 2), ("duration_s", 1)), arms=("a",))
     exp = _exp("t-xcheck", (Arm("a", "a", front="proxy"), Arm("plain", "b")), trials=4,
-               conditions=(Condition("main", TINY, cross_check=check),))
+               conditions=(Condition("main", TINY, cross_check=check),), cross_check_blocks="all")
     res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False, runtime=rt, load=logged_load,
                          cross_check=logged_peer)
     trials = res.trials()
@@ -301,18 +301,6 @@ def test_the_cross_check_runs_on_the_same_instance_before_the_load_in_odd_blocks
     s = res.summaries()
     s = s[s["arm"] == "a"]
     assert (s["xcheck_tool"] == "wrk").all() and (s["xcheck_rps"] == 1234.0).all() and (s["xcheck_p50_ms"] == 1.0).all()
-
-
-def test_a_cross_check_limited_to_the_first_blocks_runs_in_those_only(fake_services: Path, tmp_path: Path) -> None:
-    rt = FakeRuntime()
-    peer = FakeCrossCheck(requests_per_s=99.0)
-    check = CrossCheck("ab", (("connections", 2), ("requests", 10), ("keep_alive", False)), blocks=2)
-    exp = _exp("t-xblocks", (Arm("a", "a"),), trials=4, conditions=(Condition("main", TINY, cross_check=check),))
-    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False, runtime=rt, load=FakeLoad(rt),
-                         cross_check=peer)
-    orders = {t.block: t.meta.get("cross_check", {}).get("order") for t in res.trials()}
-    assert orders == {0: "after", 1: "before", 2: None, 3: None} and len(peer.calls) == 2
-    assert res.store.read_run()["parameters"]["conditions"][0]["cross_check"]["blocks"] == 2
 
 
 def test_a_stop_signal_mid_trial_keeps_the_stored_trials_and_stops_everything(
@@ -474,3 +462,39 @@ def test_a_load_generator_failure_stores_what_was_measured(services: Path, tmp_p
     assert rec.load.failed and rec.load.failure.startswith("load worker ") and len(rec.load.worker_errors) == 1
     summaries = res.summaries()
     assert len(summaries) == 1 and not summaries["valid"].iloc[0] and summaries["n"].iloc[0] > 0
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="needs wrk (apt-get install wrk)")
+def test_the_peer_runs_in_the_chosen_blocks_and_the_progress_counts_blocks_and_time(services: Path,
+                                                                                    tmp_path: Path) -> None:
+    from benchlib.analysis import Family, decided_questions
+    from benchlib.analysis.peers import peer_beside, peer_summary
+
+    check = CrossCheck("wrk", (("threads", 1), ("connections", 2), ("duration_s", 1)), arms=("a",))
+    exp = Experiment("t-runner6", (Arm("a", "python-aiohttp-hello"), Arm("b", "python-aiohttp-hello")),
+                     (Condition("main", TINY, cross_check=check),), trials=4, seed=1, between_trials_s=0,
+                     cross_check_blocks=2)
+    events: list[dict] = []
+    looked: list[int] = []
+
+    def decided(summaries):  # the hook sees the trials stored so far, once per block
+        looked.append(len(summaries))
+        return decided_questions([Family.against("ab", "a", ["b"], conditions=["main"], metrics=["p50_ms"])])(summaries)
+
+    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=events.append, decided=decided)
+    peer = {t.block: t.meta["cross_check"]["order"] for t in res.trials() if t.meta.get("cross_check")}
+    assert peer == {0: "after", 3: "before"}  # 2 of 4 blocks, first and last, the order alternating
+    assert all(t.arm == "a" for t in res.trials() if t.meta.get("cross_check"))
+    assert looked == [2, 4, 6, 8]
+    blocks = [e for e in events if e["event"] == "block"]
+    assert [(e["block"], e["blocks_done"], e["trials_done"]) for e in blocks] == [(0, 1, 2), (1, 2, 4), (2, 3, 6),
+                                                                                 (3, 4, 8)]
+    assert all(isinstance(e["decided"], list) for e in blocks)
+    trials = [e for e in events if e["event"] == "trial"]
+    assert all(e["seconds"] > 0 and e["left_s"] >= 0 for e in trials) and trials[-1]["left_s"] == 0
+    assert events[0]["plan"] == [(p["condition"], p["arm"], p["block"] in (0, 3) and p["arm"] == "a")
+                                 for p in (t.meta for t in sorted(res.trials(), key=lambda t: t.meta["seq"]))]
+    summary = peer_summary(peer_beside(res, summaries=res.summaries()))
+    assert list(summary["peer_blocks"]) == ["2 of 4"]
+    assert res.store.read_run()["parameters"]["cross_check_blocks"] == 2

@@ -36,21 +36,33 @@ NO_DOTNET = {"dotnet-faithful": "no dotnet toolchain (install the .NET 8 SDK)",
 
 def test_parameters_and_their_defaults() -> None:
     params = notebook_parameters(NOTEBOOK)
-    expected = {"runtime": "local", "trials": "10", "scale": "1.0", "variants": '"faithful,fair"', "k6_check": "True",
+    expected = {"full": "False", "runtime": "local", "trials": "0", "scale": "1.0", "warmup_s": "0.0",
+                "variants": '"faithful,fair"', "extras": '"auto"', "k6_check": "True", "cross_check_blocks": '"auto"',
                 "seed": "1", "out_dir": '""', "run_id": '""', "progress": "True"}
     assert {k: params[k]["default"].strip('"') if k == "runtime" else params[k]["default"] for k in expected} == expected
     assert params["trials"]["inferred_type_name"] == "int" and params["scale"]["inferred_type_name"] == "float"
 
 
-def test_default_trials_are_the_fewest_blocks_holm_can_decide_with() -> None:
-    """At scale 1 without .NET: 6 contrasts x (3 percentiles on /helloWorld + 1 on /users/1)."""
+def test_the_full_scale_uses_the_fewest_blocks_holm_can_decide_with() -> None:
+    """At scale 1 without .NET: 6 contrasts x (2 percentiles on /helloWorld + 1 on /users/1)."""
     family = study.planned_family(study.family(), NO_DOTNET, 1.0)
     assert family == 18
-    trials = int(notebook_parameters(NOTEBOOK)["trials"]["default"])
-    assert stats.min_trials(alpha=0.05, n_comparisons=family, paired=True) == trials == 10
+    assert stats.min_trials(alpha=0.05, n_comparisons=family, paired=True) == study.FULL_DESIGN["trials"] == 10
     # with .NET (12 contrasts) the family is 36 rows and needs 11 blocks: said in the notebook, not hidden
     assert stats.min_trials(alpha=0.05, n_comparisons=study.planned_family(study.family(), {}, 1.0),
                             paired=True) == 11
+
+
+def test_the_default_design_is_the_smallest_that_can_still_decide_every_row() -> None:
+    """Go and Rust only, 100 requests per trial on each endpoint (p50): 4 contrasts x 2 rows, 9 blocks."""
+    fam = study.family(extras=False)
+    assert {a for c in fam.contrasts for a in (c.baseline, c.arm)} == {
+        "go-fair", "go-faithful", "rust-fair", "rust-faithful", "dotnet-fair", "dotnet-faithful"}
+    rows = study.planned_family(fam, NO_DOTNET, 1.0, full=False)
+    assert rows == 8
+    assert stats.min_trials(alpha=0.05, n_comparisons=rows, paired=True) == study.DEFAULT_DESIGN["trials"] == 9
+    hello, users = study.study_conditions(1.0, full=False, warmup_s=0.5)
+    assert [(c.load.rate_rps, c.load.duration_s) for c in (hello, users)] == [(100, 1.0), (40, 2.5)]
 
 
 def test_the_load_is_the_seed_at_scale_one_and_scales_rate_and_duration() -> None:
@@ -179,7 +191,8 @@ def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
     from benchlib.store import RunStore
 
     runs = tmp_path / "runs"
-    run = run_notebook("01_rest_mongo_go_dotnet_rust", {"trials": 1, "scale": 0.35, "out_dir": str(runs),
+    # the full-scale design (every implementation, the seed's load shape, k6 in every block), tiny
+    run = run_notebook("01_rest_mongo_go_dotnet_rust", {"full": True, "trials": 1, "scale": 0.35, "out_dir": str(runs),
                                                         "run_id": "nbtest", "seed": 2},
                        reports_dir=tmp_path / "reports")
     assert run.ok, run.error

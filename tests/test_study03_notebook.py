@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchlib.design import cross_check_blocks
 from benchlib.errors import ParameterError
 from benchlib.stats.verdict import VerdictKind
 from benchlib.studies import fastcgi_nginx as study
@@ -57,15 +58,14 @@ def test_arms_and_loads_follow_the_parameters() -> None:
     # ab in the first blocks only by default; full: the seed's request counts, ab in every block
     assert study.run_scale(full=False, trials=10, scale=0.05, c400_scale=0.005, ab_blocks=4) == {
         "scale": 0.05, "c400_scale": 0.005, "ab_blocks": 4}
-    assert study.run_scale(full=False, trials=4, scale=0.05, c400_scale=0.005, ab_blocks=4)["ab_blocks"] is None
+    assert study.run_scale(full=False, trials=4, scale=0.05, c400_scale=0.005, ab_blocks=4)["ab_blocks"] == "all"
     assert study.run_scale(full=True, trials=10, scale=0.05, c400_scale=0.005, ab_blocks=4) == {
-        "scale": 1.0, "c400_scale": 1.0, "ab_blocks": None}
+        "scale": 1.0, "c400_scale": 1.0, "ab_blocks": "all"}
     with pytest.raises(ParameterError, match="ab_blocks must be a whole number >= 1"):
         study.run_scale(full=False, trials=10, scale=0.05, c400_scale=0.005, ab_blocks=0)
-    c20, c400 = study.study_conditions(1.0, 1.0, ab_blocks=3)
+    c20, c400 = study.study_conditions(1.0, 1.0)
     assert c20.load.requests == 20_000 and c400.load.requests == 200_000
-    assert c20.cross_check.blocks == c400.cross_check.blocks == 3
-    assert [b for b in range(10) if c20.cross_check.applies_to("go-http", b)] == [0, 1, 2]
+    assert c20.cross_check.tool == c400.cross_check.tool == "ab" and c20.cross_check.applies_to("go-http")
     with pytest.raises(ParameterError, match="unknown condition 'c9'; valid: c20, c400"):
         study.scaled_load("c9", 1.0)
 
@@ -274,6 +274,7 @@ def test_notebook_runs_end_to_end_behind_nginx_with_ab_beside_benchlib(tmp_path:
     run_json = json.loads((store.path / "run.json").read_text())
     if "dotnet-nginx-off" not in ran:
         assert run_json["unavailable"]["dotnet-nginx-off"].startswith("no dotnet toolchain")
+    ab_blocks = cross_check_blocks(SMALL["trials"], SMALL["ab_blocks"])  # (0, 2): first and last
     for t in trials:
         m, arm = t.meta, arms[t.arm]
         assert m["status"] in ("ok", "invalid"), (t.arm, m.get("reason"))
@@ -290,7 +291,7 @@ def test_notebook_runs_end_to_end_behind_nginx_with_ab_beside_benchlib(tmp_path:
             assert m["contract"]["url"] == f"http://127.0.0.1:{m['front']['port']}/"
         assert len(m.get("ports", [0])) == (4 if arm.variant == "fastcgi" else 1)
         statuses = m["load"]["status_counts"]
-        if t.block >= SMALL["ab_blocks"]:  # ab in the first ab_blocks blocks only
+        if t.block not in ab_blocks:  # ab in ab_blocks blocks spread over the run only
             assert "cross_check" not in m, (t.arm, t.block)
             assert t.arm == "node-nginx-on" or statuses == {"200": n}, (t.arm, statuses)
             continue
@@ -298,7 +299,7 @@ def test_notebook_runs_end_to_end_behind_nginx_with_ab_beside_benchlib(tmp_path:
         x = m["cross_check"]
         assert not x.get("error"), (t.arm, x.get("error"))
         assert x["command"][-7:-1] == ["ab", "-q", "-c", str(c), "-n", str(n)] and "-k" not in x["command"]
-        assert x["order"] == ("before" if t.block % 2 else "after") and x["requests"] == n
+        assert x["order"] == ("before" if ab_blocks.index(t.block) % 2 else "after") and x["requests"] == n
         if t.arm == "node-nginx-on":  # node-fastcgi 1.3.3 closes kept backend connections: nginx answers 502
             # (to the tool that runs once nginx has marked the backends failed, or to both)
             assert statuses.get("502", 0) + x["non_2xx"] > 0, (statuses, x["non_2xx"])

@@ -29,6 +29,28 @@ from benchlib.studies import rust_vs_go as rvg
 
 # -- pure parts ----------------------------------------------------------------------------------
 
+def test_the_default_design_keeps_every_family_decidable_and_the_full_scale_is_the_seeds() -> None:
+    from benchlib.analysis import params
+    from benchlib.stats import min_trials
+
+    d, f = rvg.DEFAULT_DESIGN, rvg.FULL_DESIGN
+    arms = [a.name for a in rvg.study_arms(extras=False)]
+    rows = {fam.key: len(fam.rows()) * len(fam.metrics) for fam in rvg.closed_families(arms, extras=False)}
+    assert rows == {"seed": 6, "framework": 6, "logging": 6}
+    sweep_rows = len(rvg.parse_fractions(d["sweep_rates"])) * 2  # p50 and p99 at each rate
+    assert min_trials(alpha=0.05, n_comparisons=max(*rows.values(), sweep_rows), paired=True) == d["trials"] == 8
+    assert (f["trials"], f["duration_s"], f["cross_check_blocks"], f["extras"], f["sweep"]) == (10, 30.0, "all", "yes",
+                                                                                                "yes")
+    assert d["sweep"] == "no"
+    assert rvg.parse_fractions(f["sweep_rates"]) == rvg.SWEEP_FRACTIONS
+    given = dict(trials=0, duration_s=0.0, warmup_s=2.0, extras="auto", cross_check_blocks="auto", sweep="auto",
+                 sweep_rates="auto", sweep_duration_s=0.0)
+    chosen = params.design_values(False, given, default=d, full_scale=f)
+    assert chosen == {**{k: d[k] for k in given}, "warmup_s": 2.0}  # a value set by the user stays
+    assert params.design_values(True, given, default=d, full_scale=f)["duration_s"] == 30.0
+    assert params.design_values(True, {"extras": False}, default=d, full_scale=f) == {"extras": False}
+
+
 
 def test_study_arms_follow_the_parameters() -> None:
     default = {a.name: a for a in rvg.study_arms()}
@@ -125,7 +147,8 @@ def test_gap_table_holds_the_seeds_ratios() -> None:
 
 # -- the notebook, for real ------------------------------------------------------------------------
 
-SMALL = {"trials": 2, "duration_s": 1.0, "warmup_s": 0.3, "connections": 8, "sweep_duration_s": 1.0,
+# the full-scale design (extras, four sweep rates, wrk in every block) with tiny numbers
+SMALL = {"full": True, "trials": 2, "duration_s": 1.0, "warmup_s": 0.3, "connections": 8, "sweep_duration_s": 1.0,
          "sinks": "pipe,file,discard", "seed": 5, "run_id": "nbtest"}
 
 

@@ -6,7 +6,9 @@ original's numbers and its conclusion's facts; everything else comes from here
 
 * :mod:`~benchlib.analysis.questions`: :class:`Contrast`, :class:`Family` (one question = one
   Holm family), :func:`run_family` -> :class:`Answer` (verdicts, with ``not run`` and ``no
-  valid trial`` rows), :func:`planned_rows`, :func:`blocks_needed`, :func:`compare_valid`;
+  valid trial`` rows), :func:`planned_rows`, :func:`blocks_needed`, :func:`compare_valid`,
+  :func:`decided_questions` (the runner's per-block look at which questions are decided, for
+  the progress display);
 * :mod:`~benchlib.analysis.verdicts`: verdict tables of comparisons and answers, the family's
   heading, verdicts in words, footnotes;
 * :mod:`~benchlib.analysis.conclusion`: phrases of a conclusion from typed verdicts;
@@ -30,8 +32,8 @@ from __future__ import annotations
 
 from benchlib.analysis.display import metric_words, show, table
 from benchlib.analysis.pilot import design_section, design_table
-from benchlib.analysis.questions import (Answer, Contrast, Family, blocks_needed, compare_valid, planned_rows,
-                                        run_family)
+from benchlib.analysis.questions import (Answer, Contrast, Family, blocks_needed, compare_valid, decided_questions,
+                                        planned_rows, run_family)
 from benchlib.analysis.run_info import design_markdown, provenance_markdown
 from benchlib.analysis.stopping import StopWhenSettled, open_questions
 from benchlib.analysis.tables import (
@@ -61,7 +63,8 @@ from benchlib.analysis.verdicts import (
 
 __all__ = [
     "Answer", "Contrast", "Family", "StopWhenSettled", "add_trial_metric", "answer_table", "answer_tables",
-    "blocks_needed", "client_cpu_table", "client_limited", "compare_valid", "contracts_table", "design_markdown",
+    "blocks_needed", "client_cpu_table", "client_limited", "compare_valid", "contracts_table", "decided_questions",
+    "design_markdown",
     "design_section", "design_table", "family_markdown", "footnotes_markdown", "limits_table", "log_lines_table",
     "measured_minutes", "metric_words", "open_questions", "percentile_support", "planned_rows", "provenance_markdown",
     "repeats_table", "run_family", "server_cpu_table", "server_unsaturated", "short_reasons", "show", "status_table",

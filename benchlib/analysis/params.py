@@ -1,4 +1,5 @@
-"""Notebook parameters: one parser for lists of names, one check for positive numbers (pure).
+"""Notebook parameters: one parser for lists of names, one check for positive numbers, and
+the default and full-scale designs of a study (pure).
 
 Every study parameter that names several things (``variants="faithful,fair"``,
 ``sinks="pipe, discard"``, ``sweep_arms=...``) goes through :func:`choices`: comma-separated
@@ -9,12 +10,12 @@ text or a list; blanks and repeats dropped; an unknown name or an empty list is 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchlib.errors import ParameterError
 
-__all__ = ["choices", "positive"]
+__all__ = ["AUTO", "choices", "design_values", "positive", "yes_no"]
 
 
 def choices(text: str | Sequence[str], valid: Sequence[str], what: str, *, canonical: bool = False) -> tuple[str, ...]:
@@ -55,3 +56,37 @@ def positive(name: str, value: Any, meaning: str = "") -> float:
     if not ok:
         raise ParameterError(f"{name} must be a positive number{f' ({meaning})' if meaning else ''}, got {value!r}")
     return float(value)
+
+
+#: what a notebook parameter holds when the chosen design (default or full scale) decides it
+AUTO = "auto"
+
+
+def design_values(full: bool, given: Mapping[str, Any], *, default: Mapping[str, Any],
+                  full_scale: Mapping[str, Any]) -> dict[str, Any]:
+    """The study's design: each parameter of ``given`` that is unset (``0``, ``""`` or
+    ``"auto"``) takes its value from ``full_scale`` when ``full`` else from ``default``; a value
+    the user set stays. So a notebook's default run is short (about 5 minutes) and its full scale
+    is one parameter away (``-p full true``), and either can still be changed item by item."""
+    if not isinstance(full, bool):
+        raise ParameterError(f"full must be True or False; got {full!r}")
+    design = full_scale if full else default
+    out = {}
+    for name, value in given.items():
+        unset = value is None or (isinstance(value, str) and value.strip() in ("", AUTO)) or (
+            not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0)
+        out[name] = design[name] if unset and name in design else value
+    return out
+
+
+def yes_no(name: str, value: str | bool) -> bool:
+    """A yes/no parameter given as text (``yes``, ``no``, ``true``, ``false``) or a bool, as
+    :func:`design_values` leaves it; anything else is one line naming the valid choices."""
+    if isinstance(value, bool):
+        return value
+    low = str(value).strip().lower()
+    if low in ("yes", "true", "1"):
+        return True
+    if low in ("no", "false", "0"):
+        return False
+    raise ParameterError(f"{name} {value!r} is not valid; valid: yes, no, auto (the design's)")

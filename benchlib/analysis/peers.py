@@ -18,8 +18,12 @@ odd blocks and second in even ones; its report is stored in the trial and read a
 * :func:`peer_setup`: before a run, the tool built if missing (Go tools: k6, bombardier) and
   the arms it will cross-check, in a sentence.
 
+The tool runs in a subset of the blocks (``Experiment.cross_check_blocks``: 3 spread over the
+run by default, all at full scale); ``peer_blocks`` in the summaries says in how many
+(``3 of 10``).
+
 Column names: ``peer_<figure>``, ``bl_<figure>``, ``<figure>_ratio``, plus ``order``
-(``first``/``second``), ``peer_error``, ``peer_requests``, ``peer_dropped``, ``peer_errors``,
+(``first``/``second``), ``peer_blocks``, ``blocks_run`` (blocks of the arm in the run), ``peer_error``, ``peer_requests``, ``peer_dropped``, ``peer_errors``,
 ``peer_cpu``, ``peer_bytes``, ``bl_requests``, ``bl_client_cpu`` and, with ``since="sent"``,
 ``bl_p50_due`` (benchlib's median from the due time, what the verdicts use).
 """
@@ -76,6 +80,9 @@ def peer_beside(run: Any, *, summaries: Any = None, figures: Sequence[str] = ("r
     run = read_run(run)
     index = summaries.set_index(["condition", "arm", "block"]) if summaries is not None and len(summaries) else None
     qs = tuple(q for q in (quantile_of(f) for f in figures) if q is not None)
+    blocks_run: dict[tuple[str, str], set[int]] = {}
+    for t in run.trials:
+        blocks_run.setdefault((t.condition, t.arm), set()).add(t.block)
     out = []
     for t in run.trials:
         p = t.peer
@@ -83,7 +90,8 @@ def peer_beside(run: Any, *, summaries: Any = None, figures: Sequence[str] = ("r
             continue
         row: dict[str, Any] = {"condition": t.condition, "arm": t.arm, "block": t.block, "status": t.status,
                                "tool": p.tool, "order": "first" if p.order == "before" else "second",
-                               "peer_error": p.failure or None}
+                               "peer_error": p.failure or None,
+                               "blocks_run": len(blocks_run.get((t.condition, t.arm), ()))}
         if since == "summary":
             key = (t.condition, t.arm, t.block)
             s = index.loc[key] if index is not None and key in index.index else None
@@ -115,7 +123,8 @@ def peer_beside(run: Any, *, summaries: Any = None, figures: Sequence[str] = ("r
 
 
 def peer_summary(beside: Any, *, by: Sequence[str] = ("arm",), main: str = "rps") -> Any:
-    """Per group of ``by``: the trials whose benchlib load was valid and whose tool ran
+    """Per group of ``by``: the blocks the tool ran in out of the arm's blocks in the run
+    (``peer_blocks``, e.g. ``3 of 10``), the trials whose benchlib load was valid and whose tool ran
     (``trials``), the tool's failures (``peer_failed``, its first ``peer_error``), the medians
     of every figure and ratio over those trials, the range of the ``main`` figure's ratio and,
     unless ``by`` holds ``order``, its median when the tool ran first and second."""
@@ -124,13 +133,15 @@ def peer_summary(beside: Any, *, by: Sequence[str] = ("arm",), main: str = "rps"
     if beside is None or not len(beside):
         return pd.DataFrame()
     num = [c for c in beside.columns if c.startswith(("peer_", "bl_")) or c.endswith("_ratio")]
-    num = [c for c in num if c != "peer_error"]
+    num = [c for c in num if c not in ("peer_error", "peer_blocks")]
     out = []
     for key, all_g in beside.groupby(list(by), sort=False):
         key = key if isinstance(key, tuple) else (key,)
         failed = all_g[all_g["peer_error"].notna()]
         g = all_g[(all_g["status"] == "ok") & all_g["peer_error"].isna()]
         row: dict[str, Any] = dict(zip(by, key, strict=True))
+        run_blocks = int(all_g["blocks_run"].max()) if "blocks_run" in all_g.columns else all_g["block"].nunique()
+        row["peer_blocks"] = f"{all_g['block'].nunique()} of {run_blocks}"
         row.update(trials=len(g), peer_failed=len(failed),
                    peer_error=str(failed["peer_error"].iloc[0]).splitlines()[0][:300] if len(failed) else None)
         row.update({c: pd.to_numeric(g[c], errors="coerce").median() for c in num})
@@ -152,7 +163,8 @@ def peer_labels(tool: str, *, since: str = "summary", unit: str = "ms") -> dict[
         name = "req/s" if f == "rps" else f
         return (name, "") if f == "rps" else (name, f" ({unit}{frm})" if _latency(f) else "")
 
-    labels = {"order": f"{tool} ran", "trials": f"trials ({tool} ok)", "peer_failed": f"{tool} failed",
+    labels = {"order": f"{tool} ran", "trials": f"trials ({tool} ok)", "peer_blocks": f"blocks with {tool}",
+              "blocks_run": "blocks in the run", "peer_failed": f"{tool} failed",
               "peer_error": f"{tool} error", "peer_cpu": f"{tool} CPU (share of 1 CPU)",
               "bl_client_cpu": "benchlib client CPU (share of 1 CPU)", "peer_errors": f"{tool} errors",
               "peer_bytes": f"{tool} bytes/response", "peer_requests": f"{tool} requests",

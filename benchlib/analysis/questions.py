@@ -20,7 +20,8 @@ from typing import Any
 from benchlib.errors import ParameterError
 from benchlib.stats.verdict import Verdict
 
-__all__ = ["Answer", "Contrast", "Family", "blocks_needed", "compare_valid", "planned_rows", "run_family"]
+__all__ = ["Answer", "Contrast", "Family", "blocks_needed", "compare_valid", "decided_questions", "planned_rows",
+           "run_family"]
 
 
 @dataclass(frozen=True)
@@ -363,3 +364,38 @@ def compare_valid(result: Any, summaries: Any, *, baseline: str | None = None, *
         show("**Left out of the comparison**: " + "; ".join(answer.notes))
     return answer.comparison
 
+
+
+#: verdict kinds that decide a row (a direction, or equivalence within the margin)
+_DECIDING = ("faster", "slower", "equivalent")
+
+
+def decided_questions(families: Sequence[Family], *, unavailable: Mapping[str, str] | None = None, seed: int = 0,
+                      **compare_kwargs: Any) -> Any:
+    """The runner's ``decided`` hook for ``families``: a function of the summaries so far
+    returning, per question with decided rows (each family, or each of its sub-questions),
+    ``"<question>: k/n rows"`` (``k`` rows faster, slower or equivalent of the ``n`` compared;
+    ``(all)`` when every row is). An interim look for the progress display only: the report's
+    verdicts come from all the blocks."""
+    fams = tuple(families)
+
+    def decided(summaries: Any) -> list[str]:
+        out: list[str] = []
+        if summaries is None or not len(summaries):
+            return out
+        for fam in fams:
+            answer = run_family(summaries, fam, unavailable=unavailable, seed=seed, **compare_kwargs)
+            if answer.comparison is None:
+                continue
+            counts: dict[str, list[int]] = {}
+            for v in answer.comparison.verdicts:
+                if v.kind.value in ("not_run", "no_valid_trial", "omitted"):
+                    continue
+                q = answer.question_of(str(v.labels.get("condition")), v.baseline, v.arm) if fam.questions else ""
+                c = counts.setdefault(q or fam.title or fam.key, [0, 0])
+                c[0] += v.kind.value in _DECIDING
+                c[1] += 1
+            out += [f"{q}: {k}/{n} rows" + (" (all)" if k == n else "") for q, (k, n) in counts.items() if k]
+        return out
+
+    return decided

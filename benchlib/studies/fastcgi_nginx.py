@@ -73,18 +73,18 @@ def scaled_load(condition: str, scale: float, *, warmup_s: float = 1.0) -> LoadS
                     warmup_s=warmup_s, keep_alive=False, http_version="1.0")
 
 
-def study_conditions(scale: float, c400_scale: float, *, warmup_s: float = 1.0, ab: bool = True,
-                     ab_blocks: int | None = None) -> tuple[Condition, ...]:
+def study_conditions(scale: float, c400_scale: float, *, warmup_s: float = 1.0,
+                     ab: bool = True) -> tuple[Condition, ...]:
     """``c20`` at ``scale`` and ``c400`` at ``c400_scale`` (0 leaves it out), each with ab
-    exactly as the seed ran it (``ab -c C -n N``, no ``-k``) on the same instance, in every
-    trial of the first ``ab_blocks`` blocks (``None``: of every block)."""
+    exactly as the seed ran it (``ab -c C -n N``, no ``-k``) on the same instance (in the
+    blocks the experiment's ``cross_check_blocks`` picks: :func:`run_scale`)."""
     out = []
     for name, s in (("c20", scale), ("c400", c400_scale)):
         if name == "c400" and s == 0:
             continue
         load = scaled_load(name, s, warmup_s=warmup_s)
         check = CrossCheck("ab", (("connections", load.connections), ("requests", load.requests),
-                                  ("keep_alive", False)), blocks=ab_blocks) if ab else None
+                                  ("keep_alive", False))) if ab else None
         out.append(Condition(name, load, cross_check=check))
     return tuple(out)
 
@@ -95,14 +95,14 @@ FULL_SCALE: dict[str, float] = {"scale": 1.0, "c400_scale": 1.0}
 
 def run_scale(*, full: bool, trials: int, scale: float, c400_scale: float, ab_blocks: int) -> dict[str, Any]:
     """The scale a run uses: the parameters as given, or with ``full`` the seed's (20,000 and
-    200,000 requests, ab beside benchlib in every block). ``ab_blocks``: ab in the first that
-    many blocks, every block when ``>= trials``. Returns ``scale``, ``c400_scale`` and
-    ``ab_blocks`` (``None``: every block)."""
+    200,000 requests, ab beside benchlib in every block). ``ab_blocks``: ab in that many
+    blocks spread over the run (``Experiment.cross_check_blocks``), every block when
+    ``>= trials``. Returns ``scale``, ``c400_scale`` and ``ab_blocks`` (a number, or ``"all"``)."""
     if isinstance(ab_blocks, bool) or not isinstance(ab_blocks, int) or ab_blocks < 1:
         raise ParameterError(f"ab_blocks must be a whole number >= 1 (ab in that many blocks; >= trials: in every "
                              f"block), got {ab_blocks!r}")
     out: dict[str, Any] = dict(FULL_SCALE) if full else {"scale": scale, "c400_scale": c400_scale}
-    out["ab_blocks"] = None if full or ab_blocks >= trials else ab_blocks
+    out["ab_blocks"] = "all" if full or ab_blocks >= trials else ab_blocks
     return out
 
 

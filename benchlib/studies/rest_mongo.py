@@ -40,9 +40,10 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = [
-    "BASELINE", "CONDITIONS", "IMPLEMENTATIONS", "Implementation", "LIMITS", "METRICS", "QUESTIONS", "REPEAT_INVALID",
-    "SEED_DURATION_S", "SEED_IN_FLIGHT", "SEED_RATE_RPS", "VARIANTS", "WARMUP_S", "conclusion_markdown",
-    "database_info", "family", "k6_setup", "k6_tables", "original_vs_ours", "parse_variants", "percentile_support",
+    "BASELINE", "CONDITIONS", "DEFAULT_DESIGN", "DEFAULT_LOADS", "EXTRA_KEYS", "FULL_DESIGN", "IMPLEMENTATIONS",
+    "Implementation", "LIMITS", "METRICS", "QUESTIONS", "REPEAT_INVALID", "SEED_DURATION_S", "SEED_IN_FLIGHT",
+    "SEED_RATE_RPS", "VARIANTS", "WARMUP_S", "conclusion_markdown", "database_info", "family", "k6_setup",
+    "k6_tables", "original_vs_ours", "parse_variants", "percentile_support",
     "planned_family", "scaled_load", "short_reasons", "study_arms", "study_conditions",
 ]
 
@@ -73,6 +74,20 @@ SEED_DURATION_S = 10.0
 SEED_IN_FLIGHT = 100  # k6 preAllocatedVUs, maxVUs unset
 #: the seed had none; 1 s at the trial's rate (100 and 10 requests at scale 1), recorded, not analysed
 WARMUP_S = 1.0
+#: The default design (``full=False``): (rate in requests/s, measured seconds) per condition,
+#: the fewest requests that support the p50 (100 per trial) in the shortest trial: ``/users/1`` at
+#: 4x the seed's rate (40/s; the faithful Rust variant's CPU per request, 6-16 ms, keeps it
+#: below ~65% busy, so it does not queue), ``/helloWorld`` at the seed's 100/s for 1 s.
+DEFAULT_LOADS: dict[str, tuple[int, float]] = {"helloWorld": (100, 1.0), "users": (40, 2.5)}
+#: The designs a notebook run takes its unset parameters from (:func:`benchlib.analysis.params.design_values`):
+#: by default Go and Rust only (the original's languages that run here; .NET is reported not run)
+#: in 9 blocks, the fewest with which Holm over the family's 8 rows (4 contrasts x 2 endpoints x
+#: p50) can reach p < 0.05 (8 x 2/2^9 = 0.031), k6 in 3 of them; at full scale every
+#: implementation, the seed's load in 10 blocks, k6 in every block.
+DEFAULT_DESIGN: dict[str, Any] = {"trials": 9, "cross_check_blocks": 3, "warmup_s": 0.5, "extras": "no"}
+FULL_DESIGN: dict[str, Any] = {"trials": 10, "cross_check_blocks": "all", "warmup_s": WARMUP_S, "extras": "yes"}
+#: the implementations beyond the original's (Python, Node.js): in the full-scale design only, by default
+EXTRA_KEYS: tuple[str, ...] = ("python", "node")
 #: a trial the load generator's guard invalidates (the client could not keep the schedule) is run again
 REPEAT_INVALID = 2
 LIMITS = Limits(cpus=1, memory_mb=512)
@@ -91,34 +106,37 @@ def parse_variants(text: str | Sequence[str]) -> tuple[str, ...]:
     return params.choices(text, VARIANTS, "variant(s)", canonical=True)
 
 
-def study_arms(variants: Sequence[str] = VARIANTS) -> tuple[Arm, ...]:
+def study_arms(variants: Sequence[str] = VARIANTS, *, extras: bool = True) -> tuple[Arm, ...]:
     """Every implementation in every selected variant it has, in table order
-    (``go-faithful``, ``go-fair``, ``dotnet-faithful``, ...)."""
+    (``go-faithful``, ``go-fair``, ``dotnet-faithful``, ...); without ``extras``, the original's
+    three only."""
     return tuple(Arm(f"{impl.key}-{v}", impl.service, v) for impl in IMPLEMENTATIONS for v in impl.variants
-                 if v in variants)
+                 if v in variants and (extras or impl.key not in EXTRA_KEYS))
 
 
-def scaled_load(condition: str, scale: float = 1.0, *, warmup_s: float = WARMUP_S) -> LoadSpec:
-    """The seed's load for ``condition`` at ``scale``: open model, constant arrivals at
-    ``round(seed rate x scale)`` per second (at least 1) for ``10 s x scale``, at most 100 in
-    flight, keep-alive (k6's VUs keep their connections), ``warmup_s`` of warm-up first.
-    Requests per trial therefore grow as ``scale**2``."""
+def scaled_load(condition: str, scale: float = 1.0, *, warmup_s: float = WARMUP_S, full: bool = True) -> LoadSpec:
+    """The load for ``condition`` at ``scale``: open model, constant arrivals at
+    ``round(rate x scale)`` per second (at least 1) for ``seconds x scale``, at most 100 in
+    flight, keep-alive (k6's VUs keep their connections), ``warmup_s`` of warm-up first; rate
+    and seconds are the seed's (10 s at 100/s and 10/s) with ``full``, else
+    :data:`DEFAULT_LOADS`. Requests per trial therefore grow as ``scale**2``."""
     params.positive("scale", scale, "1.0 = the seed's size")
     if condition not in SEED_RATE_RPS:
         raise ParameterError(f"unknown condition {condition!r}; valid: {', '.join(SEED_RATE_RPS)}")
-    rate = max(1, int(round(SEED_RATE_RPS[condition] * scale)))
-    return LoadSpec(model="open", arrival="constant", rate_rps=rate, duration_s=SEED_DURATION_S * scale,
+    base_rate, base_s = (SEED_RATE_RPS[condition], SEED_DURATION_S) if full else DEFAULT_LOADS[condition]
+    rate = max(1, int(round(base_rate * scale)))
+    return LoadSpec(model="open", arrival="constant", rate_rps=rate, duration_s=base_s * scale,
                     connections=SEED_IN_FLIGHT, warmup_s=warmup_s, keep_alive=True)
 
 
 def study_conditions(scale: float = 1.0, *, k6_arms: Sequence[str] | None = None,
-                     warmup_s: float = WARMUP_S) -> tuple[Condition, ...]:
+                     warmup_s: float = WARMUP_S, full: bool = True) -> tuple[Condition, ...]:
     """The two conditions, ``helloWorld`` and ``users``, each on its own endpoint; with
     ``k6_arms``, k6 runs the study's script at the same rate and duration on those arms'
     instances in every trial (before or after benchlib's load, alternating by block)."""
     out = []
     for name in CONDITIONS:
-        load = scaled_load(name, scale, warmup_s=warmup_s)
+        load = scaled_load(name, scale, warmup_s=warmup_s, full=full)
         check = None
         if k6_arms:
             check = CrossCheck("k6", (("rate_rps", int(load.rate_rps or 1)), ("duration_s", float(load.duration_s or 0)),
@@ -127,10 +145,10 @@ def study_conditions(scale: float = 1.0, *, k6_arms: Sequence[str] | None = None
     return tuple(out)
 
 
-def family(variants: Sequence[str] = VARIANTS) -> Family:
+def family(variants: Sequence[str] = VARIANTS, *, extras: bool = True) -> Family:
     """The three questions as one family over both endpoints, for the selected variants
     (arms that cannot run here included: they are reported as not run)."""
-    have = {a.name for a in study_arms(variants)}
+    have = {a.name for a in study_arms(variants, extras=extras)}
     rows = [Contrast(BASELINE, f"{i.key}-fair", question="language") for i in IMPLEMENTATIONS if i.key != "go"]
     rows += [Contrast(f"{i.key}-fair", f"{i.key}-faithful", question="implementation") for i in IMPLEMENTATIONS]
     rows += [Contrast("go-faithful", f"{i.key}-faithful", question="original") for i in IMPLEMENTATIONS
@@ -139,10 +157,10 @@ def family(variants: Sequence[str] = VARIANTS) -> Family:
                   conditions=tuple(CONDITIONS), questions=QUESTIONS)
 
 
-def planned_family(fam: Family, unavailable: Mapping[str, str], scale: float) -> int:
-    """Rows of the Holm family the design will produce at ``scale``."""
+def planned_family(fam: Family, unavailable: Mapping[str, str], scale: float, *, full: bool = True) -> int:
+    """Rows of the Holm family the design will produce at ``scale`` (of the full or default loads)."""
     requests = {c: (load.rate_rps or 0) * (load.duration_s or 0)
-                for c, load in ((c, scaled_load(c, scale)) for c in CONDITIONS)}
+                for c, load in ((c, scaled_load(c, scale, full=full)) for c in CONDITIONS)}
     return planned_rows(fam, requests, unavailable)
 
 
@@ -177,7 +195,7 @@ def k6_tables(result: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     beside = peers.peer_beside(result, figures=("p50", "p95", "max"), since="sent", tool="k6")
     summary = peers.peer_summary(beside, by=("condition", "arm", "order"), main="p50")
     figs = [c for f in ("p50", "p95", "max") for c in (f"peer_{f}", f"bl_{f}")]
-    return (peers.peer_view(summary, ["condition", "arm", "order", "trials", *figs, "p50_ratio"], "k6", since="sent"),
+    return (peers.peer_view(summary, ["condition", "arm", "order", "peer_blocks", "trials", *figs, "p50_ratio"], "k6", since="sent"),
             peers.peer_view(beside, ["condition", "arm", "block", "order", "status", "peer_error", "peer_requests",
                                      "peer_dropped", "peer_p50", "peer_p95", "peer_max", "bl_requests", "bl_p50",
                                      "bl_p95", "bl_max", "bl_p50_due", "p50_ratio"], "k6", since="sent", digits=None))

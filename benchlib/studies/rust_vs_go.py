@@ -28,7 +28,8 @@ from benchlib.errors import ParameterError
 from benchlib.model import Arm
 
 __all__ = [
-    "EXTRA_SERVERS", "LOG_LINES_PER_REQUEST", "METRICS", "SEED_ARMS", "SERVERS", "SINKS", "STUDY", "SWEEP_FRACTIONS",
+    "EXTRA_SERVERS", "LOG_LINES_PER_REQUEST", "METRICS", "SEED_ARMS", "SERVERS", "SINKS", "STUDY", "SWEEP_FRACTIONS", "DEFAULT_DESIGN", "FULL_DESIGN",
+    "parse_fractions",
     "WRK_WHY", "WRK_WHY_LATENCY", "arm_name", "closed_families", "conclusion_markdown", "expected_log_lines",
     "gap_table", "original_vs_ours", "split_arm", "study_arms", "sweep_family", "wrk_tables",
 ]
@@ -48,12 +49,44 @@ EXTRA_SERVERS: tuple[str, ...] = ("python", "node")
 #: probably debug and release; output 3 is Go), all logging to a pipe like the seed's terminal.
 SEED_ARMS: tuple[str, ...] = ("actix-debug-pipe", "actix-release-pipe", "go-pipe")
 SWEEP_FRACTIONS: tuple[float, ...] = (0.25, 0.5, 0.75, 0.9)
+#: The designs a notebook run takes its unset parameters from (:func:`benchlib.analysis.params.design_values`).
+#: Default (about 5 min on 2 cores): the seed's five arms without the extra rows, 8 blocks (the
+#: fewest with which Holm over a family's 6 rows can reach p < 0.05: 6 x 2/2^8 = 0.047) of 1.5 s
+#: trials (the per-trial spread is between trials: in the full run, rates shifted by 40-200% inside
+#: one 30 s window, and wrk's and benchlib's 30 s windows of one instance differed by up to 30%, so
+#: long trials buy little), wrk in 3 blocks, no sweep (measured: 2.6 of the 7.5 minutes with a
+#: 2-rate sweep in 8 blocks, and on a loaded machine every short open-model trial was invalid; its
+#: rates when ``sweep=yes``: 50 and 90% of capacity, 4 rows, 8 blocks).
+#: Full scale (about 65 min): the seed's 30 s, every block with wrk, the extra rows, four rates.
+DEFAULT_DESIGN: dict[str, Any] = {"trials": 8, "duration_s": 1.5, "warmup_s": 0.5, "extras": "no",
+                                  "cross_check_blocks": 3, "sweep": "no", "sweep_rates": "0.5,0.9",
+                                  "sweep_duration_s": 1.0}
+FULL_DESIGN: dict[str, Any] = {"trials": 10, "duration_s": 30.0, "warmup_s": 1.0, "extras": "yes", "sweep": "yes",
+                               "cross_check_blocks": "all", "sweep_rates": ",".join(map(str, SWEEP_FRACTIONS)),
+                               "sweep_duration_s": 4.0}
 METRICS: tuple[str, ...] = ("throughput_rps", "p50_ms", "p99_ms")
 #: Log lines each server writes per request (fastify logs "incoming request" and "request completed").
 LOG_LINES_PER_REQUEST: dict[str, int] = {"actix-debug": 1, "actix-release": 1, "go": 1, "python": 1, "node": 2}
 
 
 # -- arms --------------------------------------------------------------------------------------
+
+def parse_fractions(text: str) -> tuple[float, ...]:
+    """``"0.5,0.9"`` -> ``(0.5, 0.9)``: the sweep's rates as fractions of capacity, each in (0, 1)."""
+    out = []
+    for item in (x.strip() for x in str(text).split(",") if x.strip()):
+        try:
+            f = float(item)
+        except ValueError:
+            f = math.nan
+        if not (0 < f < 1):
+            raise ParameterError(f"sweep rate {item!r} is not valid; valid: fractions of capacity in (0, 1), "
+                                 "comma-separated, e.g. 0.5,0.9")
+        out.append(f)
+    if not out:
+        raise ParameterError("sweep_rates is empty; valid: fractions of capacity in (0, 1), e.g. 0.5,0.9")
+    return tuple(sorted(set(out)))
+
 
 def arm_name(server: str, sink: str) -> str:
     """``("go", "pipe")`` -> ``"go-pipe"``."""
@@ -174,7 +207,7 @@ def wrk_tables(result: Any, summaries: Any) -> dict[str, Any]:
     beside = peers.peer_beside(result, summaries=summaries, tool="wrk")
     by_arm = peers.peer_summary(beside)
     return {"beside": beside, "by_arm": by_arm,
-            "rate": peers.peer_view(by_arm, ["arm", "trials", "bl_rps", "peer_rps", "rps_ratio", "rps_ratio_range",
+            "rate": peers.peer_view(by_arm, ["arm", "peer_blocks", "trials", "bl_rps", "peer_rps", "rps_ratio", "rps_ratio_range",
                                              "rps_ratio_first", "rps_ratio_second", "bl_client_cpu", "peer_cpu",
                                              "peer_bytes", "peer_failed", "peer_error"], "wrk", index="arm"),
             "latency": peers.peer_view(by_arm, ["arm", "bl_p50", "peer_p50", "p50_ratio", "bl_p99", "peer_p99",

@@ -1,0 +1,93 @@
+"""Progress of a long run (pure): counts, time left from the trials' measured times, the
+per-block line with the questions decided so far, and the CLI's time left over every study."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from benchlib.analysis import Family, decided_questions
+from benchlib.progress import Estimate, format_duration, format_event, make_progress, parse_line
+from benchlib.report import _overall_left, last_duration_s
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _start(plan: list[tuple[str, str, bool]], blocks: int) -> dict:
+    return {"event": "start", "study": "s", "run_id": "r", "total": len(plan), "blocks": blocks, "plan": plan}
+
+
+def test_time_left_comes_from_each_kind_of_trial_measured_so_far() -> None:
+    clock = Clock()
+    est = Estimate(now=clock)
+    plan = [("c", "a", True), ("c", "b", False), ("c", "a", False), ("c", "b", False)]
+    ev = est.update(_start(plan, 2))
+    assert ev["left_s"] is None and ev["trials_done"] == 0 and ev["blocks_planned"] == 2
+    clock.t = 110.0
+    ev = est.update({"event": "trial", "seconds": 10.0})  # a with its peer tool: 10 s
+    assert ev["elapsed_s"] == 10.0 and ev["trials_done"] == 1
+    assert ev["left_s"] == pytest.approx(30.0)  # nothing else timed yet: the overall mean for each
+    ev = est.update({"event": "trial", "seconds": 4.0})  # b: 4 s
+    # a without its peer: a's mean (10), then b: 4
+    assert ev["left_s"] == pytest.approx(14.0)
+    ev = est.update({"event": "block", "block": 0})
+    assert ev["blocks_done"] == 1
+    assert est.update({"event": "skip"})["trials_done"] == 3  # stored before: done, no time
+    assert est.update({"event": "trial", "seconds": 5.0})["left_s"] == 0.0
+    assert est.update({"event": "done"})["left_s"] == 0.0
+
+
+def test_lines_say_counts_time_and_decided_questions() -> None:
+    base = {"study": "s", "total": 8, "blocks": 4, "elapsed_s": 75.0, "left_s": 200.0, "trials_done": 4}
+    line = format_event({**base, "event": "block", "block": 1, "decided": ["seed: 2/6 rows"]})
+    assert line == "[s] block 2/4 done (4/8 trials; 75 s elapsed, ~3.3 min left); decided so far: seed: 2/6 rows"
+    assert format_event({**base, "event": "block", "block": 1, "decided": []}).endswith("no question decided yet")
+    assert "decided" not in format_event({**base, "event": "block", "block": 1, "decided": None})
+    trial = format_event({**base, "event": "trial", "seq": 3, "condition": "c", "arm": "a", "block": 1,
+                          "status": "ok", "achieved_rps": 1000.0, "p50_ms": 0.5})
+    assert trial == "[s] trial 4/8 c/a b1: 1,000 req/s, p50 0.500 ms [75 s elapsed, ~3.3 min left]"
+    assert [format_duration(x) for x in (None, 42, 600, 3900)] == ["?", "42 s", "10.0 min", "1 h 05 min"]
+
+
+def test_the_kernel_writes_json_lines_the_cli_reads_back(tmp_path, monkeypatch) -> None:
+    path = tmp_path / "progress.log"
+    monkeypatch.setenv("BENCHLIB_PROGRESS_FILE", str(path))
+    show = make_progress(True)
+    show(_start([("c", "a", False)], 1))
+    show({"event": "trial", "study": "s", "total": 1, "seq": 0, "condition": "c", "arm": "a", "block": 0,
+          "status": "ok", "seconds": 2.0})
+    lines = path.read_text().splitlines()
+    assert [parse_line(x)[0].split(":")[0] for x in lines] == ["[s] run r", "[s] trial 1/1 c/a b0"]
+    assert parse_line(lines[1])[1] == 0.0 and parse_line(lines[0])[1] is None
+    assert parse_line("a plain line") == ("a plain line", None)
+
+
+def test_the_cli_adds_the_later_studies_last_times(tmp_path) -> None:
+    assert _overall_left(2, 5, 60.0, [120.0, None, 60.0]) == " | study 2/5, ~4.0 min left in all + 1 study never run here"
+    assert _overall_left(5, 5, 30.0, []) == " | study 5/5, ~30 s left in all"
+    assert _overall_left(1, 2, None, [10.0]) == " | study 1/2"
+    nb = tmp_path / "x.ipynb"
+    nb.write_text(json.dumps({"metadata": {"papermill": {"duration": 312.5}}}))
+    assert last_duration_s(nb) == 312.5 and last_duration_s(tmp_path / "none.ipynb") is None
+
+
+def test_decided_questions_name_the_questions_whose_rows_are_decided() -> None:
+    rows = []
+    for b in range(10):  # b is 2x a's p50 in every block, c the same as a (within noise)
+        for arm, p50 in (("a", 1.0 + 0.01 * b), ("b", 2.0 + 0.02 * b), ("c", 1.0 + 0.01 * ((b * 7) % 5 - 2))):
+            rows.append({"condition": "main", "arm": arm, "block": b, "valid": True, "status": "ok", "p50_ms": p50})
+    fam = Family.against("vs-a", "a", ["b", "c"], conditions=["main"], metrics=["p50_ms"], title="against a")
+    words = decided_questions([fam])(pd.DataFrame(rows))
+    assert words == ["against a: 2/2 rows (all)"]  # b slower, c equivalent (within the ±2% margin)
+    slow_c = pd.DataFrame(rows).assign(p50_ms=lambda d: d["p50_ms"] * (1 + 0.3 * (d["arm"] == "c") * (d["block"] % 2)))
+    assert decided_questions([fam])(slow_c) == ["against a: 1/2 rows"]  # c: half its blocks 30% slower, undecided
+    assert decided_questions([fam])(pd.DataFrame(rows[:6])) == []  # 2 blocks decide nothing
+    assert decided_questions([fam])(pd.DataFrame()) == []
