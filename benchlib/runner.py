@@ -172,12 +172,13 @@ def trial_summary(trial: StoredTrial) -> dict[str, Any]:
 def request_for(load: LoadSpec, endpoint: Endpoint) -> LoadSpec:
     """``load`` with its request (method, path, body, headers) taken from ``endpoint``.
 
-    A gRPC endpoint makes the load ``protocol="grpc"`` (its body is the request message); an
-    HTTP endpoint keeps the load's ``http1`` or ``h2c``, and refuses ``grpc``.
+    A gRPC endpoint makes the load ``protocol="grpc"`` (its body is the request message), an
+    ``h2c`` endpoint ``protocol="h2c"``; an HTTP/1.1 endpoint keeps the load's ``http1`` or
+    ``h2c``, and refuses ``grpc``.
     """
     protocol = load.protocol
-    if endpoint.protocol == "grpc":
-        protocol = "grpc"
+    if endpoint.protocol in ("grpc", "h2c"):
+        protocol = endpoint.protocol
     elif protocol == "grpc":
         raise ParameterError(f"endpoint {endpoint.name!r} is not a gRPC method (protocol {endpoint.protocol!r}); "
                              "a LoadSpec with protocol='grpc' needs an endpoint with protocol = \"grpc\"")
