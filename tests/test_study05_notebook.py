@@ -114,6 +114,8 @@ def test_families_hold_their_rows_and_not_run_arms() -> None:
 
     text = study.conclusion_markdown(answers, ["go", "python", "dotnet"])
     assert "**go, small**: a JSON call took **4.4" in text and "the seed's 4.4× lies inside our interval" in text
+    assert "verdict **faster**: gRPC answered sooner than JSON" in text
+    assert "verdict **slower**: gRPC answered later than JSON" in text
     assert "**go, huge**: a JSON call took **1.5" in text and "the seed's 3.5× is above our interval" in text
     assert "**python, small**: a JSON call took **0.75" in text
     assert "**dotnet, small**: not run: no dotnet toolchain" in text

@@ -218,7 +218,7 @@ def conclusion_markdown(answers: Mapping[str, Answer], languages: Sequence[str])
                     continue
                 if say.estimated(v):
                     out.append(f"- **{lang}, {pl}**: a JSON call took **{say.inverse(v)}** a gRPC call's time "
-                               f"({say.p_text(v)}; {say.says(v, 'gRPC', 'JSON')}); {_holds(v, SEED_RATIO[pl])}.")
+                               f"({say.p_text(v)}; {say.says(v, 'gRPC', 'JSON', latency=True)}); {_holds(v, SEED_RATIO[pl])}.")
                 else:
                     out.append(f"- **{lang}, {pl}**: {say.effect(v)}.")
         out.append("")
