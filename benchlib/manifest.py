@@ -114,7 +114,8 @@ class Endpoint:
     ``protocol``: ``"http1"``, ``"h2c"`` (HTTP/2, prior knowledge) or ``"grpc"`` (a unary
     gRPC method: ``method`` is ``POST``, ``path`` the method's path
     ``/package.Service/Method``, ``body`` the serialized request message, ``headers`` the
-    call's metadata).
+    call's metadata; ``proto`` the ``.proto`` file that declares the method, when the
+    manifest names one: ghz cross-checks need it).
     """
 
     name: str
@@ -124,6 +125,7 @@ class Endpoint:
     body: bytes = b""
     headers: tuple[tuple[str, str], ...] = ()
     protocol: str = "http1"
+    proto: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -441,7 +443,7 @@ def _grpc_endpoint(path: Path, where: str, name: str, data: Mapping[str, Any], v
         contract_data.update(by_variant[variant])
     contract = _grpc_contract(path, f"{where}.contract", contract_data, proto)
     return Endpoint(name=name, method="POST", path=ep_path, contract=contract, body=body,
-                    headers=tuple(headers.items()), protocol="grpc")
+                    headers=tuple(headers.items()), protocol="grpc", proto=proto)
 
 
 _TOP_KEYS = {

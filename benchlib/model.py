@@ -302,7 +302,8 @@ class LoadSpec:
         if self.protocol == "http1":
             if self.streams != 1:
                 raise LoadSpecError(f"LoadSpec.streams={self.streams} needs protocol 'h2c' or 'grpc'; HTTP/1 sends "
-                                    "one request per connection at a time (valid: streams=1)")
+                                    "one request per connection at a time (valid: streams=1, or protocol='h2c', "
+                                    "which a gRPC endpoint of an experiment turns into 'grpc')")
             return
         p = self.protocol
         if not self.keep_alive:
@@ -315,7 +316,8 @@ class LoadSpec:
             low = name.lower()
             if low in _H2_FORBIDDEN or (low == "te" and value.lower() != "trailers"):
                 raise LoadSpecError(f"LoadSpec.headers: {name!r} is connection-specific and not allowed in HTTP/2 "
-                                    f"(RFC 9113 section 8.2.2); remove it (the client sets :authority itself)")
+                                    f"(RFC 9113 section 8.2.2); valid: leave it out (the client sets :authority itself), "
+                                    "te only as 'trailers'")
         if p != "grpc":
             return
         if self.method != "POST":
@@ -330,7 +332,8 @@ class LoadSpec:
                                     "other lower-case names, e.g. ('x-request-id', '1')")
         if len(self.body) > MAX_GRPC_MESSAGE:
             raise LoadSpecError(f"LoadSpec.body is a gRPC message of {len(self.body):,} bytes, over the "
-                                f"{MAX_GRPC_MESSAGE:,} gRPC servers accept by default")
+                                f"{MAX_GRPC_MESSAGE:,} gRPC servers accept by default (valid: at most "
+                                f"{MAX_GRPC_MESSAGE:,} bytes)")
 
     @property
     def measured_duration_s(self) -> float | None:
@@ -493,7 +496,7 @@ class Arm:
             raise ParameterError(f"arm {self.name!r}: limits must be a Limits(...), got {self.limits!r}")
 
 
-CROSS_CHECK_TOOLS = ("wrk", "k6", "ab", "hey", "h2load", "bombardier")
+CROSS_CHECK_TOOLS = ("wrk", "k6", "ab", "hey", "h2load", "bombardier", "ghz")
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ def encode_json(proto: str | Path, name: str, data: str | dict[str, Any]) -> byt
     try:
         msg = json_format.Parse(text, cls())
     except json_format.ParseError as exc:
-        raise ParameterError(f"{name} from {text[:80]!r}: {exc}") from None
+        raise ParameterError(f"{name} from {text[:80]!r}: {' '.join(str(exc).split())}") from None
     return bytes(msg.SerializeToString(deterministic=True))
 
 
@@ -85,7 +85,7 @@ def decode_to_dict(proto: str | Path, name: str, data: bytes) -> dict[str, Any]:
     try:
         msg = cls.FromString(data)
     except DecodeError as exc:
-        raise ParameterError(f"{len(data)} bytes are not a {name} message: {exc}") from None
+        raise ParameterError(f"{len(data)} bytes are not a {name} message: {' '.join(str(exc).split())}") from None
     out: dict[str, Any] = json_format.MessageToDict(msg, preserving_proto_field_name=True,
                                                     always_print_fields_with_no_presence=True)
     return out

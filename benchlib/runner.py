@@ -348,14 +348,14 @@ class _Executor:
                 peer_first = check is not None and planned.block % 2 == 1
                 if check is not None and peer_first:
                     meta["cross_check"] = run_cross_check(check, target_url + endpoint.path, self.cpus.client,
-                                                          order="before")
+                                                          order="before", endpoint=endpoint)
                 _sample_now(handle, front)  # CPU and memory as the load starts ...
                 result = run_load(spec, Target(target.host, target.port), client_cpus=self.cpus.client,
                                   seed=self.exp.seed * 1_000_003 + planned.seq)
                 _sample_now(handle, front)  # ... and as it ends
                 if check is not None and not peer_first:
                     meta["cross_check"] = run_cross_check(check, target_url + endpoint.path, self.cpus.client,
-                                                          order="after")
+                                                          order="after", endpoint=endpoint)
                 rows = result.rows
                 meta["load"] = result.meta
                 alive = handle.alive()
@@ -417,16 +417,33 @@ def _front_names() -> list[str]:
     return sorted(n for n, m in list_services().items() if m.role == "front") or ["(none)"]
 
 
-def run_cross_check(check: CrossCheck, url: str, cpus: Sequence[int], *, order: str) -> dict[str, Any]:
+def run_cross_check(check: CrossCheck, url: str, cpus: Sequence[int], *, order: str,
+                    endpoint: Endpoint | None = None) -> dict[str, Any]:
     """Run ``check``'s peer tool against ``url`` pinned to ``cpus``; its parsed report plus
     ``order`` (before/after benchlib's load). A tool that is missing or fails is recorded as
-    ``{"error": ...}``: the trial itself stands."""
+    ``{"error": ...}``: the trial itself stands.
+
+    ``endpoint``: the endpoint loaded. A gRPC endpoint is cross-checked by ghz only, which
+    gets the endpoint's request message, metadata and ``.proto`` (unless ``check.options``
+    set them); ghz against an HTTP endpoint is an error row as well."""
     import importlib
 
+    options = dict(check.options)
+    grpc_ep = endpoint is not None and endpoint.protocol == "grpc"
+    if grpc_ep != (check.tool == "ghz") and endpoint is not None:
+        why = (f"endpoint {endpoint.name!r} is a gRPC method: cross-check it with ghz (CrossCheck('ghz', ...))"
+               if grpc_ep else f"ghz calls gRPC methods; endpoint {endpoint.name!r} is {endpoint.protocol!r}")
+        return {"tool": check.tool, "order": order, "error": f"ParameterError: {why}"}
+    if grpc_ep:
+        assert endpoint is not None
+        options.setdefault("body", endpoint.body)
+        options.setdefault("headers", tuple(endpoint.headers))
+        if endpoint.proto is not None:
+            options.setdefault("proto", str(endpoint.proto))
     module = importlib.import_module(f"benchlib.peers.{check.tool}")
     func = getattr(module, f"run_{check.tool}")
     try:
-        out = dict(func(url, cpus=list(cpus), **dict(check.options)))
+        out = dict(func(url, cpus=list(cpus), **options))
     except BenchlibError as exc:
         return {"tool": check.tool, "order": order, "error": f"{type(exc).__name__}: {exc}"}
     out.pop("stdout", None) if len(str(out.get("stdout", ""))) > 20_000 else None

@@ -114,3 +114,78 @@ def test_a_service_name_is_a_plain_folder_name_never_a_path(tmp_path: Path, name
 def test_requires_names_services_not_paths(tmp_path: Path) -> None:
     with pytest.raises(ManifestError, match="'requires'.*folder names"):
         load_manifest(_write(tmp_path, GOOD.replace("[run]", 'requires = ["../evil"]\n[run]')))
+
+
+GRPC_GOOD = """
+schema = 1
+name = "svc"
+language = "go"
+framework = "grpc-go"
+toolchains = ["go"]
+[run]
+command = ["{build_dir}/server"]
+port_env = "PORT"
+[health]
+kind = "grpc"
+[[endpoints]]
+name = "small"
+protocol = "grpc"
+path = "/SmallPayloadService/SendSmallPayload"
+proto = "payloads.proto"
+request_json = { Message = "SmallRequest" }
+request_type = "SmallRequest"
+[endpoints.contract]
+grpc_status = 0
+response_json = { Message = "SmallResponse" }
+response_type = "SmallResponse"
+varies = false
+"""
+
+
+def _write_grpc(tmp_path: Path, text: str) -> Path:
+    from benchlib.loadgen.grpcgo import PROTO
+
+    path = _write(tmp_path, text)
+    (path.parent / "payloads.proto").write_text(PROTO.read_text())
+    return path
+
+
+def test_a_grpc_endpoint_builds_its_message_from_json_via_the_proto(tmp_path: Path) -> None:
+    m = load_manifest(_write_grpc(tmp_path, GRPC_GOOD))
+    ep = m.resolve().endpoint("small")
+    assert (ep.protocol, ep.method, ep.path) == ("grpc", "POST", "/SmallPayloadService/SendSmallPayload")
+    assert ep.body == b"\x0a\x0cSmallRequest" and ep.proto is not None and ep.proto.name == "payloads.proto"
+    c = ep.contract
+    assert (c.grpc_status, c.message_json, c.message_type, c.varies) == (0, {"Message": "SmallResponse"},
+                                                                       "SmallResponse", False)
+    assert m.health_kind == "grpc"
+
+
+@pytest.mark.parametrize("change,field", [
+    (('protocol = "grpc"', 'protocol = "http2"'), "endpoints[0].protocol"),
+    (('path = "/SmallPayloadService/SendSmallPayload"', 'path = "/small"'), "endpoints[0].path"),
+    (('protocol = "grpc"', 'protocol = "grpc"\nmethod = "GET"'), "endpoints[0].method"),
+    (('protocol = "grpc"', 'protocol = "grpc"\nbody = "x"'), "endpoints[0].body"),
+    (('proto = "payloads.proto"', 'proto = "missing.proto"'), "endpoints[0].proto"),
+    (('proto = "payloads.proto"', 'proto = "../payloads.proto"'), "endpoints[0].proto"),
+    (('request_type = "SmallRequest"', 'request_type = "NoSuchRequest"'), "endpoints[0].request_json"),
+    (('request_json = { Message = "SmallRequest" }', 'request_json = { Nope = 1 }'), "endpoints[0].request_json"),
+    (("grpc_status = 0", "grpc_status = 99"), "endpoints[0].contract.grpc_status"),
+    (("grpc_status = 0", "grpc_status = 0\nstatus = 200"), "endpoints[0].contract.status"),
+    (('response_type = "SmallResponse"', 'response_type = "Nope"'), "endpoints[0].contract.response_type"),
+    (('response_type = "SmallResponse"', ''), "endpoints[0].contract.response_type"),
+    (("varies = false", 'varies = "no"'), "endpoints[0].contract.varies"),
+])
+def test_bad_grpc_manifests_name_the_file_and_field(tmp_path: Path, change: tuple[str, str], field: str) -> None:
+    assert change[0] in GRPC_GOOD
+    path = _write_grpc(tmp_path, GRPC_GOOD.replace(*change))
+    with pytest.raises(ManifestError) as err:
+        load_manifest(path)
+    text = str(err.value)
+    assert str(path) in text and repr(field) in text and "expected" in text and "\n" not in text, text
+
+
+def test_grpc_contract_keys_on_an_http_endpoint_say_they_need_protocol_grpc(tmp_path: Path) -> None:
+    path = _write(tmp_path, GOOD.replace('body = "hi"', 'body = "hi"\ngrpc_status = 0'))
+    with pytest.raises(ManifestError, match='need protocol = "grpc"'):
+        load_manifest(path)

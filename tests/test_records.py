@@ -164,8 +164,8 @@ def test_every_peer_tool_s_parse_result_reads_as_one_report() -> None:
     assert bomb.errors == raw["non_2xx"] > 0 and bomb.figure("p50") == raw["latency_percentiles_ms"]["50"]
     failed = peer_report({"tool": "wrk", "order": "before", "error": "LoadGenError: boom"})
     assert not failed.ok and failed.order == "before" and math.isnan(failed.requests_per_s)
-    with pytest.raises(ParameterError, match="no peer report adapter for tool 'ghz'; valid: wrk, k6"):
-        peer_report({"tool": "ghz"})
+    with pytest.raises(ParameterError, match="no peer report adapter for tool 'vegeta'; valid: wrk, k6"):
+        peer_report({"tool": "vegeta"})
     with pytest.raises(ParameterError, match="unknown peer figure"):
         wrk.figure("speed")
 

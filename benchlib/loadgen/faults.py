@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from benchlib.loadgen.grpcgo import SMALL_METHOD, SMALL_REQUEST
 from benchlib.loadgen.h2testservers import serve as serve_h2
 from benchlib.loadgen.runner import run_load
 from benchlib.loadgen.testservers import serve
@@ -98,8 +99,8 @@ class Case:
 #: Streams per connection of the HTTP/2 (gRPC) cases.
 H2_STREAMS = 2
 #: The gRPC method and request message of the HTTP/2 cases (seed 004's SmallRequest).
-GRPC_METHOD = "/SmallPayloadService/SendSmallPayload"
-GRPC_REQUEST = b"\x0a\x0cSmallRequest"
+GRPC_METHOD = SMALL_METHOD
+GRPC_REQUEST = SMALL_REQUEST
 
 
 CASES: tuple[Case, ...] = (

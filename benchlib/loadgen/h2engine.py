@@ -445,7 +445,11 @@ class _H2Conn(asyncio.Protocol):
         if code == f.REFUSED_STREAM and not st[_HEADERS]:
             if eng.retry(st[_T_INT], now, f"RST_STREAM REFUSED_STREAM on stream {sid}", st[_T_SENT], st[_NBYTES],
                          self.cid):
-                return  # the call goes on elsewhere: its slot with it
+                # the call goes on elsewhere, its slot with it; when it had to wait in the
+                # queue, this connection's free stream takes it (or the queue's head)
+                if eng.pending and self.has_room():
+                    eng.fill(self, now)
+                return
         else:
             eng.note_reason("reset", f"RST_STREAM {name} on stream {sid}")
             eng.record(st[_T_INT], st[_T_SENT], now, st[_NBYTES], self.cid, st[_STATUS] if st[_HEADERS] else 0,

@@ -16,8 +16,9 @@ Hostile modes (one misbehaviour each):
 ``goaway``     after ``--count`` answered streams on a connection: GOAWAY with the last
                answered stream as last-stream-id (the streams above it were not processed),
                then closes that connection.
-``stall``      a flow-control stall: SETTINGS_INITIAL_WINDOW_SIZE 0 and no WINDOW_UPDATE, ever;
-               nothing is answered (request bodies can never be sent).
+``stall``      a flow-control stall: its SETTINGS say SETTINGS_INITIAL_WINDOW_SIZE 0, and no
+               WINDOW_UPDATE ever follows; nothing is read or answered (request bodies can
+               never be sent).
 ``garbage``    answers the preface with random bytes (the first frame header claims 16 MiB).
 ``bad-hpack``  answers every request with a HEADERS frame whose header block does not decode.
 ``oversized``  answers with a valid HEADERS frame, then a 20,000-byte DATA frame (over the
@@ -72,11 +73,14 @@ class _Proto(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         if self.mode in ("mute", "garbage"):
             return
-        import h2.settings
-
-        self.conn.initiate_connection()
         if self.mode == "stall":
-            self.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+            # written by hand: h2 applies a pending setting at the peer's first SETTINGS ACK,
+            # whichever SETTINGS frame it acknowledges, and would then call a client that
+            # rightly sent DATA under the old window a protocol breaker; this server reads
+            # nothing anyway
+            self.transport.write(_frame(4, 0, 0, struct.pack(">HI", 4, 0)))  # type: ignore[union-attr]
+            return
+        self.conn.initiate_connection()
         self._flush()
 
     def _flush(self) -> None:
@@ -87,7 +91,7 @@ class _Proto(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.gone or self.transport is None:
             return
-        if self.mode == "mute":
+        if self.mode in ("mute", "stall"):
             return
         if self.mode == "garbage":
             # a frame header claiming 16 MiB, then noise
@@ -111,8 +115,7 @@ class _Proto(asyncio.Protocol):
                 if ev.stream_ended:
                     self._request(ev.stream_id)
             elif isinstance(ev, h2.events.DataReceived):
-                if self.mode != "stall":
-                    self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
                 if ev.stream_ended:
                     self._request(ev.stream_id)
             elif isinstance(ev, h2.events.StreamEnded):
@@ -125,8 +128,6 @@ class _Proto(asyncio.Protocol):
         """The request on ``sid`` is complete: answer it as the mode says."""
         self.streams += 1
         mode = self.mode
-        if mode == "stall":
-            return
         if mode in ("rst", "refuse") and self.streams % 2 == 0:
             self.conn.reset_stream(sid, error_code=2 if mode == "rst" else 7)
             return

@@ -364,7 +364,8 @@ def build_meta(
         {k: w.get(k) for k in ("worker", "pid", "cpus", "cpu_s", "wall_s", "traffic_cpu_s", "traffic_wall_s",
                                 "cpu_fraction", "spin_ns", "runqueue_wait_s", "records", "record_buffer_bytes",
                                 "peak_rss_growth_bytes", "peak_rss_bytes", "unsolicited_responses", "retries",
-                                "idle_connect_failures", "abandoned")}
+                                "idle_connect_failures", "abandoned", "goaways", "rst_streams",
+                                "connection_errors")}
         for w in workers
     ]
     n_all = len(rows)

@@ -20,7 +20,7 @@ def run_h2load(url: str, *, connections: int = 50, duration_s: float = 10, threa
     if h1:
         cmd.append("--h1")
     if warmup_s:
-        cmd += ["--warm-up-time", f"{warmup_s:g}"]
+        cmd += ["--warm-up-time", f"{warmup_s * 1000:.0f}ms"]  # h2load takes whole units: 300ms, not 0.3
     cmd += list(extra_args) + [url]
     run = run_tool(cmd, cpus=cpus, timeout_s=duration_s + warmup_s + 60)
     out = parse_h2load(run["stdout"])

@@ -1,11 +1,11 @@
-"""A peer load tool's report, normalized: one record for wrk, k6, ab, hey, h2load, bombardier and the
-tools to come (pure).
+"""A peer load tool's report, normalized: one record for wrk, k6, ab, hey, h2load, bombardier, ghz
+and the tools to come (pure).
 
 Each ``benchlib.peers.<tool>`` parses its tool's output into a dictionary of that tool's own
 shape (wrk's ``latency_percentiles_ms``, k6's ``http_req_duration_ms``...), stored as a
 trial's ``cross_check``. :func:`peer_report` turns any of them into a :class:`PeerReport` with
-the adapter registered for the tool in :data:`ADAPTERS`; a new tool (ghz) adds
-its parser in ``benchlib/peers/`` and one adapter here. Latencies are in milliseconds;
+the adapter registered for the tool in :data:`ADAPTERS`; a new tool adds its parser in
+``benchlib/peers/`` and one adapter here. Latencies are in milliseconds;
 the tool's own dictionary stays in ``raw``.
 """
 
@@ -167,9 +167,21 @@ def _bombardier(d: Mapping[str, Any]) -> dict[str, Any]:
             "tool_version": str(d.get("bombardier_version") or "")}
 
 
+def _ghz(d: Mapping[str, Any]) -> dict[str, Any]:
+    errs = {str(k): int(v) for k, v in (d.get("errors") or {}).items()}
+    non_ok = d.get("non_ok")  # every call whose gRPC status is not OK, transport failures included
+    return {"requests": _f(d.get("requests")), "duration_s": _f(d.get("duration_s")),
+            "requests_per_s": _f(d.get("requests_per_s")), "latency_ms": _pct(d.get("latency_percentiles_ms") or {}),
+            "min_ms": _f(d.get("latency_min_ms")), "mean_ms": _f(d.get("latency_avg_ms")),
+            "max_ms": _f(d.get("latency_max_ms")), "errors": _f(non_ok),
+            "error_kinds": {**{k: int(v) for k, v in (d.get("status_counts") or {}).items() if k != "OK"}, **errs},
+            "tool_version": str(d.get("ghz_version") or "")}
+
+
 #: tool -> adapter from its parse result (``benchlib.peers.<tool>``) to :class:`PeerReport` fields.
 ADAPTERS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "wrk": _wrk, "k6": _k6, "ab": _ab, "hey": _hey, "h2load": _h2load, "bombardier": _bombardier,
+    "ghz": _ghz,
 }
 
 

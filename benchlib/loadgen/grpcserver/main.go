@@ -8,7 +8,7 @@
 // A request message that does not parse as the method's request type is answered with
 // INVALID_ARGUMENT, so a client sending the wrong bytes is seen in its rows.
 //
-// Usage: grpcserver -addr 127.0.0.1:PORT   (prints "listening ADDR" once it accepts)
+// Usage: grpcserver -addr 127.0.0.1:PORT   (prints "PORT N" once it accepts; -addr 127.0.0.1:0 picks a port)
 package main
 
 import (
@@ -121,7 +121,7 @@ func main() {
 	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}))
 	srv.RegisterService(service("SmallPayloadService", "SendSmallPayload", smallResponse()), struct{}{})
 	srv.RegisterService(service("HugePayloadService", "SendHugePayload", hugeResponse()), struct{}{})
-	fmt.Fprintf(os.Stdout, "listening %s\n", lis.Addr())
+	fmt.Fprintf(os.Stdout, "PORT %d\n", lis.Addr().(*net.TCPAddr).Port)
 	os.Stdout.Sync()
 	if err := srv.Serve(lis); err != nil {
 		log.Fatal(err)
