@@ -47,13 +47,20 @@ def test_arms_follow_the_parameters() -> None:
 
 
 def test_conditions_are_the_concurrency_list() -> None:
-    conds = study.study_conditions("16,1", 2.0, 0.5, ghz=False)
+    conds = study.study_conditions("16,1", 2.0, 0.5)
     assert [c.name for c in conds] == ["c1", "c16"]
     assert [(c.load.connections, c.load.streams, c.load.protocol, c.load.duration_s) for c in conds] == [
         (1, 1, "http1", 2.0), (16, 1, "http1", 2.0)]
     assert all(c.cross_check is None for c in conds)
+    assert study.ghz_arms("") == () and study.ghz_arms("go,python", "small") == ("go-grpc-small", "python-grpc-small")
+    with_ghz = study.study_conditions("16", 2.0, 0.5, ghz=study.ghz_arms("go"))
+    check = with_ghz[0].cross_check
+    assert check is not None and check.tool == "ghz" and check.arms == ("go-grpc-small", "go-grpc-huge")
+    assert dict(check.options) == {"connections": 16, "concurrency": 16, "duration_s": 2.0}
     with pytest.raises(ParameterError, match="valid: 1, 16, 64"):
         study.study_conditions("8", 1.0, 0.5)
+    with pytest.raises(ParameterError, match="ghz calls gRPC methods only; not gRPC arms: go-json-small"):
+        study.study_conditions("1", 1.0, 0.5, ghz=("go-json-small",))
 
 
 def _summaries(latency_us: dict[str, float], conditions: tuple[str, ...] = ("c1", "c16"), blocks: int = 10,
@@ -139,7 +146,8 @@ def test_original_vs_ours_sets_the_seeds_ratios_beside_ours() -> None:
 # -- the notebook, for real --------------------------------------------------------------------
 
 SMALL = {"trials": 2, "duration_s": 0.5, "warmup_s": 0.2, "languages": "go,python,dotnet", "protocols": "grpc,json",
-         "payloads": "small,huge", "concurrency": "1,16", "seed": 5, "run_id": "nbtest", "progress": False}
+         "payloads": "small,huge", "concurrency": "1,16", "ghz_languages": "go", "seed": 5, "run_id": "nbtest",
+         "progress": False}
 
 
 @pytest.mark.notebook
@@ -175,7 +183,17 @@ def test_notebook_runs_end_to_end_with_every_arm_and_its_tables(tmp_path: Path) 
     assert {r["condition"] for r in rows} <= {f"{lang} {p}" for lang in ("go", "python") for p in study.PAYLOADS}
     assert {r["metric"] for r in rows} == {"p50_us"} and {r["arm"] for r in rows} == {"grpc"}
     assert (derived / "comparison-fair.json").is_file() and (derived / "comparison-payload.json").is_file()
+    # ghz ran beside benchlib on Go's gRPC arms only, on the same instance, first in odd blocks
+    for t in trials:
+        x = t.meta.get("cross_check")
+        if t.arm in ("go-grpc-small", "go-grpc-huge"):
+            assert x and not x.get("error"), (t.arm, x)
+            assert x["order"] == ("before" if t.block % 2 else "after") and x["requests_per_s"] > 0
+            assert x["concurrency"] == x["connections"] == int(t.condition[1:])
+        else:
+            assert not x, t.arm
     assert run.html is not None
     page = run.html.read_text()
+    assert "ghz did not run" not in page
     assert "dotnet-grpc-small" in page and "not run: no dotnet toolchain" in page
     assert "SendSmallRequestToServer" in page and "JSON / gRPC (means)" in page

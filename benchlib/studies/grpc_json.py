@@ -20,11 +20,11 @@ from benchlib.analysis import Answer, Contrast, Family, params
 from benchlib.analysis import conclusion as say
 from benchlib.errors import ParameterError
 from benchlib.manifest import find_services_dir
-from benchlib.model import CROSS_CHECK_TOOLS, Arm, Condition, CrossCheck, LoadSpec
+from benchlib.model import Arm, Condition, CrossCheck, LoadSpec
 
 __all__ = [
     "CONCURRENCY", "FULL", "LANGUAGES", "NOT_OFFERED", "PAYLOADS", "PROTOCOLS", "SEED_RATIO", "STUDY", "VARIANTS",
-    "arm_name", "conclusion_markdown", "endpoint_of", "families", "original_vs_ours", "payload_file", "split_arm",
+    "arm_name", "conclusion_markdown", "endpoint_of", "families", "ghz_arms", "original_vs_ours", "payload_file", "split_arm",
     "study_arms", "study_conditions", "with_microseconds",
 ]
 
@@ -42,7 +42,8 @@ CONCURRENCY: tuple[int, ...] = (1, 16, 64)
 #: The seed's implied JSON / gRPC latency ratio per payload (613.5 / 138.7 and 964.1 / 277.9).
 SEED_RATIO: dict[str, float] = {"small": 613.5 / 138.7, "huge": 964.1 / 277.9}
 #: The full scale (``full=True`` in the notebook): these parameters replace the defaults.
-FULL: dict[str, Any] = {"trials": 12, "duration_s": 3.0, "protocols": "grpc,json,h2c", "concurrency": "1,16,64"}
+FULL: dict[str, Any] = {"trials": 12, "duration_s": 3.0, "protocols": "grpc,json,h2c", "concurrency": "1,16,64",
+                        "ghz_languages": "go,rust,python,dotnet"}
 #: Why a (language, protocol) pair has no arm.
 NOT_OFFERED: dict[tuple[str, str], str] = {
     ("python", "h2c"): "uvicorn speaks HTTP/1.1 only (no HTTP/2)"}
@@ -88,22 +89,30 @@ def payload_file(payload: str, kind: str) -> bytes:
 # -- loads -------------------------------------------------------------------------------------
 
 def study_conditions(concurrency: str | Sequence[int], duration_s: float, warmup_s: float, *,
-                     ghz: bool = True) -> tuple[Condition, ...]:
+                     ghz: Sequence[str] = ()) -> tuple[Condition, ...]:
     """One closed-loop condition per number of concurrent callers (``c1`` = the seed's one
     sequential caller): N callers, each on its own keep-alive connection sending its next call
-    when the last answer is complete. ghz runs beside benchlib on the gRPC arms when it is a
-    cross-check tool of this benchlib (``--connections N --concurrency N``, same duration)."""
+    when the last answer is complete. ghz runs beside benchlib on the gRPC arms named in
+    ``ghz`` (same instance, same trial: ``--connections N --concurrency N``, same duration)."""
     text = concurrency if isinstance(concurrency, str) else ",".join(str(c) for c in concurrency)
     chosen = params.choices(text, [str(c) for c in CONCURRENCY], "concurrency", canonical=True)
+    wrong = [a for a in ghz if split_arm(a)[1] != "grpc"]
+    if wrong:
+        raise ParameterError(f"ghz calls gRPC methods only; not gRPC arms: {', '.join(wrong)}")
     out = []
     for c in (int(x) for x in chosen):
         load = LoadSpec(model="closed", connections=c, duration_s=duration_s, warmup_s=warmup_s)
-        check = None
-        if ghz and "ghz" in CROSS_CHECK_TOOLS:
-            check = CrossCheck("ghz", (("connections", c), ("concurrency", c), ("duration_s", duration_s)),
-                               arms=tuple(arm_name(lang, "grpc", pl) for lang in LANGUAGES for pl in PAYLOADS))
+        check = CrossCheck("ghz", (("connections", c), ("concurrency", c), ("duration_s", duration_s)),
+                           arms=tuple(ghz)) if ghz else None
         out.append(Condition(f"c{c}", load, cross_check=check))
     return tuple(out)
+
+
+def ghz_arms(languages: str | Sequence[str], payloads: str | Sequence[str] = "small,huge") -> tuple[str, ...]:
+    """The gRPC arms of ``languages`` (comma-separated; empty: none) for ghz to run beside."""
+    if isinstance(languages, str) and not languages.strip():
+        return ()
+    return tuple(a.name for a in study_arms(languages, "grpc", payloads))
 
 
 def with_microseconds(summaries: Any) -> Any:
