@@ -39,6 +39,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchlib import settings  # noqa: E402
 from benchlib.loadgen import run_load  # noqa: E402
 from benchlib.loadgen.testservers import serve  # noqa: E402
 from benchlib.model import LoadSpec, Target  # noqa: E402
@@ -257,7 +258,7 @@ def main() -> None:
     ap.add_argument("--no-stall", action="store_true", help="skip the coordinated-omission demo")
     ap.add_argument("--no-compare", action="store_true", help="skip the throughput comparison")
     ap.add_argument("--json", type=Path, help="also write the results here")
-    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("BENCHLIB_CACHE", Path.home() / ".cache" / "benchlib")) / "bench")
+    ap.add_argument("--cache", type=Path, default=settings.CACHE.value() / "bench")
     args = ap.parse_args()
     if args.pairs < 1:
         ap.error("--pairs must be >= 1")

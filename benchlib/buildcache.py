@@ -16,6 +16,8 @@ import os
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
+from benchlib import settings
+
 __all__ = ["build_dir_for", "cache_root", "locked", "read_stamp", "source_hash", "write_stamp"]
 
 #: Folders never hashed as build inputs (build outputs and package caches).
@@ -24,7 +26,7 @@ IGNORED_DIRS = frozenset({"target", "node_modules", "__pycache__", ".git", "bin"
 
 def cache_root() -> Path:
     """``$BENCHLIB_CACHE`` or ``~/.cache/benchlib`` (created)."""
-    root = Path(os.environ.get("BENCHLIB_CACHE") or Path.home() / ".cache" / "benchlib")
+    root = settings.CACHE.value()
     root.mkdir(parents=True, exist_ok=True)
     return root
 

@@ -14,10 +14,11 @@ itself; one killed hard (SIGKILL, a crashed kernel, a closed laptop) leaves them
   started: on a shared engine, this machine cannot tell whether that run is still going;
 - ``sweep(all_owners=True)``: every benchlib container.
 
-It also removes empty ``benchlib/<name>`` cgroups left by killed local runs, and with
-``kill_orphans`` first kills the services still running in cgroups whose benchlib process is
-gone (:func:`benchlib.runtime.cgroups.sweep`). The Docker runtime runs ``sweep()`` before
-its first start; ``benchlib cleanup`` runs it with ``kill_orphans``.
+The containers go through :func:`benchlib.runtime.docker.sweep.sweep_containers` (the Docker
+runtime runs that alone before its first start). :func:`sweep` also removes empty
+``benchlib/<name>`` cgroups left by killed local runs, and with ``kill_orphans`` first kills
+the services still running in cgroups whose benchlib process is gone
+(:func:`benchlib.runtime.cgroups.sweep`); ``benchlib cleanup`` runs it with ``kill_orphans``.
 """
 
 from __future__ import annotations
@@ -25,26 +26,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from benchlib.errors import RuntimeUnavailable
+from benchlib.runtime import cgroups
+from benchlib.runtime.docker.engine import shared_client
+from benchlib.runtime.docker.sweep import ContainerSweep, sweep_containers
+
 __all__ = ["SweepResult", "sweep"]
 
 
 @dataclass
-class SweepResult:
-    """What :func:`sweep` did.
+class SweepResult(ContainerSweep):
+    """What :func:`sweep` did: the containers (``removed``, ``kept``; see
+    :class:`~benchlib.runtime.docker.sweep.ContainerSweep`), ``cgroups_removed`` (empty
+    leftover cgroup directories removed) and ``errors`` (what could not be done, e.g. no
+    engine answers, one line each)."""
 
-    Attributes
-    ----------
-    removed: one dict per removed container: ``name``, ``id``, ``run_id``, ``service``,
-        ``status`` (before removal), ``why``.
-    kept: containers left alone (``name``, ``run_id``, ``why``).
-    cgroups_removed: empty leftover cgroup directories removed.
-    errors: what could not be done (e.g. no engine answers), one line each.
-    """
-
-    removed: list[dict[str, Any]] = field(default_factory=list)
-    kept: list[dict[str, Any]] = field(default_factory=list)
     cgroups_removed: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [f"removed {len(self.removed)} container{'s' if len(self.removed) != 1 else ''}"
@@ -91,9 +88,6 @@ def sweep(run_id: str | None = None, *, client: Any | None = None, all_owners: b
     SweepResult
         ``str(result)`` is a summary to print, one line per container.
     """
-    from benchlib.errors import RuntimeUnavailable
-    from benchlib.runtime.docker import iter_benchlib_containers, owner_alive, shared_client
-
     result = SweepResult()
     if client is None:
         try:
@@ -101,35 +95,9 @@ def sweep(run_id: str | None = None, *, client: Any | None = None, all_owners: b
         except RuntimeUnavailable as exc:
             result.errors.append(f"docker: {exc}")
     if client is not None:
-        try:
-            containers = list(iter_benchlib_containers(client, run_id))
-        except Exception as exc:  # noqa: BLE001 - engine went away
-            containers = []
-            result.errors.append(f"docker: listing containers failed: {exc}")
-        for c in containers:
-            labels = c.labels or {}
-            entry = {"name": c.name, "id": c.short_id, "run_id": labels.get("benchlib.run_id"),
-                     "service": labels.get("benchlib.service"), "status": c.status}
-            alive = owner_alive(labels.get("benchlib.owner", ""))
-            if run_id is not None:
-                why = f"run {run_id} swept"
-            elif all_owners:
-                why = "all benchlib containers swept"
-            elif alive is False:
-                why = "its benchlib process is gone"
-            else:
-                result.kept.append({**entry, "why": "its benchlib process is still running" if alive
-                                    else "started from another machine or an earlier boot (use all_owners=True, "
-                                         "`benchlib cleanup --all`)"})
-                continue
-            try:
-                c.remove(force=True, v=True)
-                result.removed.append({**entry, "why": why})
-            except Exception as exc:  # noqa: BLE001 - removed meanwhile
-                result.errors.append(f"docker: removing {c.name} failed: {exc}")
+        done = sweep_containers(client, run_id, all_owners=all_owners)
+        result.removed, result.kept, result.errors = done.removed, done.kept, result.errors + done.errors
     if include_cgroups:
-        from benchlib.runtime import cgroups
-
         try:
             result.cgroups_removed = cgroups.sweep(kill_orphans=kill_orphans)
         except OSError as exc:

@@ -95,7 +95,7 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def _cmd_images(args: argparse.Namespace) -> int:
-    from benchlib.images import bootstrap_base_image
+    from benchlib.runtime.docker.images import bootstrap_base_image
 
     result = bootstrap_base_image(tag=args.tag) if args.tag else bootstrap_base_image()
     print(result)

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from benchlib import settings
 from benchlib.errors import ManifestError, ParameterError
 from benchlib.model import check_name
 
@@ -607,11 +608,9 @@ def find_services_dir(start: str | Path | None = None) -> Path:
     """The project's ``services/`` folder: ``$BENCHLIB_SERVICES`` if set, else the nearest
     ``services/`` above ``start`` (default: the current directory), else the one beside the
     installed package."""
-    import os
-
-    env = os.environ.get("BENCHLIB_SERVICES")
-    if env:
-        return Path(env)
+    root = settings.SERVICES.get()
+    if root is not None:
+        return root
     here = Path(start or Path.cwd()).resolve()
     for d in (here, *here.parents):
         if (d / "services").is_dir() and (d / "benchlib").is_dir():

@@ -14,9 +14,10 @@ a renderer shows them:
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any, Callable, Mapping
+
+from benchlib import settings
 
 __all__ = ["ProgressCallback", "format_event", "make_progress"]
 
@@ -57,7 +58,7 @@ def make_progress(progress: bool | ProgressCallback = True) -> ProgressCallback:
         return progress
     if not progress:
         return lambda ev: None
-    path = os.environ.get("BENCHLIB_PROGRESS_FILE")
+    path = settings.PROGRESS_FILE.get()
     if path:
         def to_file(ev: Mapping[str, Any]) -> None:
             with open(path, "a") as fh:

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from benchlib import settings
 from benchlib.errors import BenchlibError, ParameterError, UserError
 from benchlib.signals import Interrupted, recorded_signals, signal_name
 
 __all__ = [
     "NotebookRun",
-    "STOP_GRACE_S",
     "default_stop_grace_s",
     "coerce_parameters",
     "export_html",
@@ -169,7 +169,7 @@ def _progress_relay(show: Callable[[str], None] | None) -> Iterator[dict[str, st
     t = threading.Thread(target=follow, daemon=True)
     t.start()
     try:
-        yield {"BENCHLIB_PROGRESS_FILE": path}
+        yield {settings.PROGRESS_FILE.name: path}
     finally:
         stop.set()
         t.join(timeout=5)
@@ -233,23 +233,10 @@ def export_html(executed: str | Path, html_path: str | Path | None = None) -> Pa
     return html_path
 
 
-#: Seconds a stopped notebook's kernel gets to stop its load and services before it is killed
-#: (``$BENCHLIB_STOP_GRACE_S`` overrides it).
-STOP_GRACE_S = 60.0
-
-
 def default_stop_grace_s() -> float:
-    """The grace period for a stopped kernel: ``$BENCHLIB_STOP_GRACE_S`` or :data:`STOP_GRACE_S`."""
-    value = os.environ.get("BENCHLIB_STOP_GRACE_S")
-    if value is None or value == "":
-        return STOP_GRACE_S
-    try:
-        grace = float(value)
-    except ValueError:
-        grace = -1.0
-    if not (math.isfinite(grace) and 0 <= grace <= 3600):
-        raise ParameterError(f"BENCHLIB_STOP_GRACE_S={value!r}: expected seconds from 0 to 3600")
-    return grace
+    """Seconds a stopped notebook's kernel gets to stop its load and services before it is
+    killed: ``$BENCHLIB_STOP_GRACE_S`` (:data:`benchlib.settings.STOP_GRACE_S`, default 60)."""
+    return settings.STOP_GRACE_S.value()
 
 
 def _is_user_error(ename: str) -> bool:

@@ -26,11 +26,12 @@ it are kept for a resume.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, Sequence, Union
 
 import numpy as np
 
@@ -49,16 +50,21 @@ from benchlib.errors import (
     ToolchainMissing,
 )
 from benchlib.manifest import Endpoint, ResolvedService, get_manifest
-from benchlib.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
+from benchlib.model import Arm, Condition, CrossCheck, Experiment, LoadSpec, Target
 from benchlib.progress import ProgressCallback, make_progress
 from benchlib.records.trial import TRIAL_RECORD_VERSION
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
 from benchlib.runtime.base import handle_ports
-from benchlib.schema import PHASE_CODES, ROW_DTYPE
+from benchlib.runtime.ports import free_port
+from benchlib.schema import ROW_DTYPE
 from benchlib.signals import interrupt_on_signals
 from benchlib.store import RunStore, StoredTrial
 
-__all__ = ["ExperimentResult", "cross_check_summary", "request_for", "run_cross_check", "run_experiment", "trial_summary"]
+if TYPE_CHECKING:
+    from benchlib.loadgen import LoadResult
+
+__all__ = ["CrossCheckFunction", "ExperimentResult", "LoadFunction", "RuntimeChoice", "cross_check_summary",
+           "request_for", "run_cross_check", "run_experiment", "trial_summary"]
 
 
 @dataclass
@@ -83,32 +89,31 @@ class ExperimentResult:
         return self.store.summaries(trial_summary, version=SUMMARY_VERSION)
 
     def latencies(self, *, max_per_arm: int | None = 200_000, seed: int = 0) -> Any:
-        """Measured-phase latencies of successful requests, pooled per condition and arm, for
-        plots only (uniformly subsampled to about ``max_per_arm`` rows per arm, taken evenly
-        from its trials; ``None`` keeps all). Columns: condition, arm, block, latency_ms,
-        service_ms. Reads only the timing columns, trial by trial, so memory stays bounded."""
+        """Latencies of the successful measured requests (:func:`benchlib.records.rows.ok_measured`)
+        of the valid trials, pooled per condition and arm, for plots only (uniformly subsampled
+        to about ``max_per_arm`` rows per arm, taken evenly from its trials; ``None`` keeps
+        all). Columns: condition, arm, block, latency_ms (from the due time), service_ms (from
+        the send time). Reads one trial at a time, so memory stays bounded."""
         import pandas as pd
 
+        from benchlib.records import read_trials
+        from benchlib.records import rows as R
+
         rng = np.random.default_rng(seed)
-        trials = [t for t in self.trials() if t.meta.get("status") == "ok"]
+        trials = [t for t in read_trials(self.store) if t.valid]
         per_arm: dict[tuple[str, str], int] = {}
         for t in trials:
             per_arm[(t.condition, t.arm)] = per_arm.get((t.condition, t.arm), 0) + 1
         frames = []
-        cols = ["t_intended_ns", "t_sent_ns", "t_done_ns", "phase", "error"]
         for t in trials:
-            table = t.read_table(cols)
-            keep = _codes_equal(table.column("phase"), "measure") & _codes_equal(table.column("error"), "none")
-            idx = np.flatnonzero(keep)
+            ok = R.ok_measured(t.rows())
             if max_per_arm is not None:
                 quota = max(1, max_per_arm // per_arm[(t.condition, t.arm)])
-                if len(idx) > quota:
-                    idx = np.sort(rng.choice(idx, quota, replace=False))
-            done = table.column("t_done_ns").to_numpy()[idx]
+                if len(ok) > quota:
+                    ok = ok[np.sort(rng.choice(len(ok), quota, replace=False))]
             frames.append(pd.DataFrame({
                 "condition": t.condition, "arm": t.arm, "block": t.block,
-                "latency_ms": (done - table.column("t_intended_ns").to_numpy()[idx]) / 1e6,
-                "service_ms": (done - table.column("t_sent_ns").to_numpy()[idx]) / 1e6,
+                "latency_ms": R.latency_ms(ok, "intended"), "service_ms": R.latency_ms(ok, "sent"),
             }))
         if not frames:
             return pd.DataFrame(columns=["condition", "arm", "block", "latency_ms", "service_ms"])
@@ -122,50 +127,40 @@ class ExperimentResult:
                             columns=["arm", "status"])
 
 
-def _codes_equal(column: Any, name: str) -> np.ndarray:
-    """Rows of a dictionary-encoded (or plain string) Parquet column equal to ``name``."""
-    col = column.combine_chunks()
-    if hasattr(col, "dictionary"):
-        names = [str(x) for x in col.dictionary.to_pylist()]
-        if name not in names:
-            return np.zeros(len(col), dtype=bool)
-        return np.asarray(col.indices) == names.index(name)
-    return np.asarray(col.to_pylist(), dtype=object) == name
-
-
 #: Version of :func:`trial_summary`'s columns (keys the summaries cache of a stored run).
-SUMMARY_VERSION = "2: server_cpu_us_per_req"
+SUMMARY_VERSION = "3: read through benchlib.records (offered_rps NaN for a closed load)"
 
 
 def trial_summary(trial: StoredTrial) -> dict[str, Any]:
-    """One row of the summaries table: design columns, status, the stats module's per-trial
-    summary of the measured phase, the server's CPU time per request over that phase
-    (``server_cpu_us_per_req``, µs, service and front; ``front_cpu_us_per_req``; and
-    ``server_cpu_frac``, CPUs busy; see :mod:`benchlib.records.cpu`) and the cross-check's
-    headline figures."""
-    from benchlib.records.cpu import server_cpu
+    """One row of the summaries table, read through :mod:`benchlib.records`: design columns,
+    status, the stats module's per-trial summary of the measured phase, the server's CPU time
+    per request over that phase (``server_cpu_us_per_req``, µs, service and front;
+    ``front_cpu_us_per_req``; and ``server_cpu_frac``, CPUs busy; see
+    :meth:`benchlib.records.TrialRecord.server_cpu`) and the cross-check's headline figures."""
+    from benchlib.records import TrialRecord
+    from benchlib.records import rows as R
     from benchlib.stats import summarize_trial
 
-    meta = trial.meta
+    rec = TrialRecord.from_meta(trial.meta, path=trial.path)
+    load = rec.load
     row: dict[str, Any] = {
-        "condition": meta["condition"], "arm": meta["arm"], "block": meta["block"],
-        "position": meta.get("position"), "seq": meta.get("seq"), "status": meta.get("status"),
-        "valid": meta.get("status") == "ok", "reason": meta.get("reason"),
-        "service": meta.get("service"), "variant": meta.get("variant"),
-        "load_model": (meta.get("load") or {}).get("loadspec", {}).get("model"),
-        "offered_rps": (meta.get("load") or {}).get("offered_rps"),
+        "condition": rec.condition, "arm": rec.arm, "block": rec.block, "position": rec.position,
+        "seq": trial.meta.get("seq"), "status": trial.meta.get("status"), "valid": rec.valid, "reason": rec.reason,
+        "service": trial.meta.get("service"), "variant": trial.meta.get("variant"),
+        "load_model": load.loadspec.get("model") if load is not None else None,
+        "offered_rps": load.offered_rps if load is not None else None,
     }
     rows = trial.rows()
-    if np.any(np.asarray(rows["phase"]) == PHASE_CODES["measure"]):  # a failed trial may hold only warm-up rows
-        duration = (meta.get("load") or {}).get("measured_duration_s")
+    if len(R.measured(rows)):  # a failed trial may hold only warm-up rows
+        duration = load.measured_duration_s if load is not None and math.isfinite(load.measured_duration_s) else None
         row.update(summarize_trial(rows, duration_s=duration))
-    cpu = server_cpu(meta, rows)
+    cpu = rec.server_cpu(rows)
     if cpu is not None:
         row["server_cpu_us_per_req"] = cpu.per_request_us
         row["server_cpu_frac"] = cpu.fraction
-        if meta.get("front"):
+        if rec.front is not None:
             row["front_cpu_us_per_req"] = cpu.front_per_request_us
-    row.update(cross_check_summary(meta))
+    row.update(cross_check_summary(trial.meta))
     return row
 
 
@@ -197,22 +192,50 @@ def _pinned_to(cpus: Sequence[int]) -> Iterator[None]:
         os.sched_setaffinity(0, before)
 
 
-def _free_port(host: str = "127.0.0.1") -> int:
-    from benchlib.runtime.local import free_port
+class LoadFunction(Protocol):
+    """What runs one trial's load: :func:`benchlib.loadgen.run_load`'s signature (a test may
+    pass :class:`benchlib.testing.FakeLoad`)."""
 
-    return free_port(host)
+    def __call__(self, spec: LoadSpec, target: Target, *, client_cpus: Sequence[int] | None = None,
+                 seed: int = 0) -> LoadResult: ...
+
+
+class CrossCheckFunction(Protocol):
+    """What runs a cross-check's peer tool: :func:`run_cross_check`'s signature."""
+
+    def __call__(self, check: CrossCheck, url: str, cpus: Sequence[int], *, order: str,
+                 endpoint: Endpoint | None = None) -> dict[str, Any]: ...
+
+
+#: Where the runner gets its runtimes: a runtime for every name, a runtime per name (others
+#: by name), or ``None`` (by name: :func:`benchlib.runtime.get_runtime`).
+RuntimeChoice = Union[Runtime, Mapping[str, Runtime], None]
+
+
+def _runtime_lookup(runtime: RuntimeChoice) -> Callable[[str], Runtime]:
+    """The runtime of a name, as ``runtime`` says (see :data:`RuntimeChoice`)."""
+    if runtime is None:
+        return get_runtime
+    if isinstance(runtime, Mapping):
+        chosen = runtime
+        return lambda name: chosen[name] if name in chosen else get_runtime(name)
+    only = runtime
+    return lambda name: only
 
 
 class _Executor:
     """Holds the state of one run while it executes."""
 
-    def __init__(self, experiment: Experiment, runtime: Runtime, cpus: CpuPlan, store: RunStore,
-                 progress: ProgressCallback) -> None:
+    def __init__(self, experiment: Experiment, runtimes: Callable[[str], Runtime], cpus: CpuPlan, store: RunStore,
+                 progress: ProgressCallback, load: LoadFunction, cross_check: CrossCheckFunction) -> None:
         self.exp = experiment
-        self.runtimes: dict[str, Runtime] = {experiment.runtime: runtime}
+        self.lookup = runtimes
+        self.runtimes: dict[str, Runtime] = {}
         self.cpus = cpus
         self.store = store
         self.progress = progress
+        self.load = load
+        self.cross_check = cross_check
         self.prepared: dict[tuple[str, str, str], Prepared] = {}  # (runtime, service, variant) -> build
         self.unavailable: dict[str, str] = {}
 
@@ -268,8 +291,9 @@ class _Executor:
         return self.prepared[key]
 
     def runtimes_by_name(self, name: str) -> Runtime:
+        """The runtime called ``name`` (checked once)."""
         if name not in self.runtimes:
-            rt = get_runtime(name)
+            rt = self.lookup(name)
             rt.check()
             self.runtimes[name] = rt
         return self.runtimes[name]
@@ -288,20 +312,20 @@ class _Executor:
             for dep in svc.manifest.requires:
                 dsvc = get_manifest(dep).resolve()
                 h = rt.start(self.prepared[(rt_name, dsvc.name, dsvc.variant)], StartOptions(
-                    port=_free_port(), cpus=self.cpus.dependencies, log_sink="pipe",
+                    port=free_port(), cpus=self.cpus.dependencies, log_sink="pipe",
                     log_path=self.store.log_path(condition, arm.name, block).with_suffix(f".{dep}.log"),
                     run_id=run_id, role="dependency"))
                 stack.enter_context(h)
                 deps[dep] = h
             handle = rt.start(self.prepared[(rt_name, svc.name, svc.variant)], StartOptions(
-                port=_free_port(), cpus=self.cpus.server, limits=arm.limits or self.exp.limits, log_sink=arm.log_sink,
+                port=free_port(), cpus=self.cpus.server, limits=arm.limits or self.exp.limits, log_sink=arm.log_sink,
                 log_path=self.store.log_path(condition, arm.name, block), env=dict(arm.env), deps=deps,
                 run_id=run_id))
             stack.enter_context(handle)
             front: ServiceHandle | None = None
             if front_svc is not None:
                 front = rt.start(self.prepared[(rt_name, front_svc.name, front_svc.variant)], StartOptions(
-                    port=_free_port(), cpus=self.cpus.server, limits=arm.limits or self.exp.limits,
+                    port=free_port(), cpus=self.cpus.server, limits=arm.limits or self.exp.limits,
                     log_sink="pipe", log_path=self.store.log_path(condition, arm.name, block).with_suffix(
                         f".{front_svc.name}.log"),
                     env=dict(svc.front_env), run_id=run_id, role="front", backend=handle))
@@ -311,14 +335,12 @@ class _Executor:
     def run_trial(self, planned: PlannedTrial, condition: Condition,
                   extra_meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Run one planned trial and store it (with ``extra_meta`` in its metadata); returns its metadata."""
-        from benchlib.loadgen import run_load
-
         arm = self.exp.arm(planned.arm)
         meta: dict[str, Any] = {
             "record_version": TRIAL_RECORD_VERSION,
             **planned.to_dict(), **dict(extra_meta or {}), "service": arm.service, "variant": arm.variant,
             "log_sink": arm.log_sink,
-            "runtime": self.runtime_name(arm), "limits": asdict(arm.limits or self.exp.limits),
+            "runtime": self.runtime_for(arm).name, "limits": asdict(arm.limits or self.exp.limits),
             "cpus": self.cpus.to_dict(),
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
@@ -340,22 +362,20 @@ class _Executor:
                 target = front if front is not None else handle
                 target_url = f"http://{target.host}:{target.port}"
                 meta["contract"] = verify(target_url, endpoint).to_dict()
-                from benchlib.model import Target
-
                 spec = request_for(condition.load, endpoint)
                 check = condition.cross_check if (condition.cross_check and
                                                   condition.cross_check.applies_to(arm.name)) else None
                 peer_first = check is not None and planned.block % 2 == 1
                 if check is not None and peer_first:
-                    meta["cross_check"] = run_cross_check(check, target_url + endpoint.path, self.cpus.client,
-                                                          order="before", endpoint=endpoint)
+                    meta["cross_check"] = self.cross_check(check, target_url + endpoint.path, self.cpus.client,
+                                                           order="before", endpoint=endpoint)
                 _sample_now(handle, front)  # CPU and memory as the load starts ...
-                result = run_load(spec, Target(target.host, target.port), client_cpus=self.cpus.client,
-                                  seed=self.exp.seed * 1_000_003 + planned.seq)
+                result = self.load(spec, Target(target.host, target.port), client_cpus=self.cpus.client,
+                                   seed=self.exp.seed * 1_000_003 + planned.seq)
                 _sample_now(handle, front)  # ... and as it ends
                 if check is not None and not peer_first:
-                    meta["cross_check"] = run_cross_check(check, target_url + endpoint.path, self.cpus.client,
-                                                          order="after", endpoint=endpoint)
+                    meta["cross_check"] = self.cross_check(check, target_url + endpoint.path, self.cpus.client,
+                                                           order="after", endpoint=endpoint)
                 rows = result.rows
                 meta["load"] = result.meta
                 alive = handle.alive()
@@ -514,6 +534,9 @@ def run_experiment(
     cpus: CpuPlan | None = None,
     progress: bool | ProgressCallback = True,
     notebook_parameters: Mapping[str, Any] | None = None,
+    runtime: RuntimeChoice = None,
+    load: LoadFunction | None = None,
+    cross_check: CrossCheckFunction | None = None,
 ) -> ExperimentResult:
     """Run (or resume) ``experiment`` and return its result.
 
@@ -525,6 +548,12 @@ def run_experiment(
     cpus: CPU assignment (default: :func:`benchlib.cpus.plan_cpus`).
     progress: ``True`` (automatic renderer), ``False`` or a callback taking event dicts.
     notebook_parameters: the calling notebook's parameters, stored in run.json.
+    runtime: the runtime(s) to start services with instead of the ones the experiment and its
+        arms name (:func:`benchlib.runtime.get_runtime`): one :class:`~benchlib.runtime.Runtime`
+        for every name, or a mapping from names to runtimes (other names by name). Each trial
+        stores the name of the runtime that ran it.
+    load: the function that runs a trial's load (default :func:`benchlib.loadgen.run_load`).
+    cross_check: the function that runs a cross-check's peer tool (default :func:`run_cross_check`).
 
     Raises
     ------
@@ -535,18 +564,25 @@ def run_experiment(
         resuming a run whose folder has no ``run.json``, or whose stored data is unreadable
         (the file is named); nothing was written then.
     """
+    if load is None:
+        from benchlib.loadgen import run_load
+
+        load = run_load
     with interrupt_on_signals():
-        return _run(experiment, run_id, out_dir, cpus or plan_cpus(), progress, notebook_parameters)
+        return _run(experiment, run_id, out_dir, cpus or plan_cpus(), progress, notebook_parameters,
+                    _runtime_lookup(runtime), load, cross_check or run_cross_check)
 
 
 def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[str] | None, cpus: CpuPlan,
-         progress: bool | ProgressCallback, notebook_parameters: Mapping[str, Any] | None) -> ExperimentResult:
-    runtime = get_runtime(experiment.runtime)
-    runtime.check()
+         progress: bool | ProgressCallback, notebook_parameters: Mapping[str, Any] | None,
+         runtimes: Callable[[str], Runtime], load: LoadFunction, cross_check: CrossCheckFunction) -> ExperimentResult:
+    runtime = runtimes(experiment.runtime)
+    runtime.check()  # before the run folder is made
     store = RunStore.open(experiment.study, run_id, root=out_dir)
     existing, stored = _read_stored(store)
     show = make_progress(progress)
-    ex = _Executor(experiment, runtime, cpus, store, show)
+    ex = _Executor(experiment, runtimes, cpus, store, show, load, cross_check)
+    ex.runtimes[experiment.runtime] = runtime
     ex.prepare_all()
     runnable = [a.name for a in experiment.arms if a.name not in ex.unavailable]
     plan = plan_trials(runnable, experiment.trials, seed=experiment.seed,
@@ -589,9 +625,9 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                     time.sleep(experiment.between_trials_s)
                 meta = ex.run_trial(planned, conditions[planned.condition], {"previous_attempts": attempts})
             result.ran += 1
-            load = meta.get("load") or {}
+            done = meta.get("load") or {}
             show({**ev, "event": "trial", "status": meta["status"], "reason": meta.get("reason"), "repeated": len(attempts),
-                  "achieved_rps": load.get("achieved_rps"), "p50_ms": load.get("p50_ms")})
+                  "achieved_rps": done.get("achieved_rps"), "p50_ms": done.get("p50_ms")})
             if experiment.between_trials_s:
                 time.sleep(experiment.between_trials_s)
     store.update_run(status="complete", finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
+from benchlib import settings
 from benchlib.errors import StorageError
 from benchlib.model import check_name
 from benchlib.schema import ERROR_NAMES, PHASE_NAMES, ROW_DTYPE, SCHEMA_VERSION
@@ -45,9 +46,9 @@ _META_VERSION = b"benchlib.schema_version"
 
 def default_runs_root() -> Path:
     """``$BENCHLIB_DATA`` or ``data/runs`` under the project (the current folder's project)."""
-    env = os.environ.get("BENCHLIB_DATA")
-    if env:
-        return Path(env)
+    root = settings.DATA.get()
+    if root is not None:
+        return root
     from benchlib.manifest import find_services_dir
 
     return find_services_dir().parent / "data" / "runs"

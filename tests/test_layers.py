@@ -9,7 +9,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "benchlib"
 PURE = ["model.py", "schema.py", "design.py", "stats", "plots.py", "records/rows.py", "records/peer.py",
-        "records/limits.py", "records/load.py", "records/_convert.py", "analysis/fmt.py", "analysis/params.py",
+        "records/limits.py", "records/load.py", "records/cpu.py", "records/_convert.py", "analysis/fmt.py", "analysis/params.py",
         "analysis/conclusion.py"]
 FORBIDDEN = ("benchlib.runtime", "benchlib.loadgen", "benchlib.store", "benchlib.runner", "docker", "httpx")
 
@@ -43,3 +43,99 @@ def test_import_benchlib_is_light_and_needs_no_docker() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"DOCKER_HOST": "unix:///nonexistent.sock", "PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == "[]", out.stdout
+
+
+# -- no import cycles ---------------------------------------------------------------------------
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PKG.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """benchlib's modules and the benchlib modules each imports, from the source (AST): imports
+    at module level, in functions and under ``TYPE_CHECKING`` alike (an import moved into a
+    function still makes a cycle). ``from benchlib.x import y`` counts as importing
+    ``benchlib.x.y`` when that is a module, else ``benchlib.x``."""
+    modules = {_module_name(p): p for p in PKG.rglob("*.py")}
+
+    def owner(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for mod, path in modules.items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package
+                    for _ in range(node.level - 1):
+                        anchor = anchor.rpartition(".")[0]
+                    base = f"{anchor}.{base}" if base else anchor
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            for t in targets:
+                if t.split(".")[0] == "benchlib" and (o := owner(t)) is not None and o != mod:
+                    graph[mod].add(o)
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def test_the_cycle_finder_finds_a_cycle_and_names_its_edges() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_import_graph_sees_function_level_and_relative_imports() -> None:
+    graph = import_graph()
+    assert "benchlib.runtime.docker.engine" in graph["benchlib.runtime.docker.images"]  # module level
+    assert "benchlib.runtime.docker.sweep" in graph["benchlib.cleanup"]  # in a function
+    assert "benchlib.store" in graph["benchlib.records.trial"]  # in a function
+
+
+def test_benchlib_has_no_import_cycles() -> None:
+    graph = import_graph()
+    cycles = import_cycles(graph)
+    described = ["{" + ", ".join(c) + "}: " + "; ".join(f"{m} -> {', '.join(sorted(graph[m] & set(c)))}" for m in c)
+                 for c in cycles]
+    assert not cycles, "import cycles (move the shared piece into a module both can import):\n" + "\n".join(described)

@@ -52,6 +52,15 @@ def test_a_run_written_now_reads_back_through_the_records(tmp_path: Path) -> Non
         assert load.requests_total == load.requests_measured + load.requests_warmup
         assert 0 < load.client_cpu_busiest <= 1.5 and load.loadspec["connections"] == 2
         assert load.raw == stored[t.arm].meta["load"]
+        assert load.extra == {}, "fields the load generator writes that LoadMeta does not name (name them)"
+        assert not load.failed and load.failure is None and load.retries == 0 and load.unsolicited_responses == 0
+        assert len(load.worker_stats) == load.workers == 1 and load.worker_stats[0].records == load.requests_total
+        assert load.coordinated_omission_risk and load.longest_pause_ns is not None
+        start, stop = load.measured_window_ns()
+        assert stop - start == pytest.approx(0.6e9, rel=0.01)
+        cpu = t.server_cpu()  # the rows read from the trial's file
+        assert cpu is not None and cpu.requests > 0 and cpu.per_request_us > 0 and t.front is None
+        assert cpu.per_request_us == pytest.approx(res.summaries().set_index("arm").loc[t.arm, "server_cpu_us_per_req"])
         rows = t.rows()
         assert len(R.measured(rows)) == load.requests_measured and len(R.ok_measured(rows)) > 0
         if check is not None:
@@ -79,7 +88,7 @@ OLD_META = {
     "load": {"achieved_rps": 40.0, "model": "open", "offered_rps": 40, "measured_duration_s": 1.0, "valid": True,
              "invalid_reason": None, "requests": {"measure": 40, "total": 48, "warmup": 8},
              "client_cpu": {"per_cpu": {"0": 0.05}}, "loadspec": {"model": "open", "rate_rps": 40},
-             "retries": {"connect": 2}},  # a field this reader does not know: kept in ``extra``
+             "from_a_later_version": {"x": 2}},  # a field this reader does not know: kept in ``extra``
     "cross_check": {"tool": "k6", "http_req_duration_ms": {"med": 1.5, "p(95)": 3.0, "max": 9.0, "min": 0.5,
                                                            "avg": 1.7}, "http_reqs": 41, "http_reqs_per_s": 40.5,
                     "dropped_iterations": 0},
@@ -104,7 +113,10 @@ def test_an_older_trial_reads_without_loss_and_the_tables_take_it(tmp_path: Path
     assert t.version == 1 and t.meta == OLD_META  # every stored field still there
     assert (t.log_sink, t.attempts, t.service_log, t.started, t.dependencies) == ("pipe", (), None, None, {})
     assert t.enforced.cpus == (1,) and t.enforced.note.startswith("not enforced") and t.enforced.cpu_quota is None
-    assert t.load.extra == {"retries": {"connect": 2}} and t.load.requests_total == 48
+    assert t.load.extra == {"from_a_later_version": {"x": 2}} and t.load.requests_total == 48
+    assert (t.load.retries, t.load.failed, t.load.failure, t.load.worker_stats, t.load.t0_monotonic_ns) == (
+        0, False, None, (), None)
+    assert t.front is None and t.ports == () and t.server_cpu() is None  # no samples stored then
     assert t.peer is not None and t.peer.order == "" and t.peer.figure("p50") == 1.5 and t.peer.requests == 41
     assert run.unavailable == {"dotnet": "no dotnet toolchain"} and run.arms == ("go",)
     assert repeats_table(run).empty
@@ -115,6 +127,38 @@ def test_an_older_trial_reads_without_loss_and_the_tables_take_it(tmp_path: Path
     assert lines.loc["go", "log lines per request (median over trials)"] == pytest.approx(48 / (48 + 41), abs=1e-4)
     beside = peer_beside(run, figures=("p50",), since="sent")
     assert beside.loc[0, "bl_p50"] == pytest.approx(1.9) and beside.loc[0, "bl_p50_due"] == pytest.approx(2.0)
+
+
+def test_the_load_engine_s_fields_and_the_front_are_named() -> None:
+    load = {"model": "open", "offered_rps": 100.0, "requests": {"warmup": 10, "measure": 90, "total": 100},
+            "retries": 3, "unsolicited_responses": 1, "abandoned": True, "failed": True,
+            "failure": "load worker 1 failed: OSError: x", "worker_errors": {"1": "Traceback ..."},
+            "longest_pause_ns": 5_000_000, "status_counts": {"200": 88}, "errors_warmup": {"reset": 1},
+            "error_examples": {"reset": "Connection reset by peer"}, "t0_monotonic_ns": 1_000,
+            "measure_start_ns": [200, 100], "measure_stop_ns": [900, 950], "record_bytes_per_request": 38.0,
+            "worker_stats": [{"worker": 0, "pid": 11, "cpus": [0], "cpu_s": 0.5, "runqueue_wait_s": 0.25,
+                              "records": 50, "retries": 1, "abandoned": False},
+                             {"worker": 1, "pid": 12, "cpus": [0], "runqueue_wait_s": 0.5, "records": 50}],
+            "coordinated_omission_risk": False}
+    m = LoadMeta.from_dict(load)
+    assert m.extra == {} and (m.retries, m.unsolicited_responses, m.abandoned, m.failed) == (3, 1, True, True)
+    assert m.failure.startswith("load worker 1") and m.worker_errors == {"1": "Traceback ..."}
+    assert (m.longest_pause_ns, m.status_counts, m.errors_warmup) == (5_000_000, {"200": 88}, {"reset": 1})
+    assert m.measured_window_ns() == (1_100, 1_950) and m.record_bytes_per_request == 38.0
+    assert [w.worker for w in m.worker_stats] == [0, 1] and m.worker_stats[0].pid == 11
+    assert m.runqueue_wait_s == 0.75 and m.worker_stats[1].retries == 0 and math.isnan(m.worker_stats[1].cpu_s)
+    meta = {"condition": "c", "arm": "a", "block": 0, "runtime": "local", "ports": [9001, 9002],
+            "load": load, "resources": [{"t_monotonic_ns": 0, "cpu_s": 0.0}, {"t_monotonic_ns": 2_000, "cpu_s": 1e-6}],
+            "front": {"service": "nginx-fastcgi", "variant": "default", "port": 8080,
+                      "enforced": {"runtime": "local", "cpus": [1]}, "stop": {"exit_code": 0},
+                      "log": {"lines": 5, "bytes": 300},
+                      "resources": [{"t_monotonic_ns": 0, "cpu_s": 0.0}, {"t_monotonic_ns": 2_000, "cpu_s": 2e-6}]}}
+    t = TrialRecord.from_meta(meta)
+    assert t.ports == (9001, 9002) and t.front.service == "nginx-fastcgi" and t.front.port == 8080
+    assert t.front.enforced.cpus == (1,) and t.front.log.lines == 5 and t.front.stop == {"exit_code": 0}
+    cpu = t.server_cpu()  # no file: from the metadata alone (90 measured requests)
+    assert cpu.requests == 90 and cpu.window_s == pytest.approx(850e-9)
+    assert cpu.service_s == pytest.approx(1e-6 * 850 / 2000) and cpu.front_s == pytest.approx(2 * cpu.service_s)
 
 
 def test_a_trial_without_its_identity_is_refused_in_one_line() -> None:

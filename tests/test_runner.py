@@ -1,25 +1,352 @@
-"""The runner against real services on 127.0.0.1: blocked plan executed and stored, resume,
-arms that cannot run kept with the reason, a service dying mid-trial recorded as a failure,
-and the peer cross-check recorded beside benchlib's numbers."""
+"""The runner.
+
+Orchestration, through the runner's seams (``run_experiment(runtime=, load=, cross_check=)``
+with :mod:`benchlib.testing`: no service process, no load engine; the contract check still
+talks HTTP to each fake service on 127.0.0.1): the blocked plan executed and stored in its
+order, start and stop order (dependencies, service, front), resume, ``retry_failed``,
+``repeat_invalid``, failed and invalid trials recorded with their reason and what was
+measured, arms that cannot run kept with the reason, the cross-check's alternating order, and
+a stop signal mid-trial leaving the stored trials intact and nothing running.
+
+End to end (marked ``integration``: real services on 127.0.0.1 and the real load generator):
+a run with a service that works, one that dies and one whose toolchain is missing, resumed;
+and a load worker killed mid-trial, its rows stored.
+"""
 
 from __future__ import annotations
 
 import shutil
+import struct
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from benchlib.errors import ParameterError
+from benchlib.errors import (
+    BuildError,
+    ParameterError,
+    RuntimeUnavailable,
+    ServiceStartError,
+    StorageError,
+    ToolchainMissing,
+)
 from benchlib.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
 from benchlib.notebook import status_table
-from benchlib.runner import run_experiment
+from benchlib.records import read_run
+from benchlib.runner import experiment_parameters, run_experiment
+from benchlib.signals import Interrupted
+from benchlib.store import RunStore
+from benchlib.testing import FakeCrossCheck, FakeLoad, FakeRuntime, Outcome
 
-pytestmark = pytest.mark.integration
 SERVICES = Path(__file__).resolve().parent.parent / "services"
 TINY = LoadSpec(connections=2, duration_s=0.6, warmup_s=0.2)
 
+
+def _service(d: Path, name: str, *, role: str = "service", requires: str = "[]", extra: str = "") -> None:
+    (d / name).mkdir()
+    (d / name / "service.toml").write_text(textwrap.dedent(f"""
+        name = "{name}"
+        language = "python"
+        framework = "test"
+        role = "{role}"
+        requires = {requires}
+        [run]
+        command = ["{{python}}", "server.py"]
+        port_env = "PORT"
+        {extra}
+        [[endpoints]]
+        name = "hello"
+        path = "/"
+        [endpoints.contract]
+        status = 200
+    """))
+
+
+@pytest.fixture()
+def fake_services(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Manifests only (the fake runtime starts nothing): a, b, c; web (needs db); db; proxy (a front)."""
+    d = tmp_path / "services"
+    d.mkdir()
+    for name in ("a", "b", "c", "db"):
+        _service(d, name)
+    _service(d, "web", requires='["db"]')
+    _service(d, "proxy", role="front")
+    monkeypatch.setenv("BENCHLIB_SERVICES", str(d))
+    return d
+
+
+def _run(exp: Experiment, tmp_path: Path, runtime: FakeRuntime | None = None, load: FakeLoad | None = None,
+         **kw: object):
+    runtime = runtime or FakeRuntime()
+    load = load or FakeLoad(runtime)
+    return run_experiment(exp, out_dir=tmp_path / "runs", progress=False, runtime=runtime, load=load, **kw)
+
+
+def _exp(name: str, arms: tuple[Arm, ...], *, trials: int = 1, conditions: tuple[Condition, ...] | None = None,
+         **kw: object) -> Experiment:
+    return Experiment(name, arms, conditions or (Condition("main", TINY),), trials=trials, seed=3,
+                      between_trials_s=0, **kw)
+
+
+# -- orchestration, through the seams ----------------------------------------------------------
+
+def test_the_plan_runs_in_its_order_dependencies_first_front_last_and_everything_is_stopped(
+        fake_services: Path, tmp_path: Path) -> None:
+    rt = FakeRuntime(cpu_per_s=0.5)
+    load = FakeLoad(rt)
+    exp = _exp("t-plan", (Arm("direct", "a"), Arm("db-backed", "web"), Arm("fronted", "b", front="proxy")),
+               trials=2, conditions=(Condition("c1", TINY), Condition("c2", TINY.with_(connections=4))))
+    res = _run(exp, tmp_path, rt, load, run_id="r1")
+    trials = res.trials()
+    run = res.store.read_run()
+    assert res.ran == len(trials) == 12 and run["status"] == "complete"
+    assert [(p["condition"], p["arm"], p["block"]) for p in run["plan"]] == [(t.condition, t.arm, t.block)
+                                                                              for t in trials]
+    assert [t.meta["seq"] for t in trials] == list(range(12)) and all(t.meta["status"] == "ok" for t in trials)
+    assert run["runtime"] == {"runtime": "fake", "fake": True} and {t.meta["runtime"] for t in trials} == {"fake"}
+    # per trial: the dependency before the service, the front after it; the front stops first
+    starts = [e for e in rt.events if e[0] in ("start", "stop")]
+    for arm, expected in (("db-backed", ["db", "web"]), ("fronted", ["b", "proxy"]), ("direct", ["a"])):
+        service = {"db-backed": "web", "fronted": "b", "direct": "a"}[arm]
+        first = next(i for i, e in enumerate(starts) if e[0] == "start" and e[1] == expected[0])
+        assert [e[1] for e in starts[first:first + len(expected)]] == expected
+        if arm == "fronted":
+            assert [e[1] for e in starts[first + 2:first + 4]] == ["proxy", "b"]  # stop: front first
+        assert service in rt.started()
+    assert not any(h.alive() for h in rt.handles) and len(rt.handles) == sum(1 for e in rt.events if e[0] == "stop")
+    # the load went to the front for the fronted arm, with the experiment's seed per trial
+    by_service = {c["service"] for c in load.calls}
+    assert by_service == {"a", "web", "b"} and len({c["seed"] for c in load.calls}) == 12
+    # the stored trials read back through the records, the front and the server CPU included
+    recs = {(t.arm, t.condition, t.block): t for t in read_run(res).trials}
+    fronted = recs[("fronted", "c1", 0)]
+    assert fronted.front is not None and fronted.front.service == "proxy" and fronted.front.stop
+    assert fronted.load.worker_stats[0].runqueue_wait_s == 0.0 and fronted.load.t0_monotonic_ns is not None
+    cpu = fronted.server_cpu()
+    assert cpu is not None and cpu.fraction == pytest.approx(1.0, rel=1e-6)  # service 0.5 + front 0.5 CPU
+    assert recs[("direct", "c1", 0)].front is None and recs[("direct", "c1", 0)].server_cpu().fraction == \
+        pytest.approx(0.5, rel=1e-6)
+    s = res.summaries()
+    assert len(s) == 12 and s["valid"].all() and (s["n"] == 200).all()
+    assert s["server_cpu_frac"].to_numpy() == pytest.approx([1.0 if a == "fronted" else 0.5 for a in s["arm"]],
+                                                             rel=1e-6)
+    assert s.loc[s["arm"] == "fronted", "front_cpu_us_per_req"].notna().all()
+    lat = res.latencies()
+    assert len(lat) == 12 * 200 and set(lat["arm"]) == {"direct", "db-backed", "fronted"}
+    assert (lat["latency_ms"] >= 2.0).all() and (lat["service_ms"] < lat["latency_ms"]).all()
+
+
+def test_a_resume_skips_stored_trials_and_refuses_other_parameters(fake_services: Path, tmp_path: Path) -> None:
+    exp = _exp("t-resume", (Arm("a", "a"), Arm("b", "b")), trials=2)
+    assert _run(exp, tmp_path, run_id="r1").ran == 4
+    rt = FakeRuntime()
+    again = _run(exp, tmp_path, rt, run_id="r1")
+    assert (again.ran, again.skipped) == (0, 4) and rt.started() == []
+    with pytest.raises(ParameterError, match="different parameters"):
+        _run(_exp("t-resume", exp.arms, trials=3), tmp_path, run_id="r1")
+
+
+def test_retry_failed_runs_failed_trials_again_and_keeps_the_failed_files(fake_services: Path, tmp_path: Path) -> None:
+    exp = _exp("t-retry", (Arm("a", "a"), Arm("b", "b")), trials=2, retry_failed=True)
+    rt = FakeRuntime()
+    first = _run(exp, tmp_path, rt, FakeLoad(rt, {"b": ["failed"]}), run_id="r1")
+    status = {(t.arm, t.block): t.meta["status"] for t in first.trials()}
+    assert sorted(status.values()) == ["failed", "ok", "ok", "ok"]
+    (arm, block), = [k for k, v in status.items() if v == "failed"]
+    again = _run(exp, tmp_path, run_id="r1")  # the failed trial runs again, in its place
+    assert (again.ran, again.skipped) == (1, 3)
+    assert {t.meta["status"] for t in again.trials()} == {"ok"}
+    kept = again.store.path / "trials" / "main" / arm / f"b{block:03d}.failed-1.parquet"
+    assert kept.is_file()  # what the failed attempt measured is kept aside
+    without = _exp("t-retry", exp.arms, trials=2)
+    with pytest.raises(ParameterError, match="different parameters"):  # retry_failed is stored with the run
+        _run(without, tmp_path, run_id="r1")
+
+
+def test_an_invalid_trial_is_repeated_in_place_and_its_attempts_are_kept(fake_services: Path, tmp_path: Path) -> None:
+    exp = _exp("t-invalid", (Arm("a", "a"), Arm("b", "b")), repeat_invalid=2)
+    rt = FakeRuntime()
+    events: list[dict] = []
+    res = run_experiment(exp, run_id="r4", out_dir=tmp_path / "runs", progress=events.append, runtime=rt,
+                         load=FakeLoad(rt, {"b": ["invalid", "invalid", "ok"], "a": ["invalid"] * 3}))
+    by_arm = {t.arm: t.meta for t in res.trials()}
+    assert res.ran == 2 and by_arm["b"]["status"] == "ok" and by_arm["a"]["status"] == "invalid"
+    for arm in ("a", "b"):
+        attempts = by_arm[arm]["previous_attempts"]
+        assert [a["status"] for a in attempts] == ["invalid", "invalid"] and "busy 97%" in attempts[0]["reason"]
+        folder = res.store.path / "trials" / "main" / arm
+        assert sorted(p.name for p in folder.glob("b000.failed-*.parquet")) == ["b000.failed-1.parquet",
+                                                                               "b000.failed-2.parquet"]
+    assert by_arm["a"]["reason"] == "client CPU 0 was busy 97% of the traffic (fake)"
+    assert [e["repeated"] for e in events if e["event"] == "trial"] == [2, 2]
+    recs = {t.arm: t for t in read_run(res).trials}
+    assert recs["b"].repeated and len(recs["b"].attempts) == 2 and not recs["a"].valid
+    s = res.summaries().set_index("arm")
+    assert bool(s.loc["b", "valid"]) and not bool(s.loc["a", "valid"])
+    assert res.store.read_run()["parameters"]["repeat_invalid"] == 2
+    with pytest.raises(ParameterError, match="repeat_invalid"):
+        Experiment("x", exp.arms, exp.conditions, repeat_invalid=-1)
+    # the default adds nothing to the stored parameters (runs stored before the option still resume)
+    assert "repeat_invalid" not in experiment_parameters(Experiment("x", exp.arms, exp.conditions))
+
+
+def test_failures_are_stored_with_their_reason_and_what_was_measured(fake_services: Path, tmp_path: Path) -> None:
+    arms = (Arm("lg-fails", "a"), Arm("dies", "b"), Arm("refused", "c"), Arm("no-start", "web"))
+    rt = FakeRuntime(start_errors={"web": ServiceStartError("web: exited with code 1 before it was healthy")})
+    load = FakeLoad(rt, {"a": ["failed"], "b": ["dies"], "c": ["raise"]})
+    res = _run(_exp("t-fail", arms), tmp_path, rt, load)
+    meta = {t.arm: t.meta for t in res.trials()}
+    rows = {t.arm: t.rows() for t in res.trials()}
+    assert {m["status"] for m in meta.values()} == {"failed"} and res.ran == 4
+    # the load generator failed mid-trial: its rows so far are stored, as evidence
+    assert meta["lg-fails"]["reason"].startswith("LoadGenError: load worker 1 failed")
+    assert len(rows["lg-fails"]) == 20 + 100 and meta["lg-fails"]["load"]["failed"] is True
+    # the service died during the load
+    assert meta["dies"]["reason"] == "service died during the trial (exited with code 7 during the load (fake))"
+    assert meta["dies"]["stop"]["died_early"] and "fake service log" in meta["dies"]["log_tail"]
+    assert len(rows["dies"]) == 220
+    # the load generator refused before traffic: no rows, the traceback kept
+    assert meta["refused"]["reason"].startswith("LoadGenError: fake load: refused") and len(rows["refused"]) == 0
+    assert "Traceback" in meta["refused"]["traceback"]
+    # the service never got healthy; its dependency was stopped again
+    assert meta["no-start"]["reason"].startswith("ServiceStartError: web: exited with code 1")
+    assert not any(h.alive() for h in rt.handles) and rt.started("dependency") == ["db"]
+    s = res.summaries().set_index("arm")
+    assert not s["valid"].any() and s.loc["lg-fails", "n"] == 100 and s.loc["dies", "n"] == 200
+    assert np.isnan(s.loc["refused"].get("n", np.nan))
+    # a service that breaks its contract: failed before any load
+    bad = FakeRuntime(status=500)
+    broken = _run(_exp("t-contract", (Arm("a", "a"),)), tmp_path, bad, FakeLoad(bad))
+    (t,) = broken.trials()
+    assert t.meta["status"] == "failed" and t.meta["reason"].startswith("ContractError") and "500" in t.meta["reason"]
+    assert not any(h.alive() for h in bad.handles)
+
+
+def test_arms_that_cannot_run_are_kept_with_the_reason(fake_services: Path, tmp_path: Path) -> None:
+    rt = FakeRuntime(build_errors={"b": ToolchainMissing("dotnet", "b", "install the .NET 8 SDK"),
+                                   "c": BuildError("c: build failed with exit code 2")})
+    docker = FakeRuntime("docker", unavailable="no Docker engine answers")
+    arms = (Arm("a", "a"), Arm("b", "b"), Arm("c", "c"), Arm("in-docker", "a", runtime="docker"))
+    res = run_experiment(_exp("t-notrun", arms, trials=2), out_dir=tmp_path / "runs", progress=False,
+                         runtime={"local": rt, "docker": docker}, load=FakeLoad(rt))
+    assert res.unavailable == {"b": "no dotnet toolchain (install the .NET 8 SDK)",
+                               "c": "build failed: c: build failed with exit code 2",
+                               "in-docker": "runtime 'docker' unavailable: no Docker engine answers"}
+    assert {t.arm for t in res.trials()} == {"a"} and res.ran == 2
+    assert [p["arm"] for p in res.store.read_run()["plan"]] == ["a", "a"]
+    assert res.store.read_run()["unavailable"] == res.unavailable
+    reasons = " ".join(status_table(res)["reasons"])
+    assert "not run: no dotnet toolchain" in reasons and "not run: build failed" in reasons
+    # the experiment's own runtime unavailable: refused before the run folder is made
+    with pytest.raises(RuntimeUnavailable, match="no Docker engine answers"):
+        run_experiment(_exp("t-nort", (Arm("a", "a"),)), out_dir=tmp_path / "none", progress=False, runtime=docker,
+                       load=FakeLoad(docker))
+    assert not (tmp_path / "none").exists()
+
+
+def test_the_cross_check_runs_on_the_same_instance_before_the_load_in_odd_blocks(
+        fake_services: Path, tmp_path: Path) -> None:
+    rt = FakeRuntime()
+    log: list[str] = []
+    load, peer = FakeLoad(rt), FakeCrossCheck(requests_per_s=1234.0)
+
+    def logged_load(*args, **kw):  # noqa: ANN002, ANN003 - run_load's signature
+        log.append("load")
+        return load(*args, **kw)
+
+    def logged_peer(check, url, cpus, *, order, endpoint=None):  # noqa: ANN001 - run_cross_check's signature
+        log.append(f"peer {order}")
+        return peer(check, url, cpus, order=order, endpoint=endpoint)
+
+    check = CrossCheck("wrk", (("threads", 1), ("connections", 2), ("duration_s", 1)), arms=("a",))
+    exp = _exp("t-xcheck", (Arm("a", "a", front="proxy"), Arm("plain", "b")), trials=4,
+               conditions=(Condition("main", TINY, cross_check=check),))
+    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False, runtime=rt, load=logged_load,
+                         cross_check=logged_peer)
+    trials = res.trials()
+    checked = [t for t in trials if t.arm == "a"]
+    assert [t.meta["cross_check"]["order"] for t in checked] == ["after", "before", "after", "before"]
+    assert all("cross_check" not in t.meta for t in trials if t.arm == "plain")
+    # in the trial itself: odd blocks run the peer first, even blocks after benchlib's load
+    steps = iter(log)
+    for t in trials:
+        got = [next(steps)] if t.arm == "plain" else [next(steps), next(steps)]
+        want = ["load"] if t.arm == "plain" else (["peer before", "load"] if t.block % 2 else ["load", "peer after"])
+        assert got == want, (t.arm, t.block)
+    # the peer loaded the same instance as benchlib: the front, where the load went
+    fronts = [h.port for h in rt.handles if h.role == "front"]
+    assert [url for _, url, _ in peer.calls] == [f"http://127.0.0.1:{p}/" for p in fronts]
+    assert [c["target"].port for c in load.calls if c["service"] == "a"] == fronts
+    s = res.summaries()
+    s = s[s["arm"] == "a"]
+    assert (s["xcheck_tool"] == "wrk").all() and (s["xcheck_rps"] == 1234.0).all() and (s["xcheck_p50_ms"] == 1.0).all()
+
+
+def test_a_stop_signal_mid_trial_keeps_the_stored_trials_and_stops_everything(
+        fake_services: Path, tmp_path: Path) -> None:
+    exp = _exp("t-signal", (Arm("a", "a"), Arm("db-backed", "web")), trials=3)
+    rt = FakeRuntime()
+    with pytest.raises(Interrupted, match="SIGTERM"):
+        _run(exp, tmp_path, rt, FakeLoad(rt, ["ok", "ok", "interrupt"]), run_id="r1")
+    store = tmp_path / "runs" / "t-signal" / "r1"
+    kept = RunStore(store).trials(verify=True)  # read in full: intact
+    assert [t.meta["seq"] for t in kept] == [0, 1] and all(len(t.rows()) == 220 for t in kept)
+    assert RunStore(store).read_run()["status"] == "running"
+    assert rt.handles and not any(h.alive() for h in rt.handles)  # the interrupted trial's services stopped too
+    assert len(rt.handles) == sum(1 for e in rt.events if e[0] == "stop")
+    # the resume runs the rest only
+    rt2 = FakeRuntime()
+    res = _run(exp, tmp_path, rt2, run_id="r1")
+    assert (res.ran, res.skipped) == (4, 2) and [t.meta["seq"] for t in res.trials()] == list(range(6))
+    assert res.store.read_run()["status"] == "complete"
+
+
+def test_a_resume_reads_everything_before_it_writes_and_refuses_what_it_cannot_trust(
+        fake_services: Path, tmp_path: Path) -> None:
+    exp = _exp("t-resume2", (Arm("a", "a"),), trials=2)
+    res = _run(exp, tmp_path, run_id="r5")
+    first = res.trials()[0].path
+
+    # a damaged trial file: named, and nothing in the run folder changes (run.json included)
+    data = bytearray(first.read_bytes())
+    end = len(data) - 8 - struct.unpack("<I", data[-8:-4])[0]  # before the footer
+    for i in range((4 + end) // 2, (4 + end) // 2 + 64):
+        data[i] ^= 0x5A
+    first.write_bytes(bytes(data))
+    before = _snapshot(res.store.path)
+    with pytest.raises(StorageError, match="unreadable trial file") as err:
+        _run(exp, tmp_path, run_id="r5")
+    assert str(first) in str(err.value)
+    assert _snapshot(res.store.path) == before
+
+    # run.json deleted: its provenance cannot be invented anew
+    first.unlink()
+    (res.store.path / "run.json").unlink()
+    before = _snapshot(res.store.path)
+    with pytest.raises(StorageError, match="no run.json .*cannot be resumed: start a new run"):
+        _run(exp, tmp_path, run_id="r5")
+    assert _snapshot(res.store.path) == before and not (res.store.path / "run.json").exists()
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_names_that_would_leave_the_run_folder_are_refused(fake_services: Path, tmp_path: Path) -> None:
+    with pytest.raises(ParameterError, match="run id '..' must match"):
+        _run(_exp("t-names", (Arm("a", "a"),)), tmp_path, run_id="..")
+    with pytest.raises(ParameterError, match=r"service \(a folder under services/\) '\.\./a' must"):
+        Arm("a", "../a")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_fake_load_refuses_an_unknown_outcome() -> None:
+    with pytest.raises(ValueError, match="unknown outcome 'late'; valid: ok, invalid, failed, dies, raise, interrupt"):
+        Outcome("late")
+
+
+# -- end to end: real services, the real load generator -----------------------------------------
 
 @pytest.fixture()
 def services(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -61,80 +388,37 @@ def services(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return d
 
 
-def test_plan_runs_in_blocks_is_stored_and_resumes(services: Path, tmp_path: Path) -> None:
-    exp = Experiment("t-runner", (Arm("a", "python-aiohttp-hello"), Arm("b", "python-aiohttp-hello")),
-                     (Condition("main", TINY),), trials=2, seed=5, between_trials_s=0)
-    res = run_experiment(exp, run_id="r1", out_dir=tmp_path / "runs", progress=False)
-    trials = res.trials()
-    assert res.ran == 4 and [t.meta["seq"] for t in trials] == [0, 1, 2, 3]
-    assert all(t.meta["status"] == "ok" for t in trials)
-    run = res.store.read_run()
-    assert [p["arm"] for p in run["plan"]] == [t.arm for t in trials] and run["status"] == "complete"
-    summaries = res.summaries()
-    assert len(summaries) == 4 and (summaries["n"] > 0).all() and summaries["valid"].all()
-
-    again = run_experiment(exp, run_id="r1", out_dir=tmp_path / "runs", progress=False)
-    assert again.ran == 0 and again.skipped == 4
-    with pytest.raises(ParameterError, match="different parameters"):
-        run_experiment(Experiment("t-runner", exp.arms, exp.conditions, trials=3, seed=5), run_id="r1",
-                       out_dir=tmp_path / "runs", progress=False)
-
-
-def test_unrunnable_arm_is_kept_with_its_reason_and_a_dying_service_is_a_recorded_failure(
+@pytest.mark.integration
+def test_a_real_run_stores_its_plan_keeps_unrunnable_arms_records_a_dying_service_and_resumes(
         services: Path, tmp_path: Path) -> None:
-    exp = Experiment("t-runner2", (Arm("ok", "python-aiohttp-hello"), Arm("dotnet", "needs-dotnet"),
-                                   Arm("dies", "dies-soon")),
-                     (Condition("main", LoadSpec(connections=2, duration_s=1.5, warmup_s=0.1, timeout_s=1)),),
-                     trials=1, seed=1, between_trials_s=0)
     if shutil.which("dotnet"):
         pytest.skip("dotnet is installed here")
-    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False)
+    exp = Experiment("t-runner", (Arm("a", "python-aiohttp-hello"), Arm("b", "python-aiohttp-hello"),
+                                  Arm("dotnet", "needs-dotnet"), Arm("dies", "dies-soon")),
+                     (Condition("main", LoadSpec(connections=2, duration_s=1.5, warmup_s=0.1, timeout_s=1)),),
+                     trials=2, seed=5, between_trials_s=0)
+    res = run_experiment(exp, run_id="r1", out_dir=tmp_path / "runs", progress=False)
     assert "dotnet" in res.unavailable and "install the .NET 8 SDK" in res.unavailable["dotnet"]
-    by_arm = {t.arm: t for t in res.trials()}
-    assert set(by_arm) == {"ok", "dies"}
-    assert by_arm["ok"].meta["status"] == "ok"
-    dies = by_arm["dies"].meta
-    assert dies["status"] == "failed" and ("died" in dies["reason"] or "ServiceStartError" in dies["reason"])
-    table = status_table(res)
-    assert "not run: no dotnet toolchain" in " ".join(table["reasons"])
+    trials = res.trials()
+    run = res.store.read_run()
+    assert res.ran == 6 and [t.meta["seq"] for t in trials] == list(range(6)) and run["status"] == "complete"
+    assert [p["arm"] for p in run["plan"]] == [t.arm for t in trials]
+    status = {(t.arm, t.block): t.meta for t in trials}
+    assert all(status[(a, b)]["status"] == "ok" for a in ("a", "b") for b in (0, 1))
+    for b in (0, 1):
+        dies = status[("dies", b)]
+        assert dies["status"] == "failed" and ("died" in dies["reason"] or "ServiceStartError" in dies["reason"])
+    summaries = res.summaries().set_index(["arm", "block"])
+    assert (summaries.loc[["a", "b"], "n"] > 0).all() and summaries.loc[["a", "b"], "valid"].all()
+    assert (summaries.loc[["a", "b"], "server_cpu_us_per_req"] > 0).all()
+    assert "not run: no dotnet toolchain" in " ".join(status_table(res)["reasons"])
+    lat = res.latencies()
+    assert set(lat["arm"]) == {"a", "b"} and (lat["latency_ms"] > 0).all()
+    again = run_experiment(exp, run_id="r1", out_dir=tmp_path / "runs", progress=False)
+    assert again.ran == 0 and again.skipped == 6
 
 
-@pytest.mark.skipif(shutil.which("wrk") is None, reason="needs wrk (apt-get install wrk)")
-def test_cross_check_runs_wrk_on_the_same_instance_alternating_order(services: Path, tmp_path: Path) -> None:
-    check = CrossCheck("wrk", (("threads", 1), ("connections", 2), ("duration_s", 1)))
-    exp = Experiment("t-runner3", (Arm("a", "python-aiohttp-hello"),), (Condition("main", TINY, cross_check=check),),
-                     trials=2, seed=1, between_trials_s=0)
-    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False)
-    orders = [t.meta["cross_check"]["order"] for t in res.trials()]
-    assert orders == ["after", "before"]
-    s = res.summaries()
-    assert (s["xcheck_tool"] == "wrk").all() and (s["xcheck_rps"] > 0).all() and (s["xcheck_p50_ms"] > 0).all()
-
-
-def test_an_invalid_trial_is_repeated_in_place_and_its_attempts_are_kept(services: Path, tmp_path: Path) -> None:
-    # far more arrivals than one client CPU can dispatch on time: the guard marks the trial invalid
-    flood = LoadSpec(model="open", rate_rps=300_000, connections=256, duration_s=0.3, warmup_s=0, timeout_s=20)
-    exp = Experiment("t-runner4", (Arm("a", "python-aiohttp-hello"),), (Condition("main", flood),), trials=1,
-                     seed=1, between_trials_s=0, repeat_invalid=1)
-    res = run_experiment(exp, run_id="r4", out_dir=tmp_path / "runs", progress=False)
-    (trial,) = res.trials()
-    attempts = trial.meta.get("previous_attempts", [])
-    if not attempts:
-        pytest.skip("this machine dispatched 300,000 arrivals/s on time: no invalid trial to repeat")
-    assert res.ran == 1 and trial.meta["status"] in ("ok", "invalid")
-    assert len(attempts) == 1 and attempts[0]["status"] == "invalid"
-    assert "sent late" in attempts[0]["reason"] or "busy" in attempts[0]["reason"], attempts[0]["reason"]
-    folder = res.store.path / "trials" / "main" / "a"
-    assert [p.name for p in folder.glob("b000.failed-*.parquet")] == ["b000.failed-1.parquet"]
-    assert res.store.read_run()["parameters"]["repeat_invalid"] == 1
-    with pytest.raises(ParameterError, match="repeat_invalid"):
-        Experiment("x", exp.arms, exp.conditions, repeat_invalid=-1)
-    # the default adds nothing to the stored parameters (runs stored before the option still resume)
-    from benchlib.runner import experiment_parameters
-
-    assert "repeat_invalid" not in experiment_parameters(Experiment("x", exp.arms, exp.conditions))
-
-
+@pytest.mark.integration
 def test_a_load_generator_failure_stores_what_was_measured(services: Path, tmp_path: Path) -> None:
     """One of two load workers is killed mid-trial: the trial is stored as failed, with the
     reason and the other worker's rows (it was lost whole, before)."""
@@ -154,50 +438,7 @@ def test_a_load_generator_failure_stores_what_was_measured(services: Path, tmp_p
     rows = trial.rows()
     assert len(rows) > 100 and len(np.unique(rows["worker"])) == 1
     assert meta["load"]["failed"] is True and meta["load"]["requests"]["total"] == len(rows)
+    (rec,) = read_run(res).trials
+    assert rec.load.failed and rec.load.failure.startswith("load worker ") and len(rec.load.worker_errors) == 1
     summaries = res.summaries()
     assert len(summaries) == 1 and not summaries["valid"].iloc[0] and summaries["n"].iloc[0] > 0
-
-
-def _snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def test_a_resume_reads_everything_before_it_writes_and_refuses_what_it_cannot_trust(
-        services: Path, tmp_path: Path) -> None:
-    from benchlib.errors import StorageError
-
-    exp = Experiment("t-resume", (Arm("a", "python-aiohttp-hello"),), (Condition("main", TINY),), trials=2,
-                     between_trials_s=0)
-    res = run_experiment(exp, run_id="r5", out_dir=tmp_path / "runs", progress=False)
-    first = res.trials()[0].path
-
-    # a damaged trial file: named, and nothing in the run folder changes (run.json included)
-    import struct
-
-    data = bytearray(first.read_bytes())
-    end = len(data) - 8 - struct.unpack("<I", data[-8:-4])[0]  # before the footer
-    for i in range((4 + end) // 2, (4 + end) // 2 + 64):
-        data[i] ^= 0x5A
-    first.write_bytes(bytes(data))
-    before = _snapshot(res.store.path)
-    with pytest.raises(StorageError, match="unreadable trial file") as err:
-        run_experiment(exp, run_id="r5", out_dir=tmp_path / "runs", progress=False)
-    assert str(first) in str(err.value)
-    assert _snapshot(res.store.path) == before
-
-    # run.json deleted: its provenance cannot be invented anew
-    first.unlink()
-    (res.store.path / "run.json").unlink()
-    before = _snapshot(res.store.path)
-    with pytest.raises(StorageError, match="no run.json .*cannot be resumed: start a new run"):
-        run_experiment(exp, run_id="r5", out_dir=tmp_path / "runs", progress=False)
-    assert _snapshot(res.store.path) == before and not (res.store.path / "run.json").exists()
-
-
-def test_names_that_would_leave_the_run_folder_are_refused(services: Path, tmp_path: Path) -> None:
-    with pytest.raises(ParameterError, match="run id '..' must match"):
-        run_experiment(Experiment("t-names", (Arm("a", "python-aiohttp-hello"),), (Condition("main", TINY),),
-                                  trials=1), run_id="..", out_dir=tmp_path / "runs", progress=False)
-    with pytest.raises(ParameterError, match=r"service \(a folder under services/\) '\.\./python-aiohttp-hello' must"):
-        Arm("a", "../python-aiohttp-hello")
-    assert not (tmp_path / "runs").exists()

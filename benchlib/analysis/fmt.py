@@ -1,7 +1,7 @@
 """Numbers as the reports print them: one place for every formatter (pure).
 
 The statistics' own formats (p-values, percentages, a median with its ``±``, values with
-units) live in :mod:`benchlib.stats.report` and are re-exported here, so a study imports
+units) live in :mod:`benchlib.stats.fmt` and are re-exported here, so a study imports
 every formatter from one module:
 
 * :func:`num`: a table cell, 3 significant digits, thousands separated from 100 up;
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from benchlib.stats.report import fmt_centre, fmt_level, fmt_p, fmt_pct, fmt_value
+from benchlib.stats.fmt import fmt_centre, fmt_level, fmt_p, fmt_pct, fmt_value
 
 __all__ = ["DASH", "fixed", "fmt_centre", "fmt_level", "fmt_p", "fmt_pct", "fmt_value", "inverse_ci", "median_ci",
            "num", "ratio_ci", "signed_pct"]

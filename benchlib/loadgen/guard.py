@@ -36,6 +36,8 @@ __all__ = [
     "busy_by_worker",
     "cpu_by_cpu",
     "assess",
+    "CLIENT_REASONS",
+    "client_side_only",
 ]
 
 #: Fraction of one CPU's wall time the client may use before its trial is invalid (k6
@@ -46,6 +48,12 @@ CPU_BUSY_LIMIT = 0.90
 LAG_P99_LIMIT_NS = 5_000_000
 
 LAG_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 100.0)
+
+#: How the reasons that blame the client (not the server or the data) begin: a busy client
+#: CPU, a busy load worker, an open-model schedule the dispatcher could not keep.
+CLIENT_REASONS = ("client CPU ", "load worker ", "requests were sent late")
+#: How the other reasons begin: nothing to measure, or responses that may be another's.
+DATA_REASONS = ("no request of the measured phase", "the server sent bytes nobody asked for")
 
 
 def lag_percentiles(lag_ns: np.ndarray) -> dict[str, int | None]:
@@ -140,3 +148,11 @@ def assess(
             "responses); responses read on such a server's connections may belong to other requests"
         )
     return (not reasons, "; ".join(reasons) if reasons else None)
+
+
+def client_side_only(reason: str | None) -> bool:
+    """``True`` when every part of an :func:`assess` reason blames the client (see
+    :data:`CLIENT_REASONS`): the trial's responses are sound, but the machine's client side
+    was too busy that minute for its figures to be the server's."""
+    parts = [p for p in (reason or "").split("; ") if p]  # reasons, and the advice after some
+    return any(p.startswith(CLIENT_REASONS) for p in parts) and not any(p.startswith(DATA_REASONS) for p in parts)

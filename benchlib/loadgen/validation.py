@@ -9,13 +9,11 @@ import resource
 import socket
 from collections.abc import Sequence
 
+from benchlib import settings
 from benchlib.errors import LoadSpecError
 from benchlib.model import LoadSpec, Target
 
-__all__ = ["validate", "check_client_cpus", "fd_limit", "ALLOW_REMOTE_ENV", "MAX_RATE_PER_WORKER_RPS"]
-
-#: Set to ``1`` to allow a non-loopback target (a machine of your own).
-ALLOW_REMOTE_ENV = "BENCHLIB_ALLOW_REMOTE_TARGET"
+__all__ = ["validate", "check_client_cpus", "fd_limit", "MAX_RATE_PER_WORKER_RPS"]
 
 #: Open-model rates above this per worker process are refused: far beyond what one worker
 #: can send, so the trial could only measure the client.
@@ -58,7 +56,7 @@ def validate(spec: LoadSpec, target: Target, *, probe: bool = True) -> None:
 
     Checks the rates (positive, finite, not beyond what the workers can send), the
     in-flight limit against the file-descriptor limit, the timeouts, the target (a port in
-    range, a loopback address unless :data:`ALLOW_REMOTE_ENV` is set) and, with ``probe``,
+    range, a loopback address unless ``$BENCHLIB_ALLOW_REMOTE_TARGET`` is ``1``) and, with ``probe``,
     that something accepts TCP connections there.
 
     Raises
@@ -98,10 +96,10 @@ def validate(spec: LoadSpec, target: Target, *, probe: bool = True) -> None:
         )
     if not (0 < target.port < 65536):
         raise LoadSpecError(f"target port must be 1..65535, got {target.port!r}")
-    if not _is_loopback(target.host) and os.environ.get(ALLOW_REMOTE_ENV) != "1":
+    if not _is_loopback(target.host) and not settings.ALLOW_REMOTE_TARGET.value():
         raise LoadSpecError(
             f"target host {target.host!r} is not a loopback address (127.0.0.0/8 or ::1); "
-            f"set {ALLOW_REMOTE_ENV}=1 to load a machine of your own"
+            f"set {settings.ALLOW_REMOTE_TARGET.name}=1 to load a machine of your own"
         )
     if not spec.keep_alive and spec.connections > 20000:
         raise LoadSpecError("a new connection per request with more than 20,000 concurrent connections "

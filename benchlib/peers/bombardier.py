@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchlib import settings
 from benchlib.errors import LoadGenError, ParameterError
 from benchlib.peers.common import check_url, ensure_go_tool, run_tool, tool_version_line
 
@@ -80,7 +81,7 @@ def ensure_bombardier(*, build: bool = True, timeout_s: float = 1800.0) -> Path:
     BuildError         ``go install`` failed (its output's tail attached).
     """
     return ensure_go_tool(name="bombardier", module=BOMBARDIER_MODULE, version=BOMBARDIER_VERSION,
-                          env_var="BENCHLIB_BOMBARDIER", describe=bombardier_version, is_pinned=_is_pinned,
+                          setting=settings.BOMBARDIER, describe=bombardier_version, is_pinned=_is_pinned,
                           ldflags=f"-X main.version={BOMBARDIER_VERSION}", build=build, timeout_s=timeout_s)
 
 

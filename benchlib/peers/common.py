@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from benchlib import settings
 from benchlib.errors import BuildError, LoadGenError, LoadSpecError, ParameterError, ToolchainMissing
 
 __all__ = ["run_tool", "check_url", "ensure_go_tool", "tool_version_line", "parse_time_ms", "parse_size_bytes",
@@ -58,13 +59,14 @@ def parse_count(text: str) -> float:
 
 def check_url(url: str) -> None:
     """Refuse a URL whose host is not a loopback address (see :mod:`benchlib.loadgen.validation`)."""
-    from benchlib.loadgen.validation import ALLOW_REMOTE_ENV, _is_loopback
+    from benchlib.loadgen.validation import _is_loopback
 
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise LoadSpecError(f"peer tools need an http:// or https:// URL with a host, got {url!r}")
-    if not _is_loopback(parts.hostname) and os.environ.get(ALLOW_REMOTE_ENV) != "1":
-        raise LoadSpecError(f"{url!r} is not on a loopback address; set {ALLOW_REMOTE_ENV}=1 to load a machine of your own")
+    if not _is_loopback(parts.hostname) and not settings.ALLOW_REMOTE_TARGET.value():
+        raise LoadSpecError(f"{url!r} is not on a loopback address; set {settings.ALLOW_REMOTE_TARGET.name}=1 to load "
+                            "a machine of your own")
 
 
 def run_tool(
@@ -127,7 +129,7 @@ def ensure_go_tool(
     name: str,
     module: str,
     version: str,
-    env_var: str,
+    setting: settings.Setting[Path],
     describe: Callable[[str | os.PathLike[str]], str | None],
     is_pinned: Callable[[str | os.PathLike[str]], bool],
     ldflags: str = "",
@@ -137,7 +139,7 @@ def ensure_go_tool(
     """The path of peer tool ``name`` at ``version``, built from the Go module proxy into
     the cache if needed (``$BENCHLIB_CACHE/tools/<name>-<version>/<name>``, outside the clone).
 
-    Looks at ``$<env_var>``, then the cache, then ``name`` on ``PATH``; any of them must pass
+    Looks at ``setting`` (a :mod:`benchlib.settings` path, ``$BENCHLIB_K6``, ...), then the cache, then ``name`` on ``PATH``; any of them must pass
     ``is_pinned``. Otherwise, with ``build``, runs ``go install [-ldflags ...]
     <module>@<version>`` with ``GOBIN`` in the cache (``CGO_ENABLED=0``, ``-trimpath``), one
     build at a time under a lock, and writes ``build-info.json`` (build seconds, version line)
@@ -151,18 +153,18 @@ def ensure_go_tool(
 
     Raises
     ------
-    ParameterError     ``$<env_var>`` names a file that is not ``version``.
+    ParameterError     ``setting`` names a file that is not ``version``.
     ToolchainMissing   no pinned binary and no ``go`` to build it (or ``build=False``).
     BuildError         ``go install`` failed (its output's tail attached).
     """
     from benchlib import buildcache
 
-    env_path = os.environ.get(env_var)
-    if env_path:
+    env_path = setting.get()
+    if env_path is not None:
         if not is_pinned(env_path):
-            raise ParameterError(f"${env_var}={env_path!r} is not {name} {version} "
+            raise ParameterError(f"${setting.name}={str(env_path)!r} is not {name} {version} "
                                  f"(reports {describe(env_path)!r}); unset it or point it at {name} {version}")
-        return Path(env_path)
+        return env_path
     tool_dir = buildcache.cache_root() / "tools" / f"{name}-{version}"
     cached = tool_dir / name
     if cached.is_file() and is_pinned(cached):
@@ -172,7 +174,7 @@ def ensure_go_tool(
         return Path(on_path)
     flags = f'-ldflags "{ldflags}" ' if ldflags else ""
     hint = (f"install Go and let benchlib build it (`GOBIN={tool_dir} go install {flags}{module}@{version}`), "
-            f"or set {env_var} to a {name} {version} binary")
+            f"or set {setting.name} to a {name} {version} binary")
     if not build:
         raise ToolchainMissing(name, f"benchlib.peers.{name}", hint)
     if shutil.which("go") is None:

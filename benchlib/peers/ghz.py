@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from benchlib import settings
 from benchlib.errors import LoadGenError, ParameterError
 from benchlib.peers.common import check_url, ensure_go_tool, run_tool, tool_version_line
 
@@ -61,7 +62,7 @@ def ensure_ghz(*, build: bool = True, timeout_s: float = 1800.0) -> Path:
     ToolchainMissing   no ghz v0.120.0 and no ``go`` to build it (or ``build=False``).
     BuildError         ``go install`` failed (its output's tail attached).
     """
-    return ensure_go_tool(name="ghz", module=GHZ_MODULE, version=GHZ_VERSION, env_var="BENCHLIB_GHZ",
+    return ensure_go_tool(name="ghz", module=GHZ_MODULE, version=GHZ_VERSION, setting=settings.GHZ,
                           describe=ghz_version, is_pinned=_is_pinned, ldflags=f"-X main.version={GHZ_VERSION}",
                           build=build, timeout_s=timeout_s)
 

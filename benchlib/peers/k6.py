@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchlib import settings
 from benchlib.errors import LoadGenError, ParameterError
 from benchlib.peers.common import check_url, ensure_go_tool, run_tool, tool_version_line
 
@@ -75,7 +76,7 @@ def ensure_k6(*, build: bool = True, timeout_s: float = 1800.0) -> Path:
     ToolchainMissing   no k6 v0.50.0 and no ``go`` to build it (or ``build=False``).
     BuildError         ``go install`` failed (its output's tail attached).
     """
-    return ensure_go_tool(name="k6", module=K6_MODULE, version=K6_VERSION, env_var="BENCHLIB_K6",
+    return ensure_go_tool(name="k6", module=K6_MODULE, version=K6_VERSION, setting=settings.K6,
                           describe=k6_version, is_pinned=_is_pinned, build=build, timeout_s=timeout_s)
 
 

@@ -21,6 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from benchlib.records import rows as R
+from benchlib.records.load import LoadMeta
+
 __all__ = ["ServerCpu", "cpu_at", "server_cpu"]
 
 
@@ -82,32 +85,22 @@ def server_cpu(meta: Mapping[str, Any], rows: np.ndarray | None = None) -> Serve
     last measured response, which needs ``rows`` (the trial's rows). Requests are the measured
     rows completed inside the window (all of them when ``rows`` is not given).
     """
-    from benchlib.schema import PHASE_CODES
-
-    load = meta.get("load") or {}
+    load = LoadMeta.from_dict(meta.get("load"))
     samples = meta.get("resources") or []
-    t0 = load.get("t0_monotonic_ns")
-    starts = load.get("measure_start_ns") or []
-    if t0 is None or not starts or not samples:
+    if load is None or load.t0_monotonic_ns is None or not load.measure_start_ns or not samples:
         return None
-    begin = int(t0) + min(int(s) for s in starts)
-    stops = load.get("measure_stop_ns") or []
-    measured = None
-    if rows is not None and len(rows):
-        measured = rows[np.asarray(rows["phase"]) == PHASE_CODES["measure"]]
-    if stops:
-        end = int(t0) + max(int(s) for s in stops)
-    elif measured is not None and len(measured):
-        end = int(t0) + int(measured["t_done_ns"].max())
+    t0 = load.t0_monotonic_ns
+    begin = t0 + min(load.measure_start_ns)
+    done = R.measured(rows)["t_done_ns"].astype(np.int64) + t0 if rows is not None else None
+    if load.measure_stop_ns:
+        end = t0 + max(load.measure_stop_ns)
+    elif done is not None and len(done):
+        end = int(done.max())
     else:
         return None
     if end <= begin:
         return None
-    if measured is not None:
-        done = measured["t_done_ns"].astype(np.int64) + int(t0)
-        requests = int(np.count_nonzero((done >= begin) & (done <= end)))
-    else:
-        requests = int((load.get("requests") or {}).get("measure") or 0)
+    requests = int(np.count_nonzero((done >= begin) & (done <= end))) if done is not None else load.requests_measured
 
     def used(s: Sequence[Mapping[str, Any]]) -> float:
         return cpu_at(s, end) - cpu_at(s, begin)

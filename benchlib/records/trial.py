@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 
 from benchlib.errors import StorageError
+from benchlib.records.cpu import ServerCpu, server_cpu
 from benchlib.records.limits import EnforcedLimits
 from benchlib.records.load import LoadMeta
 from benchlib.records.peer import PeerReport, peer_report
 
-__all__ = ["Attempt", "RunRecord", "ServiceLog", "TRIAL_RECORD_VERSION", "TrialRecord", "read_run", "read_trials"]
+__all__ = ["Attempt", "FrontRecord", "RunRecord", "ServiceLog", "TRIAL_RECORD_VERSION", "TrialRecord", "read_run", "read_trials"]
 
 #: The trial metadata format the runner writes (see the module docstring for the history).
 TRIAL_RECORD_VERSION = 2
@@ -66,6 +67,42 @@ class ServiceLog:
 
 
 @dataclass(frozen=True)
+class FrontRecord:
+    """The front (a reverse proxy, ``Arm(front=...)``) before the service in one trial.
+
+    Attributes
+    ----------
+    service, variant: which front. port: where it listened (the load went there).
+    enforced: what the runtime enforced on it (``None`` when not recorded).
+    resources: its CPU and memory samples (``t_monotonic_ns``, ``cpu_s``, ...).
+    stop: how it ended (``exit_code``, ``oom_killed``, ``died_early``, ``detail``).
+    log: its log's line and byte counts (``None`` when not recorded).
+    raw: the stored dictionary.
+    """
+
+    service: str
+    variant: str = ""
+    port: int | None = None
+    enforced: EnforcedLimits | None = None
+    resources: tuple[Mapping[str, Any], ...] = ()
+    stop: Mapping[str, Any] = field(default_factory=dict)
+    log: ServiceLog | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None, *, runtime: str = "") -> FrontRecord | None:
+        """Read a trial's stored ``front``; ``None`` for an arm without one."""
+        if not d:
+            return None
+        log = d.get("log")
+        return cls(service=str(d.get("service") or ""), variant=str(d.get("variant") or ""),
+                   port=None if d.get("port") is None else int(d["port"]),
+                   enforced=EnforcedLimits.from_dict(d.get("enforced"), runtime=runtime),
+                   resources=tuple(d.get("resources") or ()), stop=dict(d.get("stop") or {}),
+                   log=ServiceLog("pipe", log.get("lines"), log.get("bytes")) if log else None, raw=dict(d))
+
+
+@dataclass(frozen=True)
 class TrialRecord:
     """One stored trial.
 
@@ -79,6 +116,10 @@ class TrialRecord:
     enforced: what the runtime enforced on the service (``None`` when it never started);
         dependencies: each dependency's enforced limits, by name.
     load: the load generator's account (``None`` when the load never ran).
+    front: the front before the service (``None`` for an arm without one).
+    ports: every port of a multi-process service (``()`` for a service with one port).
+    resources: the service's CPU and memory samples (see :meth:`server_cpu`).
+    stop: how the service ended (``exit_code``, ``oom_killed``, ``died_early``, ``detail``).
     peer: the peer tool's report when a cross-check ran in the trial.
     contract, endpoint: the contract check and the endpoint loaded (as stored).
     started, finished: UTC times. attempts: attempts set aside before this one.
@@ -103,6 +144,10 @@ class TrialRecord:
     enforced: EnforcedLimits | None = None
     dependencies: Mapping[str, EnforcedLimits | None] = field(default_factory=dict)
     load: LoadMeta | None = None
+    front: FrontRecord | None = None
+    ports: tuple[int, ...] = ()
+    resources: tuple[Mapping[str, Any], ...] = ()
+    stop: Mapping[str, Any] = field(default_factory=dict)
     peer: PeerReport | None = None
     contract: Mapping[str, Any] = field(default_factory=dict)
     endpoint: Mapping[str, Any] = field(default_factory=dict)
@@ -141,7 +186,9 @@ class TrialRecord:
             enforced=EnforcedLimits.from_dict(meta.get("enforced"), runtime=runtime),
             dependencies={str(n): EnforcedLimits.from_dict((d or {}).get("enforced"), runtime=runtime)
                           for n, d in deps.items()},
-            load=LoadMeta.from_dict(meta.get("load")), peer=peer_report(x) if x else None,
+            load=LoadMeta.from_dict(meta.get("load")), front=FrontRecord.from_dict(meta.get("front"), runtime=runtime),
+            ports=tuple(int(p) for p in meta.get("ports") or ()), resources=tuple(meta.get("resources") or ()),
+            stop=dict(meta.get("stop") or {}), peer=peer_report(x) if x else None,
             contract=dict(meta.get("contract") or {}), endpoint=dict(meta.get("endpoint") or {}),
             started=_when(meta.get("started_utc")), finished=_when(meta.get("finished_utc")),
             attempts=tuple(Attempt(str(a.get("status")), a.get("reason"), _when(a.get("started_utc")),
@@ -169,6 +216,16 @@ class TrialRecord:
     def client_cpu(self) -> float:
         """The busiest client CPU's use in the trial (NaN when not recorded)."""
         return self.load.client_cpu_busiest if self.load is not None else math.nan
+
+    def server_cpu(self, rows: np.ndarray | None = None) -> ServerCpu | None:
+        """The server's CPU time over the measured window (the service and its front;
+        :func:`benchlib.records.cpu.server_cpu`): per completed request, and CPUs busy.
+        ``rows``: the trial's rows when at hand, else they are read from the trial's file (the
+        requests completed inside the window are counted from them); ``None`` when the trial
+        has no load or no resource samples."""
+        if rows is None and self.path is not None:
+            rows = self.rows()
+        return server_cpu(self.meta, rows)
 
     def rows(self) -> np.ndarray:
         """The trial's per-request rows (:data:`benchlib.schema.ROW_DTYPE`), read and checked

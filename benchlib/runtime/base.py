@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 from benchlib.errors import ServiceStartError
 from benchlib.manifest import ResolvedService
 from benchlib.model import Limits
+from benchlib.runtime.ports import free_ports
 
 __all__ = ["Prepared", "Runtime", "ServiceHandle", "StartOptions", "StopInfo", "handle_ports"]
 
@@ -162,8 +163,6 @@ def service_ports(service: ResolvedService, options: StartOptions) -> tuple[int,
         return tuple(options.ports)
     if service.ports == 1:
         return (options.port,)
-    from benchlib.runtime.local import free_ports
-
     extra: list[int] = []
     while len(extra) < service.ports - 1:
         extra = [p for p in free_ports(service.ports - 1) if p != options.port]

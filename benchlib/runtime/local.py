@@ -23,18 +23,16 @@ from __future__ import annotations
 
 import atexit
 import collections
-import errno
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import IO, Any
 
-from benchlib import buildcache, logs, signals, toolchains
+from benchlib import buildcache, logs, settings, signals, toolchains
 from benchlib.errors import BuildError, ServiceStartError
 from benchlib.manifest import ResolvedService
 from benchlib.runtime.base import (
@@ -46,6 +44,7 @@ from benchlib.runtime.base import (
     service_ports,
     wait_healthy,
 )
+from benchlib.runtime.ports import free_port, free_ports, port_in_use
 
 __all__ = ["LocalHandle", "LocalRuntime", "SERVICE_ENV_KEEP", "free_port", "free_ports", "port_in_use",
            "service_environment"]
@@ -55,7 +54,7 @@ __all__ = ["LocalHandle", "LocalRuntime", "SERVICE_ENV_KEEP", "free_port", "free
 SERVICE_ENV_KEEP = (
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
     "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "NODE_PATH", "DOTNET_ROOT",
-    "LD_LIBRARY_PATH", "BENCHLIB_CACHE",
+    "LD_LIBRARY_PATH", settings.CACHE.name,
 )
 
 
@@ -82,18 +81,6 @@ def _kill_all_at_exit() -> None:
 
 
 atexit.register(_kill_all_at_exit)
-
-
-def port_in_use(host: str, port: int) -> bool:
-    """``True`` if something already listens on (or holds) ``host:port``."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError as exc:
-            return exc.errno in (errno.EADDRINUSE, errno.EACCES)
-    return False
 
 
 def _port_owner(port: int) -> str:
@@ -530,26 +517,3 @@ class LocalRuntime:
             return None if handle.alive() else f"exited with code {handle.proc.poll()}"
 
         wait_healthy(service, handle.host, handle.ports, exited)
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> tuple[int, ...]:
-    """``count`` distinct TCP ports on ``host`` that nothing listens on right now (the kernel's
-    picks, all held open together so that none is picked twice)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    socks = [socket.socket(family, socket.SOCK_STREAM) for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind((host, 0))
-        return tuple(int(s.getsockname()[1]) for s in socks)
-    finally:
-        for s in socks:
-            s.close()
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on ``host`` that nothing listens on right now (the kernel's pick)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        port: int = s.getsockname()[1]
-    return port

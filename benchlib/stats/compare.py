@@ -10,7 +10,6 @@ import math
 import zlib
 from functools import lru_cache
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,9 @@ from benchlib.stats.exact import min_p_paired, min_p_unpaired
 from benchlib.stats.metrics import MetricInfo, metric_info
 from benchlib.stats.multiplicity import CORRECTIONS, adjust, best_case_adjusted
 from benchlib.stats.power import METHODS, mde_shift, min_trials, planning_alpha
+from benchlib.stats.pairing import Pair, pair_design
 from benchlib.stats.report import Comparison, PairInfo
+from benchlib.stats.shift import shift_function_table
 from benchlib.stats.verdict import Verdict, decide, render
 
 __all__ = ["compare", "DESIGNS", "DEFAULT_METRICS", "IDENTITY_COLUMNS", "pair_design"]
@@ -35,49 +36,6 @@ FAMILIES: tuple[str, ...] = ("all", "by")
 DEFAULT_METRICS: tuple[str, ...] = ("p50_ms", "p99_ms", "throughput_rps")
 #: Columns that must not vary within one comparison unless named in ``by``.
 IDENTITY_COLUMNS: tuple[str, ...] = ("condition", "endpoint", "offered_rps", "load_model", "connections", "study")
-
-
-@dataclass(frozen=True)
-class _Pair:
-    paired: bool
-    a: pd.DataFrame  # baseline trials (aligned by block when paired)
-    b: pd.DataFrame
-    dropped: int  # trials left out of the paired analysis (block without a partner)
-
-
-def pair_design(trials: pd.DataFrame, baseline: str, arm: str, design: str) -> _Pair:
-    """Decide paired or unpaired for one pair of arms and align the trials.
-
-    ``auto`` pairs by block when every block holds at most one trial of each arm and at
-    least two blocks (and half of the trials) are complete; trials in incomplete blocks are
-    then left out of the paired analysis (and counted). ``paired`` insists (and raises when
-    blocks hold repeated arms); ``unpaired`` never pairs.
-    """
-    a = trials[trials["arm"] == baseline]
-    b = trials[trials["arm"] == arm]
-    if design == "unpaired" or "block" not in trials.columns:
-        if design == "paired":
-            raise ParameterError("design='paired' needs a 'block' column in the summaries")
-        return _Pair(False, a, b, 0)
-    if a["block"].isna().any() or b["block"].isna().any():
-        if design == "paired":
-            raise ParameterError("design='paired': some trials have no block number")
-        return _Pair(False, a, b, 0)
-    dup = a["block"].duplicated().any() or b["block"].duplicated().any()
-    if dup:
-        if design == "paired":
-            raise ParameterError(
-                f"design='paired': some blocks hold more than one trial of {baseline!r} or {arm!r}; "
-                "use design='unpaired' (or 'auto')"
-            )
-        return _Pair(False, a, b, 0)
-    common = sorted(set(a["block"]) & set(b["block"]))
-    complete_enough = len(common) >= 2 and 2 * len(common) >= max(len(a), len(b))
-    if design == "auto" and not complete_enough:
-        return _Pair(False, a, b, 0)
-    aa = a.set_index("block", drop=False).loc[common].reset_index(drop=True)
-    bb = b.set_index("block", drop=False).loc[common].reset_index(drop=True)
-    return _Pair(True, aa, bb, len(a) + len(b) - 2 * len(common))
 
 
 @lru_cache(maxsize=256)
@@ -349,8 +307,6 @@ def compare(
     table = pd.DataFrame.from_records(rows)
     shift_table = None
     if shift and all(f"d{i}_ms" in data.columns for i in range(1, 10)):
-        from benchlib.stats.shift import shift_function_table
-
         shift_table = shift_function_table(
             data, baseline=str(baseline), by=by, design=design, alpha=alpha, confidence=confidence, pairs=pairs
         )
@@ -389,7 +345,7 @@ def _check_contrasts(baseline: str | None, contrasts: Sequence[tuple[str, str]] 
 
 
 def _row(
-    pair: _Pair, labels: dict[str, Any], baseline: str, arm: str, metric: str, info: MetricInfo,
+    pair: Pair, labels: dict[str, Any], baseline: str, arm: str, metric: str, info: MetricInfo,
     method: str, confidence: float, alpha: float, seed: int, n_resamples: int,
     book: fn.FootnoteBook, idx: int, group: pd.DataFrame,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -512,7 +468,7 @@ def _design_min_p(method: str, paired: bool, m: int, n: int, n_resamples: int) -
     return 0.0
 
 
-def _outlier_note(pair: _Pair, metrics: Sequence[str]) -> str | None:
+def _outlier_note(pair: Pair, metrics: Sequence[str]) -> str | None:
     """Outlier trials of a pair, judged on the log median (else the first ratio metric)."""
     cols = [c for c in ("p50_ms", *metrics) if c in pair.a.columns and metric_info(c, {c: "lower"}).scale == "log"]
     if not cols:

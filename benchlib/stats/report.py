@@ -18,7 +18,8 @@ import pandas as pd
 from benchlib.errors import ParameterError
 from benchlib.stats.metrics import metric_info
 from benchlib.stats.multiplicity import CORRECTION_LABELS
-from benchlib.stats.verdict import Verdict
+from benchlib.stats.fmt import fmt_ratio, fmt_centre, fmt_level, fmt_p, fmt_pct, fmt_value
+from benchlib.stats.verdict import Verdict, fmt_mde
 
 __all__ = ["Comparison", "PairInfo", "fmt_value", "fmt_p", "fmt_pct", "fmt_centre", "fmt_level", "JSON_FORMAT_VERSION"]
 
@@ -27,7 +28,6 @@ __all__ = ["Comparison", "PairInfo", "fmt_value", "fmt_p", "fmt_pct", "fmt_centr
 JSON_FORMAT_VERSION = 2
 
 _SUP = str.maketrans("0123456789,", "⁰¹²³⁴⁵⁶⁷⁸⁹˒")
-_MINUS = "\u2212"
 
 
 @dataclass(frozen=True)
@@ -42,79 +42,6 @@ class PairInfo:
     n_arm: int
     rows: list[int]
     context: dict[str, Any] = field(default_factory=dict)
-
-
-def fmt_pct(x: float, signed: bool = False) -> str:
-    """A percentage for reports: ``3.1%``, ``17%``, ``+4.0%``, ``−17%``."""
-    if x is None or not np.isfinite(x):
-        return "∞" if x is not None and x == math.inf else "–"
-    body = f"{abs(x):.1f}" if abs(x) < 10 else f"{abs(x):.0f}"
-    if not body.strip("0."):
-        return f"{body}%"
-    sign = (_MINUS if x < 0 else "+") if signed else ("" if x >= 0 else _MINUS)
-    return f"{sign}{body}%"
-
-
-def fmt_p(p: float) -> str:
-    """A p-value: two significant digits, ``1.00`` near one."""
-    if p is None or not np.isfinite(p):
-        return "–"
-    if p >= 0.995:
-        return "1.00"
-    if p >= 0.1:
-        return f"{p:.2f}"
-    if p >= 1e-4:
-        return f"{p:.2g}" if p >= 0.001 else f"{p:.1e}"
-    return f"{p:.1e}"
-
-
-def fmt_value(x: float, unit: str) -> str:
-    """A metric value with its unit: ``12.4 ms``, ``1,998 req/s``, ``0.10%``."""
-    if x is None or not np.isfinite(x):
-        return "–"
-    if unit == "%":
-        return f"{100 * x:.2g}%"
-    a = abs(x)
-    if a >= 100:
-        body = f"{x:,.0f}"
-    elif a >= 10:
-        body = f"{x:.1f}"
-    elif a >= 1:
-        body = f"{x:.2f}"
-    else:
-        body = f"{x:.3g}"
-    return f"{body} {unit}".strip()
-
-
-def fmt_level(level: float) -> str:
-    """An achieved confidence level: ``97.9%``, ``96.9%``, ``99.2%``."""
-    if level is None or not np.isfinite(level):
-        return "–"
-    return f"{100 * level:.1f}%"
-
-
-def fmt_centre(value: float, pm: float, unit: str, level: float | None = None) -> str:
-    """A median of trials with the half-width of its order-statistic interval: ``4.99 ms ±
-    11%`` (relative for ratio metrics, absolute for ``%`` metrics), ``± ∞`` when too few
-    trials for the interval; with ``level``, its achieved confidence: ``± 11% (97.9%)``."""
-    v = fmt_value(value, unit)
-    if v == "–":
-        return v
-    if not np.isfinite(pm):
-        return v + " ± ∞"
-    body = f" ± {100 * pm:.2g}%" if unit == "%" else f" ± {fmt_pct(pm)}"
-    return v + body + (f" ({fmt_level(level)})" if level is not None and np.isfinite(level) else "")
-
-
-def _fmt_ratio(r: float, lo: float, hi: float) -> str:
-    if not np.isfinite(r):
-        return "–"
-    digits = 3 if np.isfinite(hi - lo) and (hi - lo) < 0.1 else 2
-    def one(v: float) -> str:
-        if not np.isfinite(v):
-            return "∞" if v > 0 else "0"
-        return "0" if v == 0 else f"{v:.{digits}f}"
-    return f"{one(r)} [{one(lo)}, {one(hi)}]"
 
 
 def _jsonable(v: Any) -> Any:
@@ -257,7 +184,7 @@ class Comparison:
                 level = r.get(f"pm_confidence_{side}") if per_cell[side] else None
                 return fmt_centre(r[f"centre_{side}"], r[f"pm_{side}"], unit, level)
             if r["effect"] == "ratio":
-                eff = _fmt_ratio(r["ratio"], r["ci_lo"], r["ci_hi"])
+                eff = fmt_ratio(r["ratio"], r["ci_lo"], r["ci_hi"])
                 delta = fmt_pct(r["pct_change"], signed=True)
             else:
                 d = r["diff"]
@@ -296,7 +223,7 @@ class Comparison:
         labels = ", ".join(str(r[c]) for c in self.params["by"])
         head = f"{r['arm']} vs {r['baseline']}" + (f", {labels}" if labels else "") + f" {r['metric']}"
         if r["effect"] == "ratio" and np.isfinite(r["ratio"]):
-            eff = f"ratio {_fmt_ratio(r['ratio'], r['ci_lo'], r['ci_hi'])} ({fmt_pct(r['pct_change'], True)})"
+            eff = f"ratio {fmt_ratio(r['ratio'], r['ci_lo'], r['ci_hi'])} ({fmt_pct(r['pct_change'], True)})"
         elif np.isfinite(r["diff"]):
             eff = f"difference {100 * r['diff']:+.2g} pp [{100 * r['diff_lo']:+.2g}, {100 * r['diff_hi']:+.2g}]"
         else:
@@ -306,8 +233,6 @@ class Comparison:
         mde_txt = ""
         v = self.verdicts[row] if row < len(self.verdicts) else None
         if v is not None and math.isfinite(v.mde) and not v.mde_in_text:
-            from benchlib.stats.verdict import fmt_mde
-
             mde_txt = f"; MDE({self.params['power']:.0%})={fmt_mde(v)}"
         return (
             f"{head}: {eff}, p={fmt_p(r['p_raw'])} ({r['test']} on {n_txt} of per-trial {r['metric']}; "

@@ -21,6 +21,7 @@ import pandas as pd
 from benchlib.errors import ParameterError
 from benchlib.stats.estimate import estimate
 from benchlib.stats.multiplicity import adjust
+from benchlib.stats.pairing import pair_design
 
 __all__ = ["DECILE_COLUMNS", "shift_function", "shift_function_table"]
 
@@ -69,8 +70,6 @@ def shift_function_table(
     pairs: Sequence[Any],
 ) -> pd.DataFrame:
     """Shift functions for the pairs of a comparison (used by :func:`compare`)."""
-    from benchlib.stats.compare import pair_design
-
     records = []
     for p in pairs:
         g = data
@@ -113,8 +112,6 @@ def shift_function(
         per-trial deciles, ms), ``ratio``, ``ci_lo``, ``ci_hi``, ``p_raw``, ``p_holm``,
         ``significant``.
     """
-    from benchlib.stats.compare import pair_design
-
     missing = [c for c in (*DECILE_COLUMNS, "arm") if c not in summaries.columns]
     if missing:
         raise ParameterError(f"shift_function needs the columns {missing} (summarize_trial(..., deciles=True))")

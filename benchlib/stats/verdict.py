@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from benchlib.stats.fmt import fmt_pct, fmt_value
 from benchlib.stats.metrics import MetricInfo
 
 __all__ = ["VerdictKind", "Verdict", "decide", "render", "fmt_mde"]
@@ -212,17 +213,11 @@ class Verdict:
         return d
 
 
-def _fmt_pct(x: float) -> str:
-    from benchlib.stats.report import fmt_pct
-
-    return fmt_pct(x)
-
-
 def fmt_mde(v: Verdict) -> str:
     """The MDE as printed: ``9.0%`` (ratios, relative) or ``0.12 pp`` (error rates and other
     fractions, absolute); ``∞`` when nothing is detectable."""
     if v.effect == "ratio":
-        return _fmt_pct(100.0 * v.mde)
+        return fmt_pct(100.0 * v.mde)
     if not math.isfinite(v.mde):
         return "∞"
     if v.unit == "%":
@@ -267,8 +262,6 @@ def render(v: Verdict) -> str:
     # no difference detected
     bits = []
     if math.isfinite(v.all_equal):
-        from benchlib.stats.report import fmt_value
-
         bits.append(f"all trials {fmt_value(v.all_equal, v.unit)}")
     if not math.isnan(v.mde):
         bits.append(f"MDE {fmt_mde(v)}")

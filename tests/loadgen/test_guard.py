@@ -107,3 +107,15 @@ def test_no_successful_response_and_unsolicited_bytes_make_a_trial_invalid():
     assert assess("closed", {"p99": 0}, {"0": 0.1}, ok_measured=1) == (True, None)
     valid, reason = assess("open", {"p99": 0}, {"0": 0.1}, ok_measured=10, unsolicited=3)
     assert not valid and "bytes nobody asked for on 3 connection(s)" in reason
+
+
+def test_client_side_only_names_the_reasons_that_blame_the_client() -> None:
+    from benchlib.loadgen.guard import client_side_only
+
+    late = assess("open", {"p99": 9_000_000}, {"0": 0.2})[1]
+    busy = assess("closed", {}, {"0": 0.99})[1]
+    empty = assess("closed", {}, {"0": 0.2}, ok_measured=0)[1]
+    both = assess("open", {"p99": 9_000_000}, {"0": 0.2}, ok_measured=0)[1]
+    assert client_side_only(late) and client_side_only(busy)
+    assert not client_side_only(empty) and not client_side_only(both)
+    assert not client_side_only(None) and not client_side_only("")

@@ -31,7 +31,7 @@ def docker_client() -> Any:
 def base_image(docker_client: Any) -> str:
     """``debian:bookworm-slim`` in the engine: pulled, imported from the cached tarball, or
     created with debootstrap (the first run on a fresh machine: about a minute)."""
-    from benchlib.images import DEFAULT_BASE_IMAGE, bootstrap_base_image
+    from benchlib.runtime.docker.images import DEFAULT_BASE_IMAGE, bootstrap_base_image
 
     result = bootstrap_base_image(DEFAULT_BASE_IMAGE, client=docker_client)
     print(f"\nbase image: {result}")

@@ -1,4 +1,4 @@
-"""Base images without a registry (benchlib.images): Dockerfile parsing, the apt mirror, and
+"""Base images without a registry (benchlib.runtime.docker.images): Dockerfile parsing, the apt mirror, and
 bootstrap against the real engine (marked ``docker``)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from benchlib.errors import BuildError, ParameterError
-from benchlib.images import apt_mirror, base_images, bootstrap_base_image, ensure_base_images
+from benchlib.runtime.docker.images import apt_mirror, base_images, bootstrap_base_image, ensure_base_images
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -96,7 +96,7 @@ def test_missing_non_debian_image_is_refused_with_the_reason(docker_client: Any)
 # ------------------------------------------------------------- rust images from the host's toolchain
 
 def test_rust_tag_and_missing_host_toolchain_names_the_install_command() -> None:
-    from benchlib.toolchain_images import RUST_TAG, host_rust_sysroot
+    from benchlib.runtime.docker.toolchain_images import RUST_TAG, host_rust_sysroot
 
     m = RUST_TAG.fullmatch("rust:1.95.0-slim-bookworm")
     assert m and m.group("version") == "1.95.0" and m.group("suite") == "bookworm"
@@ -110,7 +110,7 @@ def test_rust_context_holds_the_sysroot_without_docs_and_the_ca(tmp_path: Path) 
     import io
     import tarfile
 
-    from benchlib.toolchain_images import _context
+    from benchlib.runtime.docker.toolchain_images import _context
 
     root = tmp_path / "sysroot"
     for rel in ("bin/rustc", "lib/librustc_driver.so", "share/doc/rust/README.md", "share/man/man1/rustc.1",
@@ -134,7 +134,7 @@ def test_rust_context_holds_the_sysroot_without_docs_and_the_ca(tmp_path: Path) 
 def test_rust_image_is_made_from_the_host_toolchain_and_compiles(docker_client: Any) -> None:
     import subprocess
 
-    from benchlib.toolchain_images import host_rust_sysroot
+    from benchlib.runtime.docker.toolchain_images import host_rust_sysroot
 
     out = subprocess.run(["rustc", "--version"], capture_output=True, text=True, check=False)
     if out.returncode != 0:

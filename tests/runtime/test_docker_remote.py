@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from benchlib.cleanup import sweep
-from benchlib.images import bootstrap_base_image
+from benchlib.runtime.docker.images import bootstrap_base_image
 from benchlib.manifest import load_manifest
 from benchlib.model import Limits
 from benchlib.runtime.base import StartOptions

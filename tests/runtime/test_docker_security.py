@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from benchlib.cleanup import sweep
-from benchlib.errors import RuntimeUnavailable
+from benchlib.errors import ParameterError, RuntimeUnavailable
 from benchlib.runtime.base import StartOptions
 from benchlib.runtime.docker import DockerRuntime, check_endpoint_security, owner_alive, owner_label
 from benchlib.runtime.local import free_port
@@ -23,17 +23,23 @@ from benchlib.runtime.local import free_port
     ("tcp://192.0.2.1:2376", {"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": "/certs"}, False),
     ("tcp://192.0.2.1:2376", {"DOCKER_CERT_PATH": "/certs"}, False),
     ("tcp://192.0.2.1:2375", {"BENCHLIB_ALLOW_INSECURE_DOCKER": "1"}, False),
-    ("tcp://192.0.2.1:2375", {"BENCHLIB_ALLOW_INSECURE_DOCKER": "yes"}, True),
+    ("tcp://192.0.2.1:2375", {"BENCHLIB_ALLOW_INSECURE_DOCKER": "0"}, True),
     ("tcp://127.0.0.1:2375", {}, False),
     ("ssh://bench@192.0.2.1", {}, False),
     ("unix:///var/run/docker.sock", {}, False),
 ])
 def test_a_remote_engine_over_plain_tcp_is_refused_unless_allowed(url: str, env: dict[str, str], refused: bool) -> None:
     if refused:
-        with pytest.raises(RuntimeUnavailable, match="plain TCP .*DOCKER_TLS_VERIFY.*ssh://.*BENCHLIB_ALLOW_INSECURE"):
+        with pytest.raises(RuntimeUnavailable, match="plain TCP .*DOCKER_TLS_VERIFY.*ssh://.*BENCHLIB_ALLOW_INSECURE_DOCKER=1"):
             check_endpoint_security(url, env)
     else:
         check_endpoint_security(url, env)
+
+
+def test_an_allowance_that_is_neither_1_nor_0_is_refused_in_one_line() -> None:
+    with pytest.raises(ParameterError, match=r"^BENCHLIB_ALLOW_INSECURE_DOCKER='yes' is not valid; valid: 1 \(allow\), "
+                                             r"0 \(refuse\)$"):
+        check_endpoint_security("tcp://192.0.2.1:2375", {"BENCHLIB_ALLOW_INSECURE_DOCKER": "yes"})
 
 
 def test_the_refusal_comes_before_any_connection(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,6 @@ there as JSON at the end of the session (that is how the report's numbers are pr
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,7 +27,9 @@ def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    path = os.environ.get("BENCHLIB_VALIDATION_REPORT")
-    if path and _FIGURES:
+    from benchlib.settings import VALIDATION_REPORT
+
+    path = VALIDATION_REPORT.get()
+    if path is not None and _FIGURES:
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(_FIGURES, fh, indent=1, sort_keys=True, default=float)

@@ -5,7 +5,7 @@
   ``benchlib/<service>:<variant>-<content hash>``; an image with that tag is reused. The
   build runs with ``network_mode="host"`` (engines started with ``--bridge=none`` have no
   other network). Base images that are missing and cannot be pulled are created with
-  debootstrap (:mod:`benchlib.images`).
+  debootstrap (:mod:`benchlib.runtime.docker.images`).
 * **Extra CA bundle**: behind a TLS-inspecting proxy, downloads inside a build need the
   proxy's CA. When one is configured or detected (``ca_bundle``, ``$BENCHLIB_BUILD_CA_BUNDLE``,
   ``$SSL_CERT_FILE``, ``$REQUESTS_CA_BUNDLE``, ``$PIP_CERT``, ``$CURL_CA_BUNDLE``, pip's
@@ -22,8 +22,9 @@
 * **During the trial**: ``stats`` sampled every ``stats_interval_s`` (CPU, memory);
   :meth:`DockerHandle.resource_samples`.
 * **Stop**: always stopped and removed (context manager, ``atexit``, SIGTERM); a run killed
-  hard leaves containers that the label sweep (:func:`benchlib.cleanup.sweep`) removes at the
-  next start. An OOM kill is reported as such (``StopInfo.oom_killed``).
+  hard leaves containers that the label sweep (:mod:`benchlib.runtime.docker.sweep`, also run
+  by ``benchlib cleanup``) removes at the next start. An OOM kill is reported as such
+  (``StopInfo.oom_killed``).
 * **Enforced**: limits read back from the container's cgroup (host files when the engine is
   on this machine, else ``docker exec cat`` inside the container).
 * **Endpoints**: anything the SDK accepts (``DOCKER_HOST``: ``unix://``, ``tcp://``,
@@ -49,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from benchlib import buildcache, signals
+from benchlib import buildcache, settings, signals
 from benchlib.errors import BuildError, ParameterError, RuntimeUnavailable, ServiceStartError
 from benchlib.manifest import ResolvedService
 from benchlib.model import Limits
@@ -58,7 +59,6 @@ from benchlib.runtime.base import Prepared, StartOptions, backend_values, format
 from benchlib.runtime.docker.context import CA_FILE_NAME, _content_hash, _context_files, _sha256_file, detect_ca_bundle
 from benchlib.runtime.docker.engine import (
     _engine_is_local,
-    _install_exit_hooks,
     _redact,
     _remote_host,
     check_endpoint_security,
@@ -69,7 +69,9 @@ from benchlib.runtime.docker.engine import (
     owner_label,
     shared_client,
 )
-from benchlib.runtime.docker.handle import DockerHandle, _exec_output, _tail
+from benchlib.runtime.docker.images import base_images, ensure_base_images
+from benchlib.runtime.docker.sweep import sweep_containers
+from benchlib.runtime.docker.handle import DockerHandle, _exec_output, _install_exit_hooks, _tail
 
 
 __all__ = [
@@ -87,8 +89,17 @@ __all__ = [
     "shared_client",
 ]
 
-#: The seeds ran every service with 1 CPU and 512 MB; the default when no limit is asked for.
-SEED_LIMITS = Limits(cpus=1.0, memory_mb=512)
+def _as_limits(fields: Mapping[str, float]) -> Limits | None:
+    """``{"cpus": 1.0, "memory_mb": 512}`` as :class:`Limits`; ``None`` for ``{}`` (no limits)."""
+    if not fields:
+        return None
+    memory = fields.get("memory_mb")
+    return Limits(cpus=fields.get("cpus"), memory_mb=None if memory is None else int(memory))
+
+
+#: The seeds ran every service with 1 CPU and 512 MB; the default when no limit is asked for
+#: (the fallback of ``$BENCHLIB_DOCKER_LIMITS``).
+SEED_LIMITS = _as_limits(settings.DOCKER_LIMITS.value(environ={}))
 
 
 @dataclass
@@ -110,7 +121,7 @@ class DockerRuntime:
     ca_bundle: extra CA bundle for builds (see :func:`detect_ca_bundle`).
     build_network: ``network_mode`` of build containers (``host``: works with engines
         started with ``--bridge=none``).
-    bootstrap_base: create missing Debian base images with debootstrap (see :mod:`benchlib.images`).
+    bootstrap_base: create missing Debian base images with debootstrap (see :mod:`benchlib.runtime.docker.images`).
     service_host: the address the load generator connects to (default: 127.0.0.1 for a local
         engine, the engine's host name for a remote one; ``$BENCHLIB_DOCKER_SERVICE_HOST``).
     bind_host: the address the service under test binds (``$HOST``; default 127.0.0.1;
@@ -139,9 +150,9 @@ class DockerRuntime:
         self.ca_bundle_setting = ca_bundle
         self.build_network = build_network
         self.bootstrap_base = bootstrap_base
-        self._service_host = service_host or os.environ.get("BENCHLIB_DOCKER_SERVICE_HOST")
-        self._bind_host = bind_host or os.environ.get("BENCHLIB_DOCKER_BIND_HOST")
-        self._dependency_bind_host = dependency_bind_host or os.environ.get("BENCHLIB_DOCKER_DEPENDENCY_BIND_HOST")
+        self._service_host = service_host or settings.DOCKER_SERVICE_HOST.get()
+        self._bind_host = bind_host or settings.DOCKER_BIND_HOST.get()
+        self._dependency_bind_host = dependency_bind_host or settings.DOCKER_DEPENDENCY_BIND_HOST.get()
         self.stats_interval_s = float(stats_interval_s)
         self.readback = readback
         self.build_timeout_s = build_timeout_s
@@ -205,10 +216,8 @@ class DockerRuntime:
         if self._swept:
             return
         self._swept = True
-        from benchlib.cleanup import sweep
-
         try:
-            sweep(None, client=self.client, include_cgroups=False)
+            sweep_containers(self.client)
         except Exception:  # noqa: BLE001 - a failed sweep must not block a run
             pass
 
@@ -265,8 +274,6 @@ class DockerRuntime:
         RuntimeUnavailable
             no engine answers.
         """
-        from benchlib.images import ensure_base_images
-
         manifest = service.manifest
         docker_cfg = {**manifest.raw.get("docker", {}),
                       **manifest.raw.get("variants", {}).get(service.variant, {}).get("docker", {})}
@@ -283,8 +290,6 @@ class DockerRuntime:
         t0 = time.monotonic()
         bases = ensure_base_images(client, dockerfile_text, build_args, bootstrap=self.bootstrap_base)
         base_ids = {}
-        from benchlib.images import base_images
-
         for ref in base_images(dockerfile_text, build_args):
             try:
                 base_ids[ref] = client.images.get(ref).id
@@ -390,7 +395,7 @@ class DockerRuntime:
             ``run.ready_timeout_s``; the container's log tail is attached and the container is
             removed.
         """
-        from benchlib.runtime.local import port_in_use
+        from benchlib.runtime.ports import port_in_use
 
         if prepared.image is None:
             raise ServiceStartError(f"{prepared.service.name}: not prepared for docker (no image); "
@@ -412,7 +417,7 @@ class DockerRuntime:
             raise ServiceStartError(
                 f"{service.name}: its post_start steps run on this machine against port {options.port}, but on the "
                 f"remote engine {_redact(self.endpoint)} it binds {bind} there, out of reach; set "
-                f"{'BENCHLIB_DOCKER_BIND_HOST' if role == 'service' else 'BENCHLIB_DOCKER_DEPENDENCY_BIND_HOST'} "
+                f"{(settings.DOCKER_BIND_HOST if role == 'service' else settings.DOCKER_DEPENDENCY_BIND_HOST).name} "
                 "to an address of that machine (it is then reachable from its network, credentials included)")
         values = {"host": bind, "port": str(options.port), "ports": ",".join(map(str, ports))}
         for dep, h in options.deps.items():
@@ -594,22 +599,8 @@ def _is_loopback(address: str) -> bool:
 
 
 def _limits_from_env() -> Limits | None:
-    value = os.environ.get("BENCHLIB_DOCKER_LIMITS")
-    if value is None:
-        return SEED_LIMITS
-    if value.strip().lower() in ("", "none", "off"):
-        return None
-    fields: dict[str, Any] = {}
-    for part in value.split(","):
-        key, _, val = part.partition("=")
-        key = key.strip()
-        if key not in ("cpus", "memory_mb"):
-            raise ParameterError(f"BENCHLIB_DOCKER_LIMITS: unknown field {key!r}; valid: cpus, memory_mb "
-                                 "(e.g. cpus=1,memory_mb=512, or none)")
-        try:
-            fields[key] = float(val) if key == "cpus" else int(val)
-        except ValueError:
-            raise ParameterError(f"BENCHLIB_DOCKER_LIMITS: {key}={val!r} is not a number") from None
-    return Limits(**fields)
+    """``$BENCHLIB_DOCKER_LIMITS`` (:data:`benchlib.settings.DOCKER_LIMITS`) as limits;
+    ``None`` for ``none``."""
+    return _as_limits(settings.DOCKER_LIMITS.value())
 
 

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from benchlib import buildcache
+from benchlib import buildcache, settings
 from benchlib.errors import ParameterError
 
 
@@ -56,9 +56,8 @@ def detect_ca_bundle(setting: str | os.PathLike[str] | None = "auto") -> Path | 
         return None
     value = str(setting)
     if value == "auto":
-        env = os.environ.get("BENCHLIB_BUILD_CA_BUNDLE")
-        if env is not None:
-            value = env
+        if settings.BUILD_CA_BUNDLE.is_set():
+            return settings.BUILD_CA_BUNDLE.get()
         else:
             for name in _CA_ENV:
                 path = os.environ.get(name)

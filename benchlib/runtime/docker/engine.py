@@ -9,14 +9,11 @@ import socket
 import threading
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 from urllib.parse import urlparse
 
-from benchlib import signals
+from benchlib import settings
 from benchlib.errors import RuntimeUnavailable
-
-if TYPE_CHECKING:
-    from benchlib.runtime.docker.handle import DockerHandle
 
 _START_HINT = (
     "start an engine (as root: `scripts/docker-engine.sh start`, or `systemctl start docker`), "
@@ -33,7 +30,6 @@ def _redact(url: str) -> str:
 
 #: Set to ``1`` to use a remote engine over plain ``tcp://`` (no TLS): anyone on the network
 #: path can then read and drive that engine.
-ALLOW_INSECURE_ENV = "BENCHLIB_ALLOW_INSECURE_DOCKER"
 
 
 def _tls_configured(environ: Mapping[str, str]) -> bool:
@@ -45,7 +41,7 @@ def _tls_configured(environ: Mapping[str, str]) -> bool:
 def check_endpoint_security(url: str, environ: Mapping[str, str] | None = None) -> None:
     """Refuse a remote engine reached over plain TCP: ``tcp://`` (or ``http://``) to a host that
     is not loopback, without TLS (``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH``), unless
-    :data:`ALLOW_INSECURE_ENV` is ``1``. ``unix://``, ``ssh://``, ``https://`` and loopback TCP
+    ``$BENCHLIB_ALLOW_INSECURE_DOCKER`` (:data:`benchlib.settings.ALLOW_INSECURE_DOCKER`) is ``1``. ``unix://``, ``ssh://``, ``https://`` and loopback TCP
     pass.
 
     Raises
@@ -57,12 +53,12 @@ def check_endpoint_security(url: str, environ: Mapping[str, str] | None = None) 
     scheme = urlparse(url).scheme
     if scheme not in ("tcp", "http") or _engine_is_local(url) or _tls_configured(env):
         return
-    if env.get(ALLOW_INSECURE_ENV) == "1":
+    if settings.ALLOW_INSECURE_DOCKER.value(env):
         return
     raise RuntimeUnavailable(
         f"the Docker engine {_redact(url)} is remote and would be used over plain TCP (no TLS): anyone on the "
         "network path could read and drive it; use TLS (DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH, port 2376), "
-        f"ssh://user@host, or set {ALLOW_INSECURE_ENV}=1 on a network you control"
+        f"ssh://user@host, or set {settings.ALLOW_INSECURE_DOCKER.name}=1 on a network you control"
     )
 
 
@@ -204,33 +200,17 @@ def owner_alive(label: str) -> bool | None:
     return _start_ticks(pid) == parts[3]
 
 
-_LIVE: set[DockerHandle] = set()
-_LIVE_LOCK = threading.Lock()
-_HOOKS_INSTALLED = False
-
-
-def _remove_live_containers() -> None:
-    with _LIVE_LOCK:
-        handles = list(_LIVE)
-    for h in handles:
-        try:
-            h.kill_and_remove()
-        except Exception:  # noqa: BLE001 - best effort at exit
-            pass
-
-
-def _install_exit_hooks() -> None:
-    """atexit, plus the stop-signal path (:func:`benchlib.signals.on_stop`: SIGTERM and SIGHUP
-    remove live containers, then the process ends as the signal would have)."""
-    global _HOOKS_INSTALLED
-    if not _HOOKS_INSTALLED:
-        _HOOKS_INSTALLED = True
-        atexit.register(_remove_live_containers)
-    signals.on_stop(_remove_live_containers)
-
-
 def iter_benchlib_containers(client: Any, run_id: str | None = None) -> Iterator[Any]:
     """Containers carrying benchlib's labels (of ``run_id`` when given), running or not."""
     label = "benchlib.run_id" if run_id is None else f"benchlib.run_id={run_id}"
     yield from client.containers.list(all=True, filters={"label": label})
 
+
+def find_image(client: Any, ref: str) -> str | None:
+    """The engine's id of image ``ref`` (``sha256:...``), or ``None`` when it has no such image."""
+    import docker.errors
+
+    try:
+        return str(client.images.get(ref).id)
+    except docker.errors.ImageNotFound:
+        return None

@@ -2,25 +2,47 @@
 
 from __future__ import annotations
 
+import atexit
 import signal
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from benchlib import logs
+from benchlib import logs, signals
 from benchlib.manifest import ResolvedService
 from benchlib.model import Limits
 from benchlib.runtime.base import StartOptions, StopInfo
-from benchlib.runtime.docker.engine import _LIVE, _LIVE_LOCK
 
-if TYPE_CHECKING:
-    from benchlib.runtime.docker import DockerRuntime
+#: Containers started and not yet removed (removed at exit and on a stop signal).
+_LIVE: set[DockerHandle] = set()
+_LIVE_LOCK = threading.Lock()
+_HOOKS_INSTALLED = False
+
+
+def _remove_live_containers() -> None:
+    with _LIVE_LOCK:
+        handles = list(_LIVE)
+    for h in handles:
+        try:
+            h.kill_and_remove()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+
+
+def _install_exit_hooks() -> None:
+    """atexit, plus the stop-signal path (:func:`benchlib.signals.on_stop`: SIGTERM and SIGHUP
+    remove live containers, then the process ends as the signal would have)."""
+    global _HOOKS_INSTALLED
+    if not _HOOKS_INSTALLED:
+        _HOOKS_INSTALLED = True
+        atexit.register(_remove_live_containers)
+    signals.on_stop(_remove_live_containers)
 
 
 class DockerHandle:
     """A running, healthy container (see :class:`benchlib.runtime.base.ServiceHandle`)."""
 
-    def __init__(self, runtime: DockerRuntime, container: Any, service: ResolvedService, host: str, port: int,
+    def __init__(self, runtime: Any, container: Any, service: ResolvedService, host: str, port: int,
                  options: StartOptions, limits: Limits) -> None:
         self.runtime = runtime
         self.container = container

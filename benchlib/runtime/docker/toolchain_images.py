@@ -4,7 +4,8 @@ The Rust services' Dockerfiles build in the official ``rust:<version>-slim-<suit
 Where no registry answers and no package registry serves Rust toolchains, benchlib makes an
 image under that same tag from the host's own toolchain of exactly that version:
 
-* ``debian:<suite>-slim`` (created by :func:`benchlib.images.bootstrap_base_image` if missing),
+* ``debian:<suite>-slim`` (:func:`benchlib.runtime.docker.images.bootstrap_base_image` creates
+  it first if missing),
 * ``ca-certificates gcc libc6-dev`` from the Debian mirror (what the official slim image adds
   for linking), plus the build CA bundle when one is configured,
 * the toolchain's sysroot (``rustc +<version> --print sysroot``, its ``share/doc`` left out:
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlib.errors import BuildError, ParameterError
+from benchlib.runtime.docker.engine import find_image
 
 __all__ = ["RUST_TAG", "create_rust_image", "host_rust_sysroot"]
 
@@ -37,7 +39,7 @@ RUST_TAG = re.compile(r"(?:docker\.io/)?(?:library/)?rust:(?P<version>\d+\.\d+\.
 _LEFT_OUT = ("share/doc", "share/man", "share/zsh")
 
 _DOCKERFILE = """\
-# Made by benchlib (benchlib.toolchain_images) from the host's Rust {version} toolchain,
+# Made by benchlib (benchlib.runtime.docker.toolchain_images) from the host's Rust {version} toolchain,
 # standing in for the official rust:{version}-slim-{suite} image where no registry answers.
 FROM debian:{suite}-slim
 COPY Dockerfile extra-ca-certificates.cr[t] /tmp/benchlib-ca/
@@ -101,6 +103,9 @@ def _context(sysroot: Path, dockerfile: str, ca: Path | None, out: Any) -> None:
 def create_rust_image(client: Any, tag: str, *, ca: Path | None = None, timeout_s: float = 1800.0) -> tuple[str, str]:
     """Create the image ``tag`` (``rust:<version>-slim-<suite>``) from the host's toolchain.
 
+    The engine must have ``debian:<suite>-slim`` (:func:`benchlib.runtime.docker.images.bootstrap_base_image`
+    makes it before it calls this).
+
     Parameters
     ----------
     client: a ``docker.DockerClient``.
@@ -115,14 +120,11 @@ def create_rust_image(client: Any, tag: str, *, ca: Path | None = None, timeout_
     ParameterError: ``tag`` is not a rust image tag, or the host lacks that toolchain.
     BuildError: the build failed (the output's tail attached).
     """
-    from benchlib.images import _image_id, bootstrap_base_image
-
     m = RUST_TAG.fullmatch(tag)
     if not m:
         raise ParameterError(f"{tag!r} is not a rust:<version>-slim-<suite> image tag (e.g. rust:1.95.0-slim-bookworm)")
     version, suite = m.group("version"), m.group("suite")
     sysroot, rustc = host_rust_sysroot(version)
-    bootstrap_base_image(f"debian:{suite}-slim", client=client)
     dockerfile = _DOCKERFILE.format(version=version, suite=suite, rustc=rustc.replace('"', "'"))
     repo, _, label = tag.rpartition(":")
     t0 = time.monotonic()
@@ -141,7 +143,7 @@ def create_rust_image(client: Any, tag: str, *, ca: Path | None = None, timeout_
                     error = chunk["error"].strip()
         except Exception as exc:  # APIError, transport errors, timeouts
             error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    image_id = _image_id(client, tag) if error is None else None
+    image_id = find_image(client, tag) if error is None else None
     if image_id is None:
         tail = "\n".join("".join(lines).strip().splitlines()[-30:])
         raise BuildError(f"building {tag} from the host's {rustc} failed: {error or 'no image produced'}\n{tail}")

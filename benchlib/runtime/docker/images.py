@@ -9,7 +9,7 @@ by ``docker pull``; a machine without any registry (such as ours) creates it loc
    made by ``debootstrap --variant=minbase <suite>`` from the Debian mirror apt is configured
    with, packed as a tarball and imported with ``docker import``;
 4. for ``rust:<version>-slim-<suite>``: made from the Debian image and the host's Rust
-   toolchain of exactly that version (:mod:`benchlib.toolchain_images`).
+   toolchain of exactly that version (:mod:`benchlib.runtime.docker.toolchain_images`).
 
 The tarball and debootstrap's package cache live outside the clone, in
 ``$BENCHLIB_CACHE/images/`` (default ``~/.cache/benchlib/images/``), so a fresh engine (or a
@@ -31,8 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchlib import settings
 from benchlib.buildcache import cache_root
 from benchlib.errors import BuildError, ParameterError, RuntimeUnavailable
+from benchlib.runtime.docker.context import detect_ca_bundle
+from benchlib.runtime.docker.engine import find_image, shared_client
+from benchlib.runtime.docker.toolchain_images import RUST_TAG, create_rust_image, host_rust_sysroot
 
 __all__ = [
     "BootstrapResult",
@@ -58,7 +62,7 @@ class BootstrapResult:
     image_id: the engine's image id (``sha256:...``).
     action: ``present`` (already there), ``pulled``, ``imported`` (from the cached tarball),
         ``debootstrapped`` (tarball created now, then imported) or ``toolchain`` (a
-        ``rust:`` image made from the host's toolchain, see :mod:`benchlib.toolchain_images`).
+        ``rust:`` image made from the host's toolchain, see :mod:`benchlib.runtime.docker.toolchain_images`).
     seconds: wall time of the call in seconds.
     detail: one human line (why the pull failed, where the tarball is, the mirror used).
     """
@@ -140,9 +144,9 @@ def apt_mirror() -> str:
 
     ``$BENCHLIB_DEBIAN_MIRROR`` overrides it.
     """
-    env = os.environ.get("BENCHLIB_DEBIAN_MIRROR")
-    if env:
-        return env.rstrip("/")
+    mirror = settings.DEBIAN_MIRROR.get()
+    if mirror is not None:
+        return mirror
     candidates = sorted(Path("/etc/apt/sources.list.d").glob("*.sources")) + [Path("/etc/apt/sources.list")]
     candidates += sorted(Path("/etc/apt/sources.list.d").glob("*.list"))
     for path in candidates:
@@ -155,15 +159,6 @@ def apt_mirror() -> str:
             if uri.endswith("/debian") and "security" not in uri:
                 return uri
     return _DEFAULT_MIRROR
-
-
-def _image_id(client: Any, ref: str) -> str | None:
-    import docker.errors
-
-    try:
-        return str(client.images.get(ref).id)
-    except docker.errors.ImageNotFound:
-        return None
 
 
 def _try_pull(client: Any, ref: str) -> tuple[str | None, str]:
@@ -181,8 +176,6 @@ def _try_pull(client: Any, ref: str) -> tuple[str | None, str]:
 def _client(client: Any | None) -> Any:
     if client is not None:
         return client
-    from benchlib.runtime.docker import shared_client
-
     return shared_client()
 
 
@@ -230,7 +223,7 @@ def bootstrap_base_image(
     t0 = time.monotonic()
     client = _client(client)
     if not force:
-        existing = _image_id(client, tag)
+        existing = find_image(client, tag)
         if existing:
             return BootstrapResult(tag, existing, "present", time.monotonic() - t0, "already in the engine")
     pull_reason = "pull not attempted"
@@ -238,12 +231,14 @@ def bootstrap_base_image(
         pulled, pull_reason = _try_pull(client, tag)
         if pulled:
             return BootstrapResult(tag, pulled, "pulled", time.monotonic() - t0, "from the registry")
-    from benchlib.toolchain_images import RUST_TAG, create_rust_image
-
-    if RUST_TAG.fullmatch(tag):
-        from benchlib.runtime.docker.context import detect_ca_bundle
-
+    rust = RUST_TAG.fullmatch(tag)
+    if rust:
+        # the host's toolchain first (a missing one is said at once), then the Debian image of
+        # the same suite (created if need be), then the image made of both
         try:
+            host_rust_sysroot(rust.group("version"))
+            bootstrap_base_image(f"debian:{rust.group('suite')}-slim", client=client, mirror=mirror,
+                                 cache_dir=cache_dir, timeout_s=timeout_s)
             image_id, how = create_rust_image(client, tag, ca=detect_ca_bundle("auto"), timeout_s=timeout_s)
         except ParameterError as exc:
             raise ParameterError(f"base image {tag!r} is missing and cannot be pulled ({pull_reason}), "
@@ -347,7 +342,7 @@ def _import(client: Any, tarball: Path, tag: str) -> str:
                                           changes=['CMD ["bash"]'])
     except Exception as exc:  # docker.errors.APIError and transport errors
         raise BuildError(f"docker import of {tarball} as {tag} failed: {exc}") from exc
-    image_id = _image_id(client, tag)
+    image_id = find_image(client, tag)
     if image_id is None:
         raise BuildError(f"docker import of {tarball} reported success but {tag} is not in the engine")
     return image_id
@@ -364,7 +359,7 @@ def ensure_base_images(client: Any, dockerfile_text: str, build_args: dict[str, 
     pulled raises :class:`~benchlib.errors.BuildError` with the command that creates it."""
     results = []
     for ref in base_images(dockerfile_text, build_args):
-        if _image_id(client, ref):
+        if find_image(client, ref):
             continue
         if not bootstrap:
             pulled, reason = _try_pull(client, ref)
