@@ -258,7 +258,8 @@ def main() -> None:
                               stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
     port = int(server.stdout.readline().split()[1])
-    results: dict[str, Any] = {"load_avg_start": os.getloadavg(), "duration_s": args.duration_s,
+    results: dict[str, Any] = {"started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+                               "load_avg_start": os.getloadavg(), "duration_s": args.duration_s,
                                "warmup_s": args.warmup_s, "pairs": args.pairs, "client_cpu": args.client_cpu,
                                "server_cpu": server_cpu, "configs": {}}
     try:
@@ -275,7 +276,13 @@ def main() -> None:
                               f"errors {res['errors']}", flush=True)
                 summary: dict[str, Any] = {}
                 for name, rs in runs.items():
-                    row = {"rps_median": statistics.median(x["rps"] for x in rs), "runs": rs}
+                    row = {"rps_median": statistics.median(x["rps"] for x in rs),
+                           # the client's CPU per call (µs): what it costs, whatever the server allowed
+                           "client_us_per_call_median": statistics.median(
+                               (x["client_cpu"] or 0) / x["rps"] * 1e6 for x in rs),
+                           "client_cpu_median": statistics.median(x["client_cpu"] or 0 for x in rs),
+                           "server_cpu_median": statistics.median(x["server_cpu"] for x in rs),
+                           "runs": rs}
                     if "ghz" in runs and name != "ghz":
                         row["ratio_to_ghz_median"] = statistics.median(
                             x["rps"] / g["rps"] for x, g in zip(rs, runs["ghz"]))
@@ -285,13 +292,15 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=10)
     results["load_avg_end"] = os.getloadavg()
+    results["finished_utc"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
     print(f"\nload average at start {results['load_avg_start']}, at end {results['load_avg_end']}")
     for cfg, summary in results["configs"].items():
         print(f"{cfg} (1 connection):")
         for name, row in summary.items():
             ratio = f"  x{row['ratio_to_ghz_median']:.2f} of ghz (median of paired ratios)" \
                 if "ratio_to_ghz_median" in row else ""
-            print(f"  {name:9s} {row['rps_median']:9.0f} calls/s{ratio}")
+            print(f"  {name:9s} {row['rps_median']:9.0f} calls/s  client {row['client_us_per_call_median']:6.1f} "
+                  f"µs CPU/call  CPU client {row['client_cpu_median']:.2f} server {row['server_cpu_median']:.2f}{ratio}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
 

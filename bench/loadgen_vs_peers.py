@@ -11,13 +11,20 @@ configuration, all clients pinned to the client CPU and at equal connection coun
 Then prints, per configuration, the median of the paired ratios benchlib / wrk of
 requests/s and of p50 latency, with each run's client and server CPU use (the server, not
 the client, should be the bottleneck). ab, hey and h2load run once per round as further
-peers. Finally the coordinated-omission demo: a server that freezes ``--stall-s`` in every
-``--period-s``, loaded by wrk (closed), benchlib closed, and benchlib open, next to the
-analytic percentiles.
+peers. Then a new connection per request (HTTP/1.0 without keep-alive, as ``ab`` without
+``-k``): benchlib's ``LoadSpec(model="closed", connections=C, requests=N, keep_alive=False,
+http_version="1.0")`` against ``ab -c C -n N``, A B then B A, at ``--newconn-connections``
+(20 and 400: study 03's seed), with the median of the paired ratios of requests/s and of
+client CPU time per request. Finally the coordinated-omission demo: a server that freezes
+``--stall-s`` in every ``--period-s``, loaded by wrk (closed), benchlib closed, and benchlib
+open, next to the analytic percentiles.
 
-Run it under the machine-wide lock::
+``--benchlib DIR`` measures the load generator of another checkout (say, main's, for a
+before/after comparison): its ``benchlib`` is imported here and by the worker processes.
 
-    flock /tmp/benchlib-measure.lock python bench/loadgen_vs_peers.py
+Run it under the machine-wide benchmark lock::
+
+    flock /tmp/benchlib-bench.lock python bench/loadgen_vs_peers.py
 """
 
 from __future__ import annotations
@@ -37,7 +44,22 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+
+
+def _code_root(argv: list[str]) -> Path:
+    """The checkout whose benchlib is measured: ``--benchlib DIR`` or this one. Set before
+    benchlib is imported; ``PYTHONPATH`` carries it to the load generator's workers."""
+    for i, a in enumerate(argv):
+        if a == "--benchlib" and i + 1 < len(argv):
+            return Path(argv[i + 1]).resolve()
+        if a.startswith("--benchlib="):
+            return Path(a.split("=", 1)[1]).resolve()
+    return REPO
+
+
+CODE = _code_root(sys.argv[1:])
+sys.path.insert(0, str(CODE))
+os.environ["PYTHONPATH"] = os.pathsep.join([str(CODE)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
 from benchlib import settings  # noqa: E402
 from benchlib.loadgen import run_load  # noqa: E402
@@ -212,6 +234,54 @@ def compare(args: argparse.Namespace, server: Server) -> dict[str, Any]:
     return results
 
 
+def newconn(args: argparse.Namespace, server: Server) -> dict[str, Any]:
+    """A new connection per request: benchlib (1 worker) against ab without ``-k``, paired."""
+    results: dict[str, Any] = {}
+    n = args.newconn_requests
+    for c in args.newconn_connections:
+        key = f"new connection per request, c={c}"
+        print(f"\n== {key}: benchlib closed model, {n:,} requests, keep_alive=False, HTTP/1.0 vs ab -c {c} -n {n:,} "
+              f"(no -k); server CPU {args.server_cpu}, client CPU {args.client_cpu}; load average {os.getloadavg()[0]:.2f}")
+        print(f"{'pair':>4} {'order':>5} | {'benchlib rps':>12} {'us/req':>7} {'cli':>5} {'srv':>5} {'err':>4} | "
+              f"{'ab rps':>10} {'us/req':>7} {'cli':>5} {'srv':>5} {'err':>4} | {'rps ratio':>9} {'cpu ratio':>9}")
+        pairs = []
+        for i in range(args.pairs):
+            order = ("benchlib", "ab") if i % 2 == 0 else ("ab", "benchlib")
+            got: dict[str, dict[str, Any]] = {}
+            for who in order:
+                mark = server.mark()
+                if who == "benchlib":
+                    spec = LoadSpec(model="closed", connections=c, requests=n, duration_s=None, warmup_s=0,
+                                    keep_alive=False, http_version="1.0")
+                    res = run_load(spec, Target("127.0.0.1", server.port), client_cpus=[args.client_cpu])
+                    m = res.meta
+                    cpu_s = sum(w["traffic_cpu_s"] for w in m["worker_stats"])
+                    wall_s = max(w["traffic_wall_s"] for w in m["worker_stats"])
+                    got[who] = {"rps": m["achieved_rps"], "cpu_us_per_req": cpu_s / len(res.rows) * 1e6,
+                                "client_cpu": cpu_s / wall_s, "errors": sum(m["errors"].values()),
+                                "valid": m["valid"], "invalid_reason": m["invalid_reason"]}
+                else:
+                    r = run_ab(server.url, connections=c, requests=n, keep_alive=False, cpus=[args.client_cpu])
+                    got[who] = {"rps": r["requests_per_s"], "cpu_us_per_req": r["cpu_s"] / n * 1e6,
+                                "client_cpu": r["cpu_fraction"], "errors": (r["failed"] or 0) + r["non_2xx"]}
+                got[who]["server_cpu"] = server.cpu_since(mark)
+            b, a = got["benchlib"], got["ab"]
+            ratio = b["rps"] / a["rps"]
+            cpu_ratio = b["cpu_us_per_req"] / a["cpu_us_per_req"]
+            pairs.append({"benchlib": b, "ab": a, "rps_ratio": ratio, "cpu_ratio": cpu_ratio, "order": order})
+            print(f"{i + 1:>4} {'AB' if order[0] == 'benchlib' else 'BA':>5} | {b['rps']:>12,.0f} {b['cpu_us_per_req']:>7.1f} "
+                  f"{b['client_cpu']:>5.0%} {b['server_cpu']:>5.0%} {b['errors']:>4} | {a['rps']:>10,.0f} "
+                  f"{a['cpu_us_per_req']:>7.1f} {a['client_cpu']:>5.0%} {a['server_cpu']:>5.0%} {a['errors']:>4} | "
+                  f"{ratio:>9.3f} {cpu_ratio:>9.3f}"
+                  + ("" if b["valid"] else f"   [benchlib trial invalid: {b['invalid_reason']}]"))
+        med_rps = statistics.median(p["rps_ratio"] for p in pairs)
+        med_cpu = statistics.median(p["cpu_ratio"] for p in pairs)
+        print(f"median of {len(pairs)} paired ratios benchlib/ab: requests/s {med_rps:.3f}, "
+              f"client CPU per request {med_cpu:.3f}; load average {os.getloadavg()[0]:.2f}")
+        results[key] = {"pairs": pairs, "median_rps_ratio": med_rps, "median_cpu_ratio": med_cpu}
+    return results
+
+
 def stall_demo(args: argparse.Namespace) -> dict[str, Any]:
     s, P = args.stall_s, args.period_s
     dur = 4 * P
@@ -256,7 +326,12 @@ def main() -> None:
     ap.add_argument("--stall-rate", type=float, default=500.0)
     ap.add_argument("--stall-connections", type=int, default=50)
     ap.add_argument("--no-stall", action="store_true", help="skip the coordinated-omission demo")
-    ap.add_argument("--no-compare", action="store_true", help="skip the throughput comparison")
+    ap.add_argument("--no-compare", action="store_true", help="skip the throughput comparison (keep-alive)")
+    ap.add_argument("--no-newconn", action="store_true", help="skip the new-connection-per-request comparison with ab")
+    ap.add_argument("--newconn-connections", type=int, nargs="*", default=[20, 400])
+    ap.add_argument("--newconn-requests", type=int, default=20_000)
+    ap.add_argument("--benchlib", type=Path, default=REPO,
+                    help="the checkout whose load generator is measured (default: this one)")
     ap.add_argument("--json", type=Path, help="also write the results here")
     ap.add_argument("--cache", type=Path, default=settings.CACHE.value() / "bench")
     args = ap.parse_args()
@@ -266,12 +341,16 @@ def main() -> None:
     go = subprocess.run(["go", "version"], capture_output=True, text=True).stdout.strip()
     wrk_v = subprocess.run(["wrk", "-v"], capture_output=True, text=True)
     print(f"benchlib load generator vs peers; {go}; {(wrk_v.stdout or wrk_v.stderr).splitlines()[0]}; "
-          f"python {sys.version.split()[0]}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}")
+          f"python {sys.version.split()[0]}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}; "
+          f"benchlib from {CODE}")
     results: dict[str, Any] = {}
-    if not args.no_compare:
+    if not args.no_compare or not args.no_newconn:
         server = Server(binary, args.server_cpu)
         try:
-            results = compare(args, server)
+            if not args.no_compare:
+                results = compare(args, server)
+            if not args.no_newconn:
+                results["newconn"] = newconn(args, server)
         finally:
             server.stop()
     if not args.no_stall:

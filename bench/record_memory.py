@@ -9,7 +9,7 @@ server and prints, from the worker's own accounting:
   process kept per request, measured by the kernel);
 * the merged ``ROW_DTYPE`` rows' bytes per request in the parent.
 
-    flock /tmp/benchlib-measure.lock python bench/record_memory.py --requests 2000000
+    flock /tmp/benchlib-bench.lock python bench/record_memory.py --requests 2000000
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ import math
 import os
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, Sequence, Union
 
 import numpy as np
@@ -50,7 +50,7 @@ from benchlib.errors import (
     ToolchainMissing,
 )
 from benchlib.manifest import Endpoint, ResolvedService, get_manifest
-from benchlib.model import Arm, Condition, CrossCheck, Experiment, LoadSpec, Target
+from benchlib.model import CROSS_CHECK_TOOLS, Arm, Condition, CrossCheck, Experiment, LoadSpec, Target
 from benchlib.progress import ProgressCallback, make_progress
 from benchlib.records.trial import TRIAL_RECORD_VERSION
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
@@ -63,7 +63,7 @@ from benchlib.store import RunStore, StoredTrial
 if TYPE_CHECKING:
     from benchlib.loadgen import LoadResult
 
-__all__ = ["CrossCheckFunction", "ExperimentResult", "LoadFunction", "RuntimeChoice", "cross_check_summary",
+__all__ = ["CrossCheckFunction", "ExperimentResult", "LoadFunction", "RuntimeChoice", "cross_check_for", "cross_check_summary",
            "request_for", "run_cross_check", "run_experiment", "trial_summary"]
 
 
@@ -203,8 +203,7 @@ class LoadFunction(Protocol):
 class CrossCheckFunction(Protocol):
     """What runs a cross-check's peer tool: :func:`run_cross_check`'s signature."""
 
-    def __call__(self, check: CrossCheck, url: str, cpus: Sequence[int], *, order: str,
-                 endpoint: Endpoint | None = None) -> dict[str, Any]: ...
+    def __call__(self, check: CrossCheck, url: str, cpus: Sequence[int], *, order: str) -> dict[str, Any]: ...
 
 
 #: Where the runner gets its runtimes: a runtime for every name, a runtime per name (others
@@ -238,6 +237,15 @@ class _Executor:
         self.cross_check = cross_check
         self.prepared: dict[tuple[str, str, str], Prepared] = {}  # (runtime, service, variant) -> build
         self.unavailable: dict[str, str] = {}
+
+    def run_check(self, check: CrossCheck, url: str, endpoint: Endpoint, *, order: str) -> dict[str, Any]:
+        """The cross-check of one trial, fitted to its endpoint (:func:`cross_check_for`); a
+        tool that does not fit the endpoint is the cross-check's error, the trial stands."""
+        try:
+            fitted = cross_check_for(check, endpoint)
+        except ParameterError as exc:
+            return {"tool": check.tool, "order": order, "error": f"ParameterError: {exc}"}
+        return self.cross_check(fitted, url, self.cpus.client, order=order)
 
     def runtime_name(self, arm: Arm) -> str:
         return arm.runtime or self.exp.runtime
@@ -367,15 +375,15 @@ class _Executor:
                                                   condition.cross_check.applies_to(arm.name)) else None
                 peer_first = check is not None and planned.block % 2 == 1
                 if check is not None and peer_first:
-                    meta["cross_check"] = self.cross_check(check, target_url + endpoint.path, self.cpus.client,
-                                                           order="before", endpoint=endpoint)
+                    meta["cross_check"] = self.run_check(check, target_url + endpoint.path, endpoint,
+                                                         order="before")
                 _sample_now(handle, front)  # CPU and memory as the load starts ...
                 result = self.load(spec, Target(target.host, target.port), client_cpus=self.cpus.client,
                                    seed=self.exp.seed * 1_000_003 + planned.seq)
                 _sample_now(handle, front)  # ... and as it ends
                 if check is not None and not peer_first:
-                    meta["cross_check"] = self.cross_check(check, target_url + endpoint.path, self.cpus.client,
-                                                           order="after", endpoint=endpoint)
+                    meta["cross_check"] = self.run_check(check, target_url + endpoint.path, endpoint,
+                                                         order="after")
                 rows = result.rows
                 meta["load"] = result.meta
                 alive = handle.alive()
@@ -437,29 +445,40 @@ def _front_names() -> list[str]:
     return sorted(n for n, m in list_services().items() if m.role == "front") or ["(none)"]
 
 
-def run_cross_check(check: CrossCheck, url: str, cpus: Sequence[int], *, order: str,
-                    endpoint: Endpoint | None = None) -> dict[str, Any]:
+def cross_check_for(check: CrossCheck, endpoint: Endpoint) -> CrossCheck:
+    """``check`` fitted to the endpoint it cross-checks: a gRPC endpoint is cross-checked by
+    ghz only, which gets the endpoint's request message (``body``), metadata (``headers``)
+    and ``.proto`` (``proto``) unless ``check.options`` set them.
+
+    Raises
+    ------
+    ParameterError  a gRPC endpoint with another tool, or ghz with an HTTP endpoint (the
+        runner records it as the cross-check's error; the trial stands).
+    """
+    grpc_ep = endpoint.protocol == "grpc"
+    if grpc_ep != (check.tool == "ghz"):
+        raise ParameterError(
+            f"endpoint {endpoint.name!r} is a gRPC method: cross-check it with ghz (CrossCheck('ghz', ...))"
+            if grpc_ep else f"ghz calls gRPC methods; endpoint {endpoint.name!r} is {endpoint.protocol!r} "
+                            f"(valid tools for it: {', '.join(t for t in CROSS_CHECK_TOOLS if t != 'ghz')})")
+    if not grpc_ep:
+        return check
+    options = dict(check.options)
+    options.setdefault("body", endpoint.body)
+    options.setdefault("headers", tuple(endpoint.headers))
+    if endpoint.proto is not None:
+        options.setdefault("proto", str(endpoint.proto))
+    return replace(check, options=tuple(options.items()))
+
+
+def run_cross_check(check: CrossCheck, url: str, cpus: Sequence[int], *, order: str) -> dict[str, Any]:
     """Run ``check``'s peer tool against ``url`` pinned to ``cpus``; its parsed report plus
     ``order`` (before/after benchlib's load). A tool that is missing or fails is recorded as
-    ``{"error": ...}``: the trial itself stands.
-
-    ``endpoint``: the endpoint loaded. A gRPC endpoint is cross-checked by ghz only, which
-    gets the endpoint's request message, metadata and ``.proto`` (unless ``check.options``
-    set them); ghz against an HTTP endpoint is an error row as well."""
+    ``{"error": ...}``: the trial itself stands. (For a gRPC endpoint, the runner passes
+    ``check`` through :func:`cross_check_for` first.)"""
     import importlib
 
     options = dict(check.options)
-    grpc_ep = endpoint is not None and endpoint.protocol == "grpc"
-    if grpc_ep != (check.tool == "ghz") and endpoint is not None:
-        why = (f"endpoint {endpoint.name!r} is a gRPC method: cross-check it with ghz (CrossCheck('ghz', ...))"
-               if grpc_ep else f"ghz calls gRPC methods; endpoint {endpoint.name!r} is {endpoint.protocol!r}")
-        return {"tool": check.tool, "order": order, "error": f"ParameterError: {why}"}
-    if grpc_ep:
-        assert endpoint is not None
-        options.setdefault("body", endpoint.body)
-        options.setdefault("headers", tuple(endpoint.headers))
-        if endpoint.proto is not None:
-            options.setdefault("proto", str(endpoint.proto))
     module = importlib.import_module(f"benchlib.peers.{check.tool}")
     func = getattr(module, f"run_{check.tool}")
     try:

@@ -254,8 +254,8 @@ BOMBARDIER: Setting[Path] = Setting(
 
 GHZ: Setting[Path] = Setting(
     "BENCHLIB_GHZ", "path", "the cache's ghz, else `ghz` on PATH, else built with Go",
-    "A ghz v0.120.0 binary for the ghz cross-checks (gRPC).", "the path of a ghz v0.120.0 binary",
-    "benchlib.peers.ghz", _path)
+    "A ghz v0.120.0 binary for the ghz (gRPC) cross-checks and bench/grpc_vs_peers.py.",
+    "the path of a ghz v0.120.0 binary", "benchlib.peers.ghz", _path)
 
 VALIDATION_REPORT: Setting[Path] = Setting(
     "BENCHLIB_VALIDATION_REPORT", "path", "unset (figures not written)",

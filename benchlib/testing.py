@@ -376,8 +376,7 @@ class FakeCrossCheck:
     error: str | None = None
     calls: list[tuple[str, str, str]] = field(default_factory=list)
 
-    def __call__(self, check: CrossCheck, url: str, cpus: Sequence[int], *, order: str,
-                 endpoint: Any = None) -> dict[str, Any]:
+    def __call__(self, check: CrossCheck, url: str, cpus: Sequence[int], *, order: str) -> dict[str, Any]:
         self.calls.append((check.tool, url, order))
         if self.error:
             return {"tool": check.tool, "order": order, "error": self.error}

@@ -255,9 +255,9 @@ def test_the_cross_check_runs_on_the_same_instance_before_the_load_in_odd_blocks
         log.append("load")
         return load(*args, **kw)
 
-    def logged_peer(check, url, cpus, *, order, endpoint=None):  # noqa: ANN001 - run_cross_check's signature
+    def logged_peer(check, url, cpus, *, order):  # noqa: ANN001 - run_cross_check's signature
         log.append(f"peer {order}")
-        return peer(check, url, cpus, order=order, endpoint=endpoint)
+        return peer(check, url, cpus, order=order)
 
     check = CrossCheck("wrk", (("threads", 1), ("connections", 2), ("duration_s", 1)), arms=("a",))
     exp = _exp("t-xcheck", (Arm("a", "a", front="proxy"), Arm("plain", "b")), trials=4,

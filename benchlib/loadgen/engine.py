@@ -9,6 +9,11 @@ event loop. One :class:`Engine` drives all of this worker's connections:
   request takes a free connection, or opens one while fewer than ``M`` are in flight, or
   waits in a queue; its latency counts from the due time, so the wait is in it.
 
+Keep-alive connections are asyncio transports (``loop.create_connection``). Without
+keep-alive every request opens its own connection, and those are plain non-blocking
+sockets on the engine's own epoll (:class:`_OneShot`, :class:`_Poller`): a transport per
+connection cost about twice ab's client CPU time per request.
+
 Recording: every request appends one packed record, laid out exactly as
 :data:`benchlib.schema.ROW_DTYPE` (38 bytes), to one ``bytearray`` (growth slack at most
 about 12 %), which becomes the rows without a copy at the end. No Python object survives
@@ -37,8 +42,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import errno
+import os
+import select
+import socket
 import struct
 import time
+from _socket import socket as _socket_t  # the C type (socket.socket adds a Python __init__)
 from array import array
 from collections.abc import Callable
 from typing import Any
@@ -74,6 +84,17 @@ _E_PROTOCOL = ERROR_CODES["protocol"]
 _E_TRUNCATED = ERROR_CODES.get("truncated", _E_PROTOCOL)
 _E_CLOSED = ERROR_CODES.get("closed", _E_PROTOCOL)
 _PARSER_ERRORS = {"protocol": _E_PROTOCOL, "truncated": _E_TRUNCATED, "closed": _E_CLOSED}
+
+# _OneShot connections: states, epoll events, socket type, read size
+_S_CONNECTING, _S_OPEN, _S_WRITING, _S_READING, _S_CLOSED = range(5)
+_EPOLLIN = select.EPOLLIN
+_EPOLLOUT = select.EPOLLOUT
+_EPOLLERRHUP = select.EPOLLERR | select.EPOLLHUP
+_SOCK_STREAM_NONBLOCK = socket.SOCK_STREAM | socket.SOCK_NONBLOCK
+_RECV_BYTES = 64 * 1024
+#: a request longer than this is sent with TCP_NODELAY (its last segment must not wait for
+#: the server's ACK of the first): less than one Ethernet segment's payload
+_NODELAY_ABOVE = 1200
 
 #: After a failed connection attempt a closed-model slot (or the open model's opener) waits
 #: this long before trying again, so a refusing server does not turn into a busy loop.
@@ -133,13 +154,19 @@ class EngineConfig:
 class _Conn(asyncio.Protocol):
     """One connection. Carries at most one request at a time."""
 
-    __slots__ = ("eng", "cid", "transport", "parser", "busy", "dead", "t_int", "t_sent", "opened_ns", "first_sent")
+    __slots__ = ("eng", "cid", "transport", "parser", "busy", "dead", "t_int", "t_sent", "opened_ns", "first_sent",
+                 "due", "key", "t_try")
 
-    def __init__(self, eng: Engine, cid: int) -> None:
+    def __init__(self, eng: Engine, cid: int, due: int | None = None, key: int = 0) -> None:
         self.eng = eng
         self.cid = cid
-        self.transport: asyncio.Transport | None = None
+        self.transport: asyncio.Transport | None = None  # (a _OneShot is its own)
         self.parser = ResponseParser(head_request=eng.head_request)
+        # while it is being opened: the request due on it (None: none), its key in
+        # Engine.opening, and when the attempt began
+        self.due = due
+        self.key = key
+        self.t_try = 0
         self.busy = False
         self.dead = False
         self.t_int = 0
@@ -326,6 +353,190 @@ class _Conn(asyncio.Protocol):
             self.transport.abort()
 
 
+class _OneShot(_Conn):
+    """A connection that carries one request (no keep-alive, as ab without ``-k``): a
+    non-blocking socket watched by the engine's own epoll (:class:`_Poller`), and its own
+    transport (``write``, ``close``, ``abort``, ``pause_reading``, ``resume_reading``), so that
+    :class:`_Conn`'s parsing and bookkeeping run unchanged.
+
+    Why not ``loop.create_connection``: per connection that costs a coroutine, a future, a
+    transport with its libuv handle, and a callback of the event loop for each of
+    ``connection_made``, the coroutine's wake-up and ``connection_lost``; about twice the
+    client's CPU time per request of ab in user space. Here a request costs the system calls
+    ab makes (``socket``, ``connect``, ``epoll_ctl``, ``send``, ``recv``, ``close``) and one
+    Python call per epoll event. The addresses are resolved once per trial
+    (:meth:`Engine.resolve`); the connect timeout is checked by the engine's sweeper.
+    """
+
+    __slots__ = ("sock", "fd", "state", "out", "addr_i", "tried", "batch")
+
+    def __init__(self, eng: Engine, cid: int, due: int | None, key: int) -> None:
+        _Conn.__init__(self, eng, cid, due, key)
+        self.sock: _socket_t | None = None
+        self.fd = -1
+        self.state = _S_CONNECTING
+        self.out = b""  # the rest of a request the socket did not take at once
+        self.addr_i = eng.addr_first  # which of the target's addresses it tries
+        self.tried = 0
+        self.batch = 0  # the poller's batch in which it was registered
+
+    def connect(self) -> None:
+        """Start the attempt (again, at the next address, after a failed one)."""
+        eng = self.eng
+        if not self.t_try:
+            self.t_try = _clock()
+            eng.connecting.add(self)
+        if eng.resolve_error is not None:
+            eng.loop.call_soon(self._failed, eng.resolve_error)  # type: ignore[union-attr]
+            return
+        family, sockaddr = eng.addrs[self.addr_i]
+        try:
+            sock = _socket_t(family, _SOCK_STREAM_NONBLOCK)
+        except OSError as exc:  # out of descriptors, ...: a failed connection, a loop pass later
+            eng.loop.call_soon(self._failed, exc)  # type: ignore[union-attr]
+            return
+        if eng.nodelay:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        err = sock.connect_ex(sockaddr)
+        if err and err != errno.EINPROGRESS:
+            sock.close()
+            eng.loop.call_soon(self._failed, OSError(err, f"Connect call failed {sockaddr}: {os.strerror(err)}"))  # type: ignore[union-attr]
+            return
+        self.sock = sock
+        self.fd = fd = sock.fileno()
+        poller = eng.poller
+        self.batch = poller.batch
+        poller.conns[fd] = self
+        poller.ep.register(fd, _EPOLLOUT)
+
+    def event(self, ev: int) -> None:
+        """The socket is ready (an epoll event ``ev``)."""
+        state = self.state
+        if state == _S_READING:
+            try:
+                data = self.sock.recv(_RECV_BYTES)  # type: ignore[union-attr]
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                self._lost(exc)
+                return
+            if data:
+                self.data_received(data)
+            else:
+                self._lost(None)
+        elif state == _S_CONNECTING:
+            if ev & _EPOLLERRHUP:
+                err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)  # type: ignore[union-attr]
+                self._failed(OSError(err or errno.ECONNRESET, f"Connect call failed: {os.strerror(err or errno.ECONNRESET)}"))
+                return
+            self.state = _S_OPEN
+            eng = self.eng
+            eng.connecting.discard(self)
+            self.transport = self  # type: ignore[assignment]
+            eng.connected(self)
+            if self.state == _S_OPEN and not self.dead:  # nothing sent: watch for the server's bytes or close
+                self.state = _S_READING
+                eng.poller.ep.modify(self.fd, _EPOLLIN)
+        elif state == _S_WRITING:
+            self._write_more()
+
+    def _failed(self, exc: OSError | None) -> None:
+        """The attempt failed (``exc``) or, when ``None``, timed out: try the target's next
+        address within the same attempt and timeout, or give up (:meth:`Engine.connect_failed`)."""
+        if self.dead:  # timed out already, or given up at the end of the trial
+            return
+        eng = self.eng
+        self._close_sock()
+        self.tried += 1
+        if exc is not None and self.tried < len(eng.addrs) and not eng.abandoned and eng.resolve_error is None:
+            self.addr_i = (self.addr_i + 1) % len(eng.addrs)
+            eng.addr_first = self.addr_i  # later connections start there
+            self.connect()
+            return
+        self.dead = True
+        eng.connecting.discard(self)
+        eng.connect_failed(self, exc)
+
+    def _lost(self, exc: Exception | None) -> None:
+        """The server closed the connection (``exc`` None) or it failed."""
+        self._close_sock()
+        self.connection_lost(exc)
+
+    def _close_sock(self) -> None:
+        sock = self.sock
+        if sock is not None:
+            self.sock = None
+            self.transport = None
+            self.eng.poller.conns.pop(self.fd, None)
+            sock.close()  # also takes it out of the epoll set
+
+    # -- its transport -----------------------------------------------------------------
+    def write(self, data: bytes) -> None:
+        try:
+            n = self.sock.send(data)  # type: ignore[union-attr]
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        except OSError as exc:  # as a transport reports it: connection_lost, in a later callback
+            self.state = _S_CLOSED
+            self.eng.loop.call_soon(self._lost, exc)  # type: ignore[union-attr]
+            return
+        if n < len(data):
+            self.out = data[n:]
+            if self.state != _S_WRITING:
+                self.state = _S_WRITING
+                self.eng.poller.ep.modify(self.fd, _EPOLLOUT)
+        elif self.state != _S_READING:
+            self.state = _S_READING
+            self.eng.poller.ep.modify(self.fd, _EPOLLIN)
+
+    def _write_more(self) -> None:
+        data, self.out = self.out, b""
+        self.write(data)
+
+    def pause_reading(self) -> None:
+        self.eng.poller.ep.modify(self.fd, 0)
+
+    def resume_reading(self) -> None:
+        self.eng.poller.ep.modify(self.fd, _EPOLLIN)
+
+    def close(self) -> None:
+        self.state = _S_CLOSED
+        self._close_sock()
+
+    abort = close
+
+
+class _Poller:
+    """The engine's epoll for :class:`_OneShot` connections, itself watched by the event loop
+    (one reader on the epoll's descriptor): a ready descriptor costs one ``epoll_wait`` entry
+    and one Python call, not a libuv handle per connection."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.ep = select.epoll()
+        self.conns: dict[int, _OneShot] = {}
+        #: a number per pass: a descriptor registered during a pass may reuse the number of one
+        #: closed in it, whose stale event must not reach the new connection
+        self.batch = 1
+        self.loop = loop
+        loop.add_reader(self.ep.fileno(), self.ready)
+
+    def ready(self) -> None:
+        self.batch = batch = self.batch + 1
+        conns = self.conns
+        for fd, ev in self.ep.poll(0):
+            conn = conns.get(fd)
+            if conn is not None and conn.batch != batch:
+                conn.event(ev)
+
+    def close(self) -> None:
+        """Close every connection still open and the epoll."""
+        for conn in list(self.conns.values()):
+            conn.dead = True
+            conn.close()
+        self.loop.remove_reader(self.ep.fileno())
+        self.ep.close()
+
+
 class Engine:
     """Drives one worker's connections; see the module docstring.
 
@@ -361,6 +572,15 @@ class Engine:
         #: requests on connections being opened: a serial number -> t_intended
         self.opening: dict[int, int] = {}
         self.open_serial = 0
+        # connections that carry one request (no keep-alive): the epoll that watches them,
+        # those being opened, the target's addresses (resolved once, in run(); or why not)
+        # and the one a new connection tries first
+        self.poller: _Poller = None  # type: ignore[assignment]  # made in run() when needed
+        self.connecting: set[_OneShot] = set()
+        self.addrs: list[tuple[int, Any]] = []
+        self.resolve_error: OSError | None = None
+        self.addr_first = 0
+        self.nodelay = len(self.request) > _NODELAY_ABOVE
         self.unsolicited = 0  # connections closed because bytes arrived nobody asked for
         self.retries = 0  # requests sent again after a reused connection ended before any byte
         self.reads = 0  # slow-path reads and connection events (not the hot path): activity
@@ -456,18 +676,46 @@ class Engine:
                 self.check_done()
 
     def open_conn(self, t_int: int | None, delay_ns: int = 0) -> None:
-        """Open a connection; send the request due at ``t_int`` on it (``None``: pool it)."""
+        """Open a connection; send the request due at ``t_int`` on it (``None``: pool it).
+
+        With keep-alive, through ``loop.create_connection`` (a transport, in a task). Without,
+        the connection carries one request (:class:`_OneShot`): its ``connect`` system call is
+        made before this returns, and its request goes out in the very callback that sees it
+        established, as ab does (see ``docs/loadgen.md``, "A new connection per request").
+        """
         self.nconns += 1
         key = 0
         if t_int is not None:
-            # in flight from now on, not from when the task first runs: the trial must not
+            # in flight from now on, not from when the connection is open: the trial must not
             # be declared over while this request waits for its connection, and it is a row
             # even if the trial is abandoned before the connection is open
             self.inflight += 1
             self.open_serial += 1
             key = self.open_serial
             self.opening[key] = t_int
-        self.loop.create_task(self._open(t_int, delay_ns, key))  # type: ignore[union-attr]
+        if self.keep_alive:
+            self.loop.create_task(self._open(t_int, delay_ns, key))  # type: ignore[union-attr]
+        elif delay_ns > 0:
+            self.loop.call_later(delay_ns / 1e9, self._open_one_shot_later, t_int, key)  # type: ignore[union-attr]
+        else:
+            _OneShot(self, self._new_cid(), t_int, key).connect()
+
+    def _new_cid(self) -> int:
+        cid = self.next_cid
+        self.next_cid += self.cfg.workers
+        return cid
+
+    def _due_after_delay(self, t_int: int | None, key: int) -> int | None:
+        """A delayed opening (after a failed connection): a closed-model slot's request is due
+        from now, when it may try again."""
+        if self.closed_model and t_int is not None:
+            t_int = _clock()
+            self.opening[key] = t_int
+        return t_int
+
+    def _open_one_shot_later(self, t_int: int | None, key: int) -> None:
+        if not self.abandoned:
+            _OneShot(self, self._new_cid(), self._due_after_delay(t_int, key), key).connect()
 
     def resend(self, conn: _Conn, now: int, why: str) -> None:
         """Send ``conn``'s request again on a new connection (see :meth:`_Conn.connection_lost`)."""
@@ -482,72 +730,82 @@ class Engine:
         self.open_conn(conn.t_int)
 
     async def _open(self, t_int: int | None, delay_ns: int, key: int) -> None:
+        """Open a keep-alive connection (a transport)."""
         if delay_ns > 0:
             await asyncio.sleep(delay_ns / 1e9)
             if self.abandoned:
                 return
-            if self.closed_model and t_int is not None:
-                t_int = _clock()
-                self.opening[key] = t_int
-        cid = self.next_cid
-        self.next_cid += self.cfg.workers
-        conn = _Conn(self, cid)
-        loop = asyncio.get_running_loop()
-        t_try = _clock()
+            t_int = self._due_after_delay(t_int, key)
+        conn = _Conn(self, self._new_cid(), t_int, key)
+        conn.t_try = _clock()
         try:
             await asyncio.wait_for(
-                loop.create_connection(lambda: conn, self.cfg.host, self.cfg.port),
+                self.loop.create_connection(lambda: conn, self.cfg.host, self.cfg.port),  # type: ignore[union-attr]
                 timeout=self.cfg.connect_timeout_s,
             )
         except (OSError, asyncio.TimeoutError) as exc:
-            if self.abandoned:
-                return
-            now = _clock()
+            # (TimeoutError is an OSError since Python 3.11: it is told apart first)
+            self.connect_failed(conn, None if isinstance(exc, asyncio.TimeoutError) else exc)
+            return
+        if conn.dead and not self.abandoned:  # closed during the handshake
             self.opening.pop(key, None)
-            self.nconns -= 1
-            kind = "connect_timeout" if isinstance(exc, asyncio.TimeoutError) else "connect"
-            self.note_reason(kind, f"{type(exc).__name__}: {exc}")
-            if t_int is None:
-                self.idle_connect_failures += 1
-                if self.closed_model:
-                    self._retry_slot(now)
-                return
-            self.inflight -= 1
-            self.record(t_int, t_try, now, 0, cid, 0, _E_CONNECT if kind == "connect" else _E_TIMEOUT)
-            if self.closed_model:
-                self._retry_slot(now)
-            elif self.pending and self.nconns < self.cfg.connections:
-                self.open_conn(self.pending.popleft(), CONNECT_RETRY_NS)
-            elif self.stopping:
-                self.check_done()
-            return
-        if self.abandoned:  # the trial ended while this connection was being opened
-            conn.dead = True
-            if conn.transport is not None:
-                conn.transport.abort()
-            return
-        self.opening.pop(key, None)
-        conn.opened_ns = _clock()
-        self.conns.add(conn)
-        if conn.dead:  # closed during the handshake
             if t_int is not None:
                 self.inflight -= 1
-                self.record(t_int, t_try, _clock(), 0, cid, 0, _E_RESET)
-            self.conns.discard(conn)
+                self.record(t_int, conn.t_try, _clock(), 0, conn.cid, 0, _E_RESET)
             self.nconns -= 1
             return
+        self.connected(conn)
+
+    def connected(self, conn: _Conn) -> None:
+        """``conn`` is open: send the request due on it, or pool it."""
+        if self.abandoned:  # the trial ended while this connection was being opened
+            conn._kill()
+            return
+        self.opening.pop(conn.key, None)
+        now = _clock()
+        conn.opened_ns = now
+        self.conns.add(conn)
+        t_int = conn.due
         if t_int is not None:
             self.inflight -= 1  # send() counts it again
             conn.send(t_int)
         elif self.closed_model:
-            now = _clock()
             if self.may_send(now):
                 conn.send(now)
             else:
                 self.idle.append(conn)
                 self.check_done()
         else:
-            self.conn_free(conn, _clock())
+            self.conn_free(conn, now)
+
+    def connect_failed(self, conn: _Conn, exc: OSError | None) -> None:
+        """``conn`` could not be opened: ``exc`` (refused, unreachable, ...) or, when ``None``,
+        not within ``connect_timeout_s``. Its request is a ``connect`` (or ``timeout``) row."""
+        if self.abandoned:
+            return
+        now = _clock()
+        self.opening.pop(conn.key, None)
+        self.nconns -= 1
+        if exc is None:
+            kind = "connect_timeout"
+            self.note_reason(kind, f"TimeoutError: no connection within {self.cfg.connect_timeout_s:g} s")
+        else:
+            kind = "connect"
+            self.note_reason(kind, f"{type(exc).__name__}: {exc}")
+        t_int = conn.due
+        if t_int is None:
+            self.idle_connect_failures += 1
+            if self.closed_model:
+                self._retry_slot(now)
+            return
+        self.inflight -= 1
+        self.record(t_int, conn.t_try, now, 0, conn.cid, 0, _E_CONNECT if exc is not None else _E_TIMEOUT)
+        if self.closed_model:
+            self._retry_slot(now)
+        elif self.pending and self.nconns < self.cfg.connections:
+            self.open_conn(self.pending.popleft(), CONNECT_RETRY_NS)
+        elif self.stopping:
+            self.check_done()
 
     def _retry_slot(self, now: int) -> None:
         if self.may_send(now):
@@ -621,8 +879,10 @@ class Engine:
             self.done.set_result(None)
 
     async def _sweeper(self) -> None:
-        """Time out responses that take longer than ``timeout_s``; report progress."""
-        every = min(0.1, max(0.01, self.cfg.timeout_s / 10))
+        """Time out responses that take longer than ``timeout_s`` (and connections that carry
+        one request not open within ``connect_timeout_s``); report progress."""
+        shortest = self.cfg.timeout_s if self.keep_alive else min(self.cfg.timeout_s, self.cfg.connect_timeout_s)
+        every = min(0.1, max(0.01, shortest / 10))
         next_progress = _clock()
         prog_ns = int(self.cfg.progress_every_s * 1e9)
         while True:
@@ -635,11 +895,16 @@ class Engine:
                 self.progress(self.progress_info(now))
 
     def sweep(self, now: int) -> None:
-        """Time out the responses that have taken longer than ``timeout_s`` since their send."""
+        """Time out the responses that have taken longer than ``timeout_s`` since their send,
+        and the one-request connections not open within ``connect_timeout_s``."""
         timeout_ns = self.timeout_ns
         for conn in list(self.conns):
             if conn.busy and now - conn.t_sent > timeout_ns:
                 self.time_out(conn, now)
+        if self.connecting:
+            connect_timeout_ns = int(self.cfg.connect_timeout_s * 1e9)
+            for one in [c for c in self.connecting if now - c.t_try > connect_timeout_ns]:
+                one._failed(None)  # no connection within connect_timeout_s
 
     def time_out(self, conn: _Conn, now: int) -> None:
         """``conn``'s response took longer than ``timeout_s``: record it, close the connection."""
@@ -676,6 +941,9 @@ class Engine:
                 self.done.set_exception(exc)
 
         loop.set_exception_handler(on_exception)
+        if not self.keep_alive:
+            await self.resolve()
+            self.poller = _Poller(loop)
         if not self.closed_model and self.keep_alive:
             # the open model's keep-alive pool is opened while waiting for the start, so
             # that opening it does not delay the first arrivals
@@ -734,7 +1002,28 @@ class Engine:
                 conn.dead = True
                 if conn.transport is not None:
                     conn.transport.abort()
+            for one in list(self.connecting):  # give up the attempts still under way
+                one.dead = True
+                one.close()
+            self.connecting.clear()
+            if self.poller is not None:
+                self.poller.close()
             await asyncio.sleep(0)
+
+    async def resolve(self) -> None:
+        """Connections that carry one request: resolve the target's host once per trial, not
+        per connection (an IP literal needs no lookup, but a name would be looked up again by
+        every ``create_connection``, in a thread). The addresses keep the resolver's order; an
+        attempt tries them in turn, as ``create_connection`` does. If the name does not
+        resolve, every attempt fails with that error (``connect`` rows)."""
+        try:
+            infos = await self.loop.getaddrinfo(self.cfg.host, self.cfg.port, type=socket.SOCK_STREAM)  # type: ignore[union-attr]
+        except OSError as exc:
+            self.resolve_error = exc
+            return
+        self.addrs = list(dict.fromkeys((int(info[0]), info[4]) for info in infos))
+        if not self.addrs:
+            self.resolve_error = OSError(f"getaddrinfo({self.cfg.host!r}) returned no address")
 
     def _abandon(self, why: str) -> None:
         """At the hard deadline, or when the engine failed: every request due and not yet

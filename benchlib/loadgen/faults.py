@@ -3,7 +3,8 @@
 Each case starts one server of :mod:`benchlib.loadgen.testservers` (HTTP/1) or
 :mod:`benchlib.loadgen.h2testservers` (HTTP/2, unary gRPC calls) on 127.0.0.1 and runs
 one short trial against it, closed model (count-bound: ``requests`` arrivals exactly) and
-open model (constant rate: ``rate × duration`` arrivals exactly). It measures what the
+open model (constant rate: ``rate × duration`` arrivals exactly), each with keep-alive
+connections and with a new connection per request (HTTP/1.0). It measures what the
 reliability page (``docs/reliability.md``) shows and ``tests/loadgen/test_fault_matrix.py``
 asserts:
 
@@ -139,18 +140,21 @@ CASES: tuple[Case, ...] = (
 )
 
 
-def spec_for(case: Case, model: str) -> LoadSpec:
-    """The case's bounded LoadSpec for ``model``."""
-    request: dict[str, Any] = {}
+def spec_for(case: Case, model: str, keep_alive: bool = True) -> LoadSpec:
+    """The case's bounded LoadSpec for ``model``; ``keep_alive=False``: a new connection per
+    request (HTTP/1.0, as ab without ``-k``; HTTP/1 cases only: HTTP/2 keeps its connections)."""
+    proto: dict[str, Any] = {} if keep_alive else {"keep_alive": False, "http_version": "1.0"}
     if case.protocol == "grpc":
-        request = dict(protocol="grpc", streams=H2_STREAMS, method="POST", path=GRPC_METHOD, body=GRPC_REQUEST)
+        if not keep_alive:
+            raise ValueError(f"case {case.name}: HTTP/2 cases run with keep-alive connections only")
+        proto = dict(protocol="grpc", streams=H2_STREAMS, method="POST", path=GRPC_METHOD, body=GRPC_REQUEST)
     if model == "closed":
         return LoadSpec(model="closed", connections=CLOSED_CONNECTIONS, duration_s=None,
                         requests=case.closed_requests, warmup_s=0, timeout_s=case.timeout_s,
-                        connect_timeout_s=CONNECT_TIMEOUT_S, **request)
+                        connect_timeout_s=CONNECT_TIMEOUT_S, **proto)
     return LoadSpec(model="open", rate_rps=OPEN_RATE_RPS, duration_s=OPEN_DURATION_S, warmup_s=0,
                     connections=OPEN_CONNECTIONS, timeout_s=case.timeout_s, connect_timeout_s=CONNECT_TIMEOUT_S,
-                    **request)
+                    **proto)
 
 
 def arrivals(spec: LoadSpec) -> int:
@@ -190,10 +194,10 @@ def worker_processes() -> list[int]:
     return out
 
 
-def run_case(case: Case, model: str, *, server_cpus: Sequence[int] | None = None,
+def run_case(case: Case, model: str, *, keep_alive: bool = True, server_cpus: Sequence[int] | None = None,
              client_cpus: Sequence[int] | None = None) -> dict[str, Any]:
     """Run one case; a JSON-able dict of what it measured."""
-    spec = spec_for(case, model)
+    spec = spec_for(case, model, keep_alive)
     serve_case = serve if case.protocol == "http1" else serve_h2
     with serve_case(case.mode, cpus=server_cpus, **case.opts) as (host, port):
         t = time.monotonic()
@@ -207,6 +211,7 @@ def run_case(case: Case, model: str, *, server_cpus: Sequence[int] | None = None
         "mode": case.name,
         "what": case.what,
         "model": model,
+        "keep_alive": keep_alive,
         "arrivals": arrivals(spec),
         "rows": int(len(rows)),
         "kinds": kinds,
@@ -227,9 +232,12 @@ def run_case(case: Case, model: str, *, server_cpus: Sequence[int] | None = None
     }
 
 
-def run_matrix(cases: Sequence[Case] = CASES, models: Sequence[str] = MODELS, **cpus: Any) -> list[dict[str, Any]]:
-    """Every case under every model (see :func:`run_case` for ``cpus``)."""
-    return [run_case(c, m, **cpus) for c in cases for m in models]
+def run_matrix(cases: Sequence[Case] = CASES, models: Sequence[str] = MODELS, keep_alive: Sequence[bool] = (True, False),
+               **cpus: Any) -> list[dict[str, Any]]:
+    """Every case under every model, with keep-alive connections and with a new connection
+    per request (HTTP/1 cases; HTTP/2 ones keep theirs) (see :func:`run_case` for ``cpus``)."""
+    return [run_case(c, m, keep_alive=k, **cpus) for c in cases for m in models for k in keep_alive
+            if k or c.protocol == "http1"]
 
 
 def _reason_short(reason: str | None) -> str:
@@ -265,7 +273,7 @@ def to_markdown(results: Sequence[dict[str, Any]], header: dict[str, Any] | None
         flag = " **unexpected: " + ", ".join(r["unexpected_kinds"]) + "**" if r["unexpected_kinds"] else ""
         valid = "yes" if r["valid"] else f"no ({_reason_short(r['invalid_reason'])})"
         lines.append(
-            f"| `{r['mode']}`: {r['what']} | {r['model']} | {r['rows']:,} / {r['arrivals']:,} | {kinds}{flag} "
+            f"| `{r['mode']}`: {r['what']} | {r['model']}{'' if r.get('keep_alive', True) else ', new conn.'} | {r['rows']:,} / {r['arrivals']:,} | {kinds}{flag} "
             f"| {r['retries']} | {r['unsolicited']} | {r['finished_s']:.2f} / {r['bound_s']:.1f} "
             f"| {r['worker_peak_rss_bytes'] / 2**20:.0f} | {valid} |"
         )
@@ -298,6 +306,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="benchlib's load generator against every test-server behaviour")
     ap.add_argument("--modes", nargs="*", help="only these server modes (case names: HTTP/2 ones as grpc:MODE)")
     ap.add_argument("--models", nargs="*", default=list(MODELS), choices=MODELS)
+    ap.add_argument("--keep-alive", choices=("both", "yes", "no"), default="both",
+                    help="keep-alive connections, a new connection per request, or both (default)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
     cases = [c for c in CASES if not args.modes or c.name in args.modes]
@@ -305,7 +315,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     pins: dict[str, Any] = {"server_cpus": [cpus[-1]], "client_cpus": [cpus[0]]} if len(cpus) > 1 else {}
     load = os.getloadavg()
     t = time.monotonic()
-    results = run_matrix(cases, args.models, **pins)
+    keep = {"both": (True, False), "yes": (True,), "no": (False,)}[args.keep_alive]
+    results = run_matrix(cases, args.models, keep, **pins)
     header = _header(time.monotonic() - t, load)
     print(to_markdown(results, header))
     if args.json:

@@ -1,7 +1,8 @@
 """The fault matrix (issue 10): every test-server behaviour under both load models, bounded,
 on 127.0.0.1. Every arrival is one row, rows have only the error kinds the server can
 cause, each trial ends within its bound, the worker's memory stays bounded, and no worker
-process is left behind. ``python -m benchlib.loadgen.faults`` prints the same matrix for
+process is left behind; with keep-alive connections and with a new connection per request
+(HTTP/1.0, as ab without ``-k``). ``python -m benchlib.loadgen.faults`` prints the same matrix for
 ``docs/reliability.md``."""
 
 from __future__ import annotations
@@ -16,10 +17,20 @@ from .conftest import client_cpus, server_cpus
 STARTUP_SLACK_S = 5.0
 
 
+#: (case, keep_alive): HTTP/1 cases with keep-alive and with a new connection per request;
+#: HTTP/2 (gRPC) cases keep their connections
+PAIRS = [(c, k) for c in CASES for k in (True, False) if k or c.protocol == "http1"]
+
+
+def _id(case, keep_alive) -> str:
+    extra = f"-{case.opts['grpc_status']}" if "grpc_status" in case.opts else ""
+    return f"{case.name}{extra}-{'keep-alive' if keep_alive else 'new-conn'}"
+
+
 @pytest.mark.parametrize("model", MODELS)
-@pytest.mark.parametrize("case", CASES, ids=[c.name + (f"-{c.opts['grpc_status']}" if "grpc_status" in c.opts else "") for c in CASES])
-def test_fault_matrix(case, model):
-    r = run_case(case, model, server_cpus=server_cpus(), client_cpus=client_cpus())
+@pytest.mark.parametrize("case,keep_alive", PAIRS, ids=[_id(c, k) for c, k in PAIRS])
+def test_fault_matrix(case, model, keep_alive):
+    r = run_case(case, model, keep_alive=keep_alive, server_cpus=server_cpus(), client_cpus=client_cpus())
     assert r["rows"] == r["arrivals"], "every arrival is one row"
     assert not r["unexpected_kinds"], r["kinds"]
     assert case.kinds[0] in r["kinds"], f"the server's own kind {case.kinds[0]!r} is among the rows: {r['kinds']}"
@@ -32,7 +43,7 @@ def test_fault_matrix(case, model):
         assert r["valid"] is False and "no request of the measured phase got a complete response" in r["invalid_reason"]
     if case.mode == "stale-keepalive":
         assert set(r["kinds"]) == {"none"}
-        if model == "closed":  # the next request goes out at once, on the connection the server closes
+        if model == "closed" and keep_alive:  # the next request goes out at once, on the connection the server closes
             assert r["retries"] > 0
     if case.protocol == "grpc" and case.mode in ("refuse", "goaway") and model == "closed":
         assert r["retries"] > 0  # calls the server did not process were sent again

@@ -87,16 +87,19 @@ def test_refused_connections_after_the_server_dies():
     assert errs["connect"] <= 2 * 1.5 / 0.010 + 10
 
 
-def test_connect_timeout_when_the_accept_queue_is_full():
+@pytest.mark.parametrize("keep_alive", [True, False], ids=["keep-alive", "new-conn"])
+def test_connect_timeout_when_the_accept_queue_is_full(keep_alive):
     """A listener that never accepts: once its queue is full, SYNs are dropped and
-    connection attempts time out (recorded as ``timeout`` rows, one per attempt)."""
+    connection attempts time out (recorded as ``timeout`` rows, one per attempt). A new
+    connection per request has its connect timeout checked by the sweeper (every 30 ms here)."""
     import socket
 
     lst = socket.socket()
     lst.bind(("127.0.0.1", 0))
     lst.listen(0)
     try:
-        spec = LoadSpec(model="closed", connections=2, duration_s=1.0, warmup_s=0, connect_timeout_s=0.3)
+        spec = LoadSpec(model="closed", connections=2, duration_s=1.0, warmup_s=0, connect_timeout_s=0.3,
+                        keep_alive=keep_alive)
         r = run_load(spec, Target("127.0.0.1", lst.getsockname()[1]))
     finally:
         lst.close()

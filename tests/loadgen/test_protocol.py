@@ -3,12 +3,14 @@ bodies, custom headers, chunked and close-delimited bodies, several workers."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from benchlib.loadgen import run_load
 from benchlib.loadgen.testservers import serve
 from benchlib.model import LoadSpec, Target
-from benchlib.schema import ERROR_CODES
+from benchlib.schema import ERROR_CODES, ROW_DTYPE
 
 from .conftest import client_cpus, server_cpus
 
@@ -21,6 +23,44 @@ def test_http10_connection_per_request(hello_target):
     assert len(rows) == 300 and np.all(rows["status"] == 200) and np.all(rows["error"] == 0)
     # one connection per request, as ab without -k
     assert len(np.unique(rows["conn"])) == 300
+
+
+def test_new_connections_to_a_host_name_and_a_large_body():
+    """A new connection per request: the name is resolved once per trial; a 4 MiB POST body,
+    more than the socket takes at once, is sent in parts (the server answers only once it
+    has read all of it)."""
+    with serve("echo", cpus=server_cpus()) as (host, port):
+        body = bytes(range(256)) * (4 * 4096)
+        spec = LoadSpec(model="closed", connections=2, duration_s=None, requests=8, warmup_s=0, method="POST",
+                        body=body, keep_alive=False, http_version="1.0", timeout_s=30)
+        r = run_load(spec, Target("localhost", port))
+    assert len(r.rows) == 8 and np.all(r.rows["error"] == 0) and np.all(r.rows["status"] == 200)
+    assert len(np.unique(r.rows["conn"])) == 8
+
+
+def test_new_connections_try_the_next_address():
+    """A new connection per request tries the target's addresses in turn, as
+    ``create_connection`` does, and later connections start at the one that worked: here the
+    first address refuses (nothing listens on 127.0.0.2)."""
+    import socket
+
+    import uvloop
+
+    from benchlib.loadgen.engine import Engine, EngineConfig
+
+    class FirstAddressRefuses(Engine):
+        async def resolve(self) -> None:
+            await super().resolve()
+            self.addrs.insert(0, (socket.AF_INET, ("127.0.0.2", self.cfg.port)))
+
+    with serve("hello", cpus=server_cpus()) as (host, port):
+        cfg = EngineConfig(host=host, port=port, model="closed", connections=2, requests=30, duration_s=None,
+                           keep_alive=False, http_version="1.0")
+        eng = FirstAddressRefuses(cfg, time.monotonic_ns() + 10_000_000)
+        uvloop.run(eng.run())
+    rows = np.frombuffer(eng.records, dtype=ROW_DTYPE)
+    assert len(rows) == 30 and np.all(rows["error"] == 0) and np.all(rows["status"] == 200)
+    assert eng.addr_first == 1 and len(eng.addrs) == 2
 
 
 def test_post_body_and_custom_headers():
