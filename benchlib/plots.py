@@ -35,6 +35,9 @@ _LABELS = {
     "goodput_rps": "successful responses (req/s)",
     "offered_rps": "offered rate (req/s)",
     "error_rate": "error rate (fraction)",
+    "server_cpu_us_per_req": "server CPU time per request (µs)",
+    "front_cpu_us_per_req": "front CPU time per request (µs)",
+    "server_cpu_frac": "server CPU use (CPUs)",
 }
 
 

@@ -1,6 +1,6 @@
 """Progress display for long runs, kept out of exported reports.
 
-The runner emits events (dicts with ``event`` = ``start``, ``trial``, ``skip``, ``done``);
+The runner emits events (dicts with ``event`` = ``start``, ``trial``, ``skip``, ``settled``, ``done``);
 a renderer shows them:
 
 * in JupyterLab: a tqdm bar (``tqdm.auto``);
@@ -34,6 +34,8 @@ def format_event(ev: Mapping[str, Any]) -> str:
     head = f"[{ev.get('study')}] trial {int(ev.get('seq', 0)) + 1}/{ev.get('total')} {ev.get('condition')}/{ev.get('arm')} b{ev.get('block')}"
     if kind == "skip":
         return head + ": already stored, skipped"
+    if kind == "settled":
+        return head + ": not run, its questions are settled (sequential stopping)"
     if ev.get("status") != "ok":
         return head + f": {ev.get('status')} ({ev.get('reason')})"
     rps = ev.get("achieved_rps")

@@ -31,7 +31,7 @@ import os
 import time
 import traceback
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator, Mapping, Protocol, Sequence, Union
 
 import numpy as np
 
@@ -63,8 +63,12 @@ from benchlib.store import RunStore, StoredTrial
 if TYPE_CHECKING:
     from benchlib.loadgen import LoadResult
 
-__all__ = ["CrossCheckFunction", "ExperimentResult", "LoadFunction", "RuntimeChoice", "cross_check_for", "cross_check_summary",
-           "request_for", "run_cross_check", "run_experiment", "trial_summary"]
+__all__ = ["CrossCheckFunction", "ExperimentResult", "LoadFunction", "RuntimeChoice", "StopRule", "cross_check_for",
+           "cross_check_summary", "request_for", "run_cross_check", "run_experiment", "trial_summary"]
+
+#: A stopping rule: ``rule(result, blocks_done)`` -> the ``(condition, arm)`` pairs that still
+#: need blocks (``None``: all); see :func:`run_experiment`'s ``until``.
+StopRule = Callable[["ExperimentResult", int], "Collection[tuple[str, str]] | None"]
 
 
 @dataclass
@@ -556,6 +560,7 @@ def run_experiment(
     runtime: RuntimeChoice = None,
     load: LoadFunction | None = None,
     cross_check: CrossCheckFunction | None = None,
+    until: StopRule | None = None,
 ) -> ExperimentResult:
     """Run (or resume) ``experiment`` and return its result.
 
@@ -573,6 +578,11 @@ def run_experiment(
         stores the name of the runtime that ran it.
     load: the function that runs a trial's load (default :func:`benchlib.loadgen.run_load`).
     cross_check: the function that runs a cross-check's peer tool (default :func:`run_cross_check`).
+    until: a stopping rule (e.g. :class:`benchlib.analysis.stopping.StopWhenSettled`), called
+        after each complete block as ``until(result, blocks_done)``; it returns the
+        ``(condition, arm)`` pairs that still need blocks (``None``: all). Later trials of the
+        other pairs are not run (a ``settled`` progress event each); when none is left the
+        run ends, and run.json records ``stopped_after_blocks``.
 
     Raises
     ------
@@ -589,12 +599,13 @@ def run_experiment(
         load = run_load
     with interrupt_on_signals():
         return _run(experiment, run_id, out_dir, cpus or plan_cpus(), progress, notebook_parameters,
-                    _runtime_lookup(runtime), load, cross_check or run_cross_check)
+                    _runtime_lookup(runtime), load, cross_check or run_cross_check, until)
 
 
 def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[str] | None, cpus: CpuPlan,
          progress: bool | ProgressCallback, notebook_parameters: Mapping[str, Any] | None,
-         runtimes: Callable[[str], Runtime], load: LoadFunction, cross_check: CrossCheckFunction) -> ExperimentResult:
+         runtimes: Callable[[str], Runtime], load: LoadFunction, cross_check: CrossCheckFunction,
+         until: StopRule | None = None) -> ExperimentResult:
     runtime = runtimes(experiment.runtime)
     runtime.check()  # before the run folder is made
     store = RunStore.open(experiment.study, run_id, root=out_dir)
@@ -624,9 +635,21 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
     conditions = {c.name: c for c in experiment.conditions}
     result = ExperimentResult(experiment, store, dict(ex.unavailable))
     show({"event": "start", "study": experiment.study, "run_id": store.run_id, "total": len(plan)})
+    needed: set[tuple[str, str]] | None = None  # (condition, arm) pairs the stopping rule still wants
+    stopped_after: int | None = None
     with _pinned_to(cpus.client):
-        for planned in plan:
+        for i, planned in enumerate(plan):
             ev = {"study": experiment.study, "total": len(plan), **planned.to_dict()}
+            if until is not None and i and planned.block != plan[i - 1].block:
+                wanted = until(result, planned.block)
+                needed = None if wanted is None else {(str(c), str(a)) for c, a in wanted}
+                if needed is not None and not needed:
+                    stopped_after = planned.block
+                    show({**ev, "event": "settled", "blocks": planned.block})
+                    break
+            if needed is not None and (planned.condition, planned.arm) not in needed:
+                show({**ev, "event": "settled"})
+                continue
             old = stored.get((planned.condition, planned.arm, planned.block))
             if old is not None:
                 if not (experiment.retry_failed and old.meta.get("status") == "failed"):
@@ -649,7 +672,8 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                   "achieved_rps": done.get("achieved_rps"), "p50_ms": done.get("p50_ms")})
             if experiment.between_trials_s:
                 time.sleep(experiment.between_trials_s)
-    store.update_run(status="complete", finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    store.update_run(status="complete", finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                     **({"stopped_after_blocks": stopped_after} if stopped_after is not None else {}))
     show({"event": "done", "study": experiment.study, "run_id": store.run_id, "ran": result.ran,
           "skipped": result.skipped})
     return result

@@ -68,6 +68,10 @@ def test_trial_strip(summaries):
 
     dots = sum(len(c.get_offsets()) for c in ax.collections if isinstance(c, PathCollection))
     assert dots == len(df)  # every trial drawn, the invalid one hollow
+    df["server_cpu_us_per_req"] = 10.0
+    _, ax2 = plt.subplots()
+    assert plots.trial_strip(df, metric="server_cpu_us_per_req", ax=ax2).get_ylabel() == (
+        "server CPU time per request (µs)")
 
 
 def test_percentiles_stop_where_the_sample_does(requests):

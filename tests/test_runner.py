@@ -137,6 +137,26 @@ def test_the_plan_runs_in_its_order_dependencies_first_front_last_and_everything
     assert (lat["latency_ms"] >= 2.0).all() and (lat["service_ms"] < lat["latency_ms"]).all()
 
 
+def test_a_stopping_rule_ends_blocks_for_settled_pairs_and_then_the_run(fake_services: Path, tmp_path: Path) -> None:
+    """``until``: after block 1 only arm a is still wanted, after block 2 nothing: block 1 runs
+    a alone, block 2 is not run, run.json says where it stopped."""
+    exp = _exp("t-until", (Arm("a", "a"), Arm("b", "b")), trials=3)
+    asked: list[tuple[int, int]] = []
+
+    def rule(result, blocks_done):
+        asked.append((blocks_done, len(result.trials())))
+        return {("main", "a")} if blocks_done == 1 else set()
+
+    events: list[dict] = []
+    rt = FakeRuntime()
+    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=events.append, runtime=rt, load=FakeLoad(rt),
+                         run_id="u1", until=rule)
+    assert asked == [(1, 2), (2, 3)]  # called after each complete block, with what is stored
+    assert sorted((t.block, t.arm) for t in res.trials()) == [(0, "a"), (0, "b"), (1, "a")]
+    assert [e["arm"] for e in events if e["event"] == "settled" and "blocks" not in e] == ["b"]
+    assert res.store.read_run()["stopped_after_blocks"] == 2
+
+
 def test_a_resume_skips_stored_trials_and_refuses_other_parameters(fake_services: Path, tmp_path: Path) -> None:
     exp = _exp("t-resume", (Arm("a", "a"), Arm("b", "b")), trials=2)
     assert _run(exp, tmp_path, run_id="r1").ran == 4

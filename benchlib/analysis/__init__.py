@@ -6,14 +6,19 @@ original's numbers and its conclusion's facts; everything else comes from here
 
 * :mod:`~benchlib.analysis.questions`: :class:`Contrast`, :class:`Family` (one question = one
   Holm family), :func:`run_family` -> :class:`Answer` (verdicts, with ``not run`` and ``no
-  valid trial`` rows), :func:`planned_rows`, :func:`compare_valid`;
+  valid trial`` rows), :func:`planned_rows`, :func:`blocks_needed`, :func:`compare_valid`;
 * :mod:`~benchlib.analysis.verdicts`: verdict tables of comparisons and answers, the family's
   heading, verdicts in words, footnotes;
 * :mod:`~benchlib.analysis.conclusion`: phrases of a conclusion from typed verdicts;
 * :mod:`~benchlib.analysis.tables`: the run's status, contracts, repeats, limits, warm-up,
-  client CPU, log lines, measured minutes, percentile support;
+  client CPU, server CPU, log lines, measured minutes, percentile support;
 * :mod:`~benchlib.analysis.peers`: a peer tool (wrk, k6, ab, hey, h2load...) beside benchlib;
 * :mod:`~benchlib.analysis.run_info`: the design and provenance in Markdown;
+* :mod:`~benchlib.analysis.pilot`: variance components of a stored run, the trials x duration
+  planner, and the report's design section (:func:`design_section`: design run, predicted and
+  achieved MDE);
+* :mod:`~benchlib.analysis.stopping`: sequential stopping of a study's questions
+  (:func:`open_questions`, :class:`StopWhenSettled` for ``run_experiment(until=...)``);
 * :mod:`~benchlib.analysis.params`: parameter lists and numbers;
 * :mod:`~benchlib.analysis.fmt` and :mod:`~benchlib.analysis.display`: numbers, metric words,
   showing tables and text.
@@ -24,8 +29,11 @@ The run's stored facts are read through :mod:`benchlib.records`.
 from __future__ import annotations
 
 from benchlib.analysis.display import metric_words, show, table
-from benchlib.analysis.questions import Answer, Contrast, Family, compare_valid, planned_rows, run_family
+from benchlib.analysis.pilot import design_section, design_table
+from benchlib.analysis.questions import (Answer, Contrast, Family, blocks_needed, compare_valid, planned_rows,
+                                        run_family)
 from benchlib.analysis.run_info import design_markdown, provenance_markdown
+from benchlib.analysis.stopping import StopWhenSettled, open_questions
 from benchlib.analysis.tables import (
     add_trial_metric,
     client_cpu_table,
@@ -36,6 +44,9 @@ from benchlib.analysis.tables import (
     measured_minutes,
     percentile_support,
     repeats_table,
+    server_cpu_table,
+    server_unsaturated,
+    short_reasons,
     status_table,
     warmup_table,
 )
@@ -49,9 +60,10 @@ from benchlib.analysis.verdicts import (
 )
 
 __all__ = [
-    "Answer", "Contrast", "Family", "add_trial_metric", "answer_table", "answer_tables", "client_cpu_table", "client_limited",
-    "compare_valid", "contracts_table", "design_markdown", "family_markdown", "footnotes_markdown",
-    "limits_table", "log_lines_table", "measured_minutes", "metric_words", "percentile_support",
-    "planned_rows", "provenance_markdown", "repeats_table", "run_family", "show", "status_table", "table",
-    "verdict_sentences", "verdict_table", "warmup_table",
+    "Answer", "Contrast", "Family", "StopWhenSettled", "add_trial_metric", "answer_table", "answer_tables",
+    "blocks_needed", "client_cpu_table", "client_limited", "compare_valid", "contracts_table", "design_markdown",
+    "design_section", "design_table", "family_markdown", "footnotes_markdown", "limits_table", "log_lines_table",
+    "measured_minutes", "metric_words", "open_questions", "percentile_support", "planned_rows", "provenance_markdown",
+    "repeats_table", "run_family", "server_cpu_table", "server_unsaturated", "short_reasons", "show", "status_table",
+    "table", "verdict_sentences", "verdict_table", "warmup_table",
 ]

@@ -13,7 +13,10 @@ odd blocks and second in even ones; its report is stored in the trial and read a
   and order), the ratio's range and its median when the tool ran first and second;
 * :func:`peer_view`: columns picked and labelled for display (``wrk p50 (ms)``...);
 * :func:`peer_notes`: where the two agree within a tolerance, and for the others what the
-  run measured that bears on why (the order, each client's CPU).
+  run measured that bears on why (the order, each client's CPU);
+* :func:`peer_tables`: all of the above for one tool, the columns a report shows;
+* :func:`peer_setup`: before a run, the tool built if missing (Go tools: k6, bombardier) and
+  the arms it will cross-check, in a sentence.
 
 Column names: ``peer_<figure>``, ``bl_<figure>``, ``<figure>_ratio``, plus ``order``
 (``first``/``second``), ``peer_error``, ``peer_requests``, ``peer_dropped``, ``peer_errors``,
@@ -32,7 +35,7 @@ from benchlib.records import read_run
 from benchlib.records import rows as R
 from benchlib.records.rows import quantile_of
 
-__all__ = ["peer_beside", "peer_labels", "peer_notes", "peer_summary", "peer_view"]
+__all__ = ["peer_beside", "peer_labels", "peer_notes", "peer_setup", "peer_summary", "peer_tables", "peer_view"]
 
 _EXTRA = ("requests", "dropped", "errors", "cpu", "bytes")
 _WORDS = {"rps": "requests/s", "requests": "requests", "mean": "mean", "min": "min", "max": "max"}
@@ -226,3 +229,47 @@ def peer_notes(summary: Any, tool: str, *, figures: Sequence[str] = ("rps", "p50
                     + ", ".join(f"**{a}**" for a in agree) + ".")
     tail = ["", why + (" " + why_latency if latency_off and why_latency else "")] if lines and why else []
     return "\n".join(head + lines + tail)
+
+
+#: The per-arm and per-trial columns :func:`peer_tables` shows.
+RATE_COLUMNS = ("arm", "trials", "bl_rps", "peer_rps", "rps_ratio", "rps_ratio_range", "rps_ratio_first",
+                "rps_ratio_second", "bl_p50", "peer_p50", "bl_p99", "peer_p99", "bl_client_cpu", "peer_cpu",
+                "peer_bytes", "peer_failed", "peer_error")
+TRIAL_COLUMNS = ("arm", "block", "order", "status", "bl_rps", "peer_rps", "rps_ratio", "bl_p99", "peer_p99",
+                 "peer_cpu", "bl_client_cpu", "peer_errors")
+
+
+def peer_tables(run: Any, summaries: Any, tool: str, *, why: str = "", why_latency: str = "",
+                absent: str = "") -> dict[str, Any]:
+    """A peer tool beside benchlib as a report shows it, benchlib's figures from the
+    summaries: ``beside`` (:func:`peer_beside`, per trial), ``by_arm`` (:func:`peer_summary`,
+    medians per arm), ``rate`` (per arm) and ``trials`` (per trial) labelled for
+    :func:`benchlib.analysis.display.table` (:data:`RATE_COLUMNS`, :data:`TRIAL_COLUMNS`), and
+    ``notes`` (:func:`peer_notes` with ``why``, ``why_latency`` and ``absent``)."""
+    beside = peer_beside(run, summaries=summaries, tool=tool)
+    by_arm = peer_summary(beside)
+    return {"beside": beside, "by_arm": by_arm, "rate": peer_view(by_arm, RATE_COLUMNS, tool, digits=None),
+            "trials": peer_view(beside, TRIAL_COLUMNS, tool, digits=None),
+            "notes": peer_notes(by_arm, tool, why=why, why_latency=why_latency, absent=absent)}
+
+
+def peer_setup(tool: str, arms: Sequence[str], enabled: bool = True, *, flag: str = "") -> tuple[tuple[str, ...], str]:
+    """The arms ``tool`` will cross-check and a sentence saying so, for a notebook to call
+    before its run: the tool is built here if missing (``benchlib.peers.<tool>.ensure_<tool>``,
+    e.g. k6 or bombardier from the Go module proxy), so no trial waits for a build, and the
+    sentence names its version (``<tool>_version``). When ``enabled`` is false (the
+    notebook's parameter ``flag``, or ``flag`` as written when it holds ``=``), or the tool cannot be built, no arm is cross-checked and
+    the sentence says why."""
+    if not enabled:
+        return (), f"{tool} cross-check off (`{flag if '=' in flag else (flag or tool) + '=False'}`)."
+    import importlib
+
+    from benchlib.errors import BuildError, ToolchainMissing
+
+    module = importlib.import_module(f"benchlib.peers.{tool}")
+    try:
+        version = getattr(module, f"{tool}_version")(getattr(module, f"ensure_{tool}")()) or tool
+    except (ToolchainMissing, BuildError) as exc:
+        return (), f"{tool} cross-check not run: {exc}"
+    chosen = tuple(arms)
+    return chosen, f"{version} on {', '.join(chosen)}" if chosen else f"{tool}: no arm to cross-check"

@@ -19,7 +19,7 @@ from typing import Any
 from benchlib.errors import ParameterError
 from benchlib.stats.verdict import Verdict
 
-__all__ = ["Answer", "Contrast", "Family", "compare_valid", "planned_rows", "run_family"]
+__all__ = ["Answer", "Contrast", "Family", "blocks_needed", "compare_valid", "planned_rows", "run_family"]
 
 
 @dataclass(frozen=True)
@@ -264,6 +264,16 @@ def planned_rows(family: Family, requests: Mapping[str, float], unavailable: Map
             q = quantile_of(m)
             total += q is None or requests.get(str(c.condition), 0) >= required_requests(q)
     return total
+
+
+def blocks_needed(family: Family, requests: Mapping[str, float], unavailable: Mapping[str, str] | None = None, *,
+                  alpha: float = 0.05) -> tuple[int, int]:
+    """(rows the family will have, :func:`planned_rows`; the fewest blocks at which its exact
+    paired tests can reach ``alpha`` after Holm over those rows, :func:`benchlib.stats.min_trials`)."""
+    from benchlib.stats import min_trials
+
+    rows = planned_rows(family, requests, unavailable)
+    return rows, min_trials(alpha=alpha, n_comparisons=max(rows, 1), paired=True)
 
 
 def compare_valid(result: Any, summaries: Any, *, baseline: str | None = None, **kwargs: Any) -> Any:

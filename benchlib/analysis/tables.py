@@ -13,8 +13,12 @@ lists arms. Rows follow the experiment's arm order.
 * :func:`warmup_table`: what the warm-up kept out (first request, warm-up and measured medians);
 * :func:`client_cpu_table` and :func:`client_limited`: whether benchlib's client came near its
   CPU limit (then the measured rate is a lower bound);
+* :func:`server_cpu_table` and :func:`server_unsaturated`: the server's CPU time per request
+  with its interval, and whether the server's CPUs were busy (if not, something else, often
+  the client, set the rate);
 * :func:`log_lines_table`: log lines written per request sent;
 * :func:`measured_minutes`: how long the trials took;
+* :func:`short_reasons`: why arms did not run, short enough for verdict tables and sentences;
 * :func:`median_of_trials`: a median of per-trial values with its interval;
 * :func:`percentile_support`: which percentiles a trial supports at each size;
 * :func:`add_trial_metric`: a study's own per-trial metric as a summaries column.
@@ -32,13 +36,16 @@ import numpy as np
 from benchlib.records import RunRecord, TrialRecord, read_run
 from benchlib.records import rows as R
 
-__all__ = ["CLIENT_NEAR_LIMIT", "add_trial_metric", "client_cpu_table", "client_limited", "contracts_table", "limits_table",
-           "log_lines_table", "logged_lines", "measured_minutes", "median_of_trials", "percentile_support", "repeats_table",
-           "status_table", "warmup_table"]
+__all__ = ["CLIENT_NEAR_LIMIT", "SERVER_BUSY", "add_trial_metric", "client_cpu_table", "client_limited", "contracts_table",
+           "limits_table", "log_lines_table", "logged_lines", "measured_minutes", "median_of_trials", "percentile_support",
+           "repeats_table", "server_cpu_table", "server_unsaturated", "short_reasons", "status_table", "warmup_table"]
 
 #: A client CPU busier than this (share of one CPU) means the client may have set the rate;
 #: the load generator's guard marks a trial invalid at 0.90.
 CLIENT_NEAR_LIMIT = 0.8
+#: A server whose CPUs were busy less than this share of the measured window had CPU to spare:
+#: it did not set the rate itself (see :func:`server_cpu_table`).
+SERVER_BUSY = 0.9
 
 
 def _sorted(df: Any, run: RunRecord, by: Sequence[str] = ("condition", "arm")) -> Any:
@@ -201,6 +208,64 @@ def client_limited(table: Any) -> list[str]:
         return []
     near = table[f"trials at ≥ {CLIENT_NEAR_LIMIT:.0%}"] * 2 >= table["trials"]
     return list(table.loc[near | (table["invalid (client CPU ≥ 90%)"] > 0), "arm"])
+
+
+def server_cpu_table(run: Any, summaries: Any, *, condition: str | None = None) -> Any:
+    """Per condition and arm, over the valid trials: the server's CPU time per request
+    (``server_cpu_us_per_req``, the service and its front, µs), median with its 95%
+    interval (:func:`median_of_trials`), and how busy the server's CPUs were over the
+    measured window (``server_cpu_frac`` over the run's server CPUs: 1.0 = all of them,
+    median and minimum over trials) with the trials below :data:`SERVER_BUSY`: there the
+    server had CPU to spare, so the client (or anything but the server's CPU) set the rate,
+    and the arm compares on its CPU per request rather than on its throughput.
+    ``condition``: only that condition's trials. Trials without CPU samples are left out."""
+    import pandas as pd
+
+    from benchlib.analysis.fmt import median_ci
+
+    run = read_run(run)
+    cpus = max(1, len(run.cpus.get("server") or ()))
+    cols = ["condition", "arm", "trials", "server CPU per request (µs), median [95% CI]",
+            f"server CPUs busy (share of {cpus}), median", "busy, min", f"trials below {SERVER_BUSY:.0%}"]
+    if summaries is None or not len(summaries) or "server_cpu_us_per_req" not in summaries.columns:
+        return pd.DataFrame(columns=cols)
+    s = summaries[summaries["valid"].astype(bool)] if "valid" in summaries.columns else summaries
+    if condition is not None:
+        s = s[s["condition"] == condition]
+    rows = []
+    for (cond, arm), g in s.groupby(["condition", "arm"], sort=False):
+        g = g[g["server_cpu_us_per_req"].notna()]
+        if not len(g):
+            continue
+        busy = g["server_cpu_frac"].astype(float) / cpus
+        rows.append(dict(zip(cols, (cond, arm, len(g), median_ci(*median_of_trials(g["server_cpu_us_per_req"])[:3]),
+                                    round(float(busy.median()), 2), round(float(busy.min()), 2),
+                                    int((busy < SERVER_BUSY).sum())), strict=True)))
+    return _sorted(pd.DataFrame(rows, columns=cols), run)
+
+
+def server_unsaturated(table: Any) -> list[str]:
+    """The arms of :func:`server_cpu_table` whose server CPUs were busy less than
+    :data:`SERVER_BUSY` in half of their trials or more: the server did not set their rate."""
+    if table is None or not len(table):
+        return []
+    below = table[f"trials below {SERVER_BUSY:.0%}"] * 2 >= table["trials"]
+    return list(dict.fromkeys(table.loc[below, "arm"]))
+
+
+_INSTALL_HINT = re.compile(r"^(no \S+ toolchain) \(.*\)$", re.S)
+
+
+def short_reasons(unavailable: Mapping[str, str]) -> dict[str, str]:
+    """Why each arm did not run, for verdict tables and sentences: a missing toolchain without
+    its install hint (``"no dotnet toolchain (install the .NET 8 SDK ...)"`` -> ``"no dotnet
+    toolchain"``; :func:`status_table` keeps the hint), other reasons cut to their first line
+    and 160 characters."""
+    out = {}
+    for arm, why in unavailable.items():
+        m = _INSTALL_HINT.match(why)
+        out[arm] = m.group(1) if m else why.splitlines()[0][:160] if why else why
+    return out
 
 
 def measured_minutes(run: Any) -> float:

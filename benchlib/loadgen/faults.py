@@ -135,7 +135,9 @@ CASES: tuple[Case, ...] = (
          protocol="grpc"),
     Case("garbage", ("protocol", "reset"), what="garbage after the preface (a 16 MiB frame header)", protocol="grpc"),
     Case("bad-hpack", ("protocol",), what="a header block that does not decode", protocol="grpc"),
-    Case("oversized", ("protocol",), what="a 20,000-byte DATA frame (over 16,384)", protocol="grpc"),
+    # "reset" too: a connection torn down while both sides still write may end in a TCP reset
+    # before the oversized frame is read (seen once in about 10 runs at load 10)
+    Case("oversized", ("protocol", "reset"), what="a 20,000-byte DATA frame (over 16,384)", protocol="grpc"),
     Case("mute", ("timeout",), 8, what="never answers the preface", timeout_s=SHORT_TIMEOUT_S, protocol="grpc"),
 )
 

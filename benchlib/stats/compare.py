@@ -26,6 +26,8 @@ from benchlib.stats.multiplicity import CORRECTIONS, adjust, best_case_adjusted
 from benchlib.stats.power import METHODS, mde_shift, min_trials, planning_alpha
 from benchlib.stats.pairing import Pair, pair_design
 from benchlib.stats.report import Comparison, PairInfo
+from benchlib.stats.sequential import SequentialDesign, analyse_row, check_sequential, need_blocks, row_mde
+from benchlib.stats.sequential import blocks_run as seq_blocks_run
 from benchlib.stats.shift import shift_function_table
 from benchlib.stats.verdict import Verdict, decide, render
 
@@ -148,6 +150,7 @@ def compare(
     better: Mapping[str, str] | None = None,
     shift: bool = True,
     contrasts: Sequence[tuple[str, str]] | None = None,
+    sequential: SequentialDesign | None = None,
 ) -> Comparison:
     """Compare every arm with ``baseline`` (or the ``contrasts``) on each metric, across trials.
 
@@ -203,6 +206,14 @@ def compare(
         ``[("go-fair", "rust-fair"), ("rust-fair", "rust-faithful")]``. In each group the
         pairs whose two arms have valid trials are compared, in the given order; a pair
         with an arm missing there is skipped and said in a note.
+    sequential:
+        A :class:`~benchlib.stats.sequential.SequentialDesign`: the blocks were run with
+        planned looks at which the question could stop (group-sequential design). Each
+        row's p-value is then its sequential p-value over the looks so far (``p_fixed``
+        keeps the fixed-sample one, for reference), its interval the repeated confidence
+        interval, equivalence the repeated ``1 - 2 alpha`` interval, the MDE and the
+        minimum-p guard those of the sequential test, and the verdict says how many of the
+        design's blocks it rests on. Rank method, paired blocks only; no shift function.
 
     Returns
     -------
@@ -218,6 +229,8 @@ def compare(
         ratio metric.
     """
     _check_params(design, method, alpha, confidence, correction, margin, family, n_resamples, power)
+    if sequential is not None:
+        check_sequential(sequential, method, design)
     by = tuple(by)
     metrics = tuple(dict.fromkeys(metrics))
     if not metrics:
@@ -231,6 +244,7 @@ def compare(
     extras: list[dict[str, Any]] = []  # per-row internals used after adjustment
     pairs: list[PairInfo] = []
     groups = [((), data)] if not by else list(data.groupby(list(by), sort=False, dropna=False))
+    seq_runs: list[int] = []
     if not len(data):
         raise ParameterError("no valid trials in summaries (every row has valid == False)")
     for key, g in groups:
@@ -238,6 +252,14 @@ def compare(
         labels = dict(zip(by, key_t, strict=True))
         key_text = ", ".join(f"{k}={v}" for k, v in labels.items()) or "the summaries"
         _check_identity(g, by, key_text)
+        run_blocks = 0
+        if sequential is not None:
+            bad_here = invalid
+            for k, v in labels.items():
+                bad_here = bad_here[bad_here[k] == v] if len(bad_here) else bad_here
+            run_blocks = seq_blocks_run([g, bad_here])
+            sequential.counts(run_blocks)  # more blocks than the design allows: a clear error
+            seq_runs.append(run_blocks)
         arms = _arm_order(summaries, g)
         if pair_list is None:
             if baseline not in arms:
@@ -258,12 +280,15 @@ def compare(
         group_rows: list[int] = []
         for base, arm in here:
             pair = pair_design(g, base, arm, design)
+            if sequential is not None and not pair.paired:
+                raise ParameterError(f"sequential analysis needs blocks: {arm} vs {base} in {key_text} could not be "
+                                     "paired by block (each block must hold at most one trial of each arm)")
             pair_rows: list[int] = []
             for metric in metrics:
                 idx = len(rows)
                 row, extra = _row(
                     pair, labels, base, arm, metric, infos[metric], method, confidence, alpha,
-                    seed, n_resamples, book, idx, g,
+                    seed, n_resamples, book, idx, g, sequential, run_blocks,
                 )
                 rows.append(row)
                 extras.append(extra)
@@ -297,7 +322,8 @@ def compare(
                 rs = sorted(set(map(str, bad[rcol].dropna())))
                 reasons = f" ({'; '.join(rs[:3])})" if rs else ""
             book.add("invalid", f"{len(bad)} invalid trial(s) in {key_text} left out{reasons}", group_rows)
-    verdicts = _adjust_and_decide(rows, extras, by, alpha, correction, margin, method, power, family, book, infos)
+    verdicts = _adjust_and_decide(rows, extras, by, alpha, correction, margin, method, power, family, book, infos,
+                                  sequential)
     if correction == "none" and len(rows) > 1:
         book.add("no_correction",
                  f"no correction for multiple comparisons over {len(rows)} rows: about {alpha:.0%} of rows "
@@ -306,7 +332,7 @@ def compare(
         row["notes"] = ",".join(str(n) for n in book.for_row(i))
     table = pd.DataFrame.from_records(rows)
     shift_table = None
-    if shift and all(f"d{i}_ms" in data.columns for i in range(1, 10)):
+    if shift and sequential is None and all(f"d{i}_ms" in data.columns for i in range(1, 10)):
         shift_table = shift_function_table(
             data, baseline=str(baseline), by=by, design=design, alpha=alpha, confidence=confidence, pairs=pairs
         )
@@ -318,6 +344,8 @@ def compare(
     if pair_list is not None:
         params["baseline"] = None
         params["contrasts"] = [list(c) for c in pair_list]
+    if sequential is not None:
+        params["sequential"] = {**sequential.to_dict(), "blocks_run": max(seq_runs, default=0)}
     return Comparison(table=table, notes=book.notes, shift=shift_table, params=params, pairs=pairs,
                       verdicts=verdicts)
 
@@ -347,7 +375,8 @@ def _check_contrasts(baseline: str | None, contrasts: Sequence[tuple[str, str]] 
 def _row(
     pair: Pair, labels: dict[str, Any], baseline: str, arm: str, metric: str, info: MetricInfo,
     method: str, confidence: float, alpha: float, seed: int, n_resamples: int,
-    book: fn.FootnoteBook, idx: int, group: pd.DataFrame,
+    book: fn.FootnoteBook, idx: int, group: pd.DataFrame, sequential: SequentialDesign | None = None,
+    run_blocks: int = 0,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     a_all = pair.a[metric].astype(float)
     b_all = pair.b[metric].astype(float)
@@ -401,6 +430,8 @@ def _row(
         row["prob_better"] = math.nan
     extra: dict[str, Any] = {"status": "ok", "paired": paired, "n": min(a.size, b.size), "info": info,
                              "arm": arm, "baseline": baseline, "labels": labels, "n_tied": 0}
+    if sequential is not None:
+        extra["blocks_run"] = run_blocks
     row["n_tied"] = 0
     # single trial per arm: degraded block-bootstrap mode from per-trial standard errors
     lse = f"{metric}_lse"
@@ -435,10 +466,21 @@ def _row(
         return row, extra
     x_a, x_b = tr(a), tr(b)
     key = "|".join([*(str(v) for v in labels.values()), baseline, arm, metric])
-    est = estimate(
-        x_a, x_b, paired=paired, method=method, confidence=confidence, alpha=alpha,
-        rng=_rng_for(seed, key) if method == "bootstrap" else None, n_resamples=n_resamples,
-    )
+    if sequential is not None:
+        blocks = pair.a["block"].to_numpy()[ok] if paired else None
+        srow = analyse_row(x_a, x_b, np.asarray(blocks), sequential, blocks_run=run_blocks, confidence=confidence,
+                           alpha=alpha)
+        est = srow.estimate
+        extra.update(seq_row=srow)
+        row.update(p_fixed=srow.p_fixed, blocks_run=srow.blocks_run, blocks_max=sequential.max_blocks)
+        if srow.unplanned:
+            book.add("unplanned_look", f"analysed after {srow.blocks_run} blocks, which is not one of the planned "
+                     f"looks ({', '.join(map(str, sequential.looks))}): that count is added as a look", [idx])
+    else:
+        est = estimate(
+            x_a, x_b, paired=paired, method=method, confidence=confidence, alpha=alpha,
+            rng=_rng_for(seed, key) if method == "bootstrap" else None, n_resamples=n_resamples,
+        )
     row["test"] = est.test
     if est.ties and method == "rank":
         book.add("ties", "tied per-trial values: the rank p-value is exact given the ties, the interval "
@@ -522,7 +564,7 @@ def _quantile_of(metric: str) -> float | None:
 def _adjust_and_decide(
     rows: list[dict[str, Any]], extras: list[dict[str, Any]], by: Sequence[str], alpha: float,
     correction: str, margin: float, method: str, power: float, family: str,
-    book: fn.FootnoteBook, infos: Mapping[str, MetricInfo],
+    book: fn.FootnoteBook, infos: Mapping[str, MetricInfo], sequential: SequentialDesign | None = None,
 ) -> list[Verdict]:
     """Multiplicity adjustment, minimum-p guard and MDE; the verdicts (decided by
     :func:`benchlib.stats.verdict.decide`) and their table columns, in place."""
@@ -553,6 +595,9 @@ def _adjust_and_decide(
             need_m = m_need if status in ("too_few", "single") else m
             need = (min_trials(alpha=alpha, n_comparisons=need_m, correction=correction, paired=paired)
                     if method == "rank" else None)
+            if sequential is not None:
+                kw.update(blocks_run=e.get("blocks_run", 0), blocks_max=sequential.max_blocks)
+                need = need_blocks(sequential, alpha=alpha, n_comparisons=need_m, correction=correction) or need
             if status == "too_few":
                 kw["need"] = max(e["floor"], need) if need is not None else e["floor"]
             elif status == "single":
@@ -566,7 +611,9 @@ def _adjust_and_decide(
                     effect=e["effect"], lo=e["lo"], hi=e["hi"], tost_lo=e["tost_lo"], tost_hi=e["tost_hi"],
                     achieved=e["achieved"], p_raw=e["p"], p_adj=float(adj_of[i]), min_p=e["min_p"],
                     best_adjusted=best_case_adjusted(e["min_p"], m, correction),
-                    mde=mde_shift(e["n"], e["sigma"], alpha=row_alpha, power=power, paired=paired, method=method),
+                    mde=(row_mde(e["seq_row"], sequential, alpha_row=row_alpha, power=power)
+                         if sequential is not None and "seq_row" in e else
+                         mde_shift(e["n"], e["sigma"], alpha=row_alpha, power=power, paired=paired, method=method)),
                     need=need if need is not None else e["floor"] + 1,
                     all_equal=e.get("all_equal", math.nan),
                 )
@@ -589,3 +636,5 @@ def _fill_row(r: dict[str, Any], v: Verdict) -> None:
         equivalent=v.equivalent, verdict=render(v), verdict_kind=v.kind.value,
         between_run_variance_estimated=v.between_run_variance_estimated,
     )
+    if v.sequential:
+        r.update(blocks_run=v.blocks_run, blocks_max=v.blocks_max)

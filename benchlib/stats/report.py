@@ -150,7 +150,16 @@ class Comparison:
             f"α={pr['alpha']:g}, {corr} over {fam} row{'s' if fam != 1 else ''}, "
             f"{pr['confidence']:.0%} CIs, practical margin ±{100 * pr['margin']:g}%, method {pr['method']}"
         )
-        return ["  ·  ".join(parts), line2]
+        lines = ["  ·  ".join(parts), line2]
+        seq = pr.get("sequential")
+        if seq:
+            looks = ", ".join(map(str, seq["looks"]))
+            runs = sorted({int(t.loc[i, "blocks_run"]) for i in p.rows if "blocks_run" in t.columns
+                           and np.isfinite(t.loc[i, "blocks_run"])})
+            at = f"analysed after {runs[0]} of {seq['looks'][-1]} blocks" if runs else ""
+            lines.append(f"group-sequential: looks at {looks} blocks (Wang-Tsiatis shape {seq['shape']:g}); {at}; "
+                         "p-values and intervals hold over all looks (sequential p, repeated CIs)")
+        return lines
 
     def _levels(self, p: PairInfo, side: str) -> set[float]:
         """The achieved levels of the ``±`` intervals of one side's centres in a block."""

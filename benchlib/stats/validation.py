@@ -292,6 +292,88 @@ def compare_rates(reps: int, *, ratio: float = 1.0, rows: int = 1, trials: int =
     return out
 
 
+def paired_sigma(phi: float = 0.9, trial_sd: float = 0.03, n_req: int = 2000, seed: int = 1) -> float:
+    """SD of the within-block log ratio of per-trial medians in the suite's model (``sqrt(2)``
+    times the SD of one arm's log median)."""
+    return math.sqrt(2.0) * _sigma_of_log_median(np.random.default_rng(seed), phi=phi, trial_sd=trial_sd,
+                                                 n_req=n_req, n=3000)
+
+
+def sequential_rates(reps: int, *, design: Any, ratio: float = 1.0, rows: int = 1, phi: float = 0.9,
+                     trial_sd: float = 0.03, n_req: int = 2000, alpha: float = 0.05, seed: int = 40) -> dict[str, Any]:
+    """The group-sequential procedure through :func:`~benchlib.stats.compare` itself, as the
+    runner would use it: blocks arrive, at each planned look of ``design`` the question
+    (baseline ``A`` and ``rows`` arms ``B1..Bk``, every latency of an arm multiplied by
+    ``ratio``, per-trial medians, paired rank method, Holm, the guard and the verdicts in
+    the loop) is compared with ``sequential=design``, and it stops when
+    :func:`benchlib.stats.sequential.status` says so.
+
+    Returned: ``directional`` (share of replicates with a "faster"/"slower" row: the
+    family-wise rate in an A/A), ``per_row``, ``slower``, ``faster``, ``equivalent`` (shares
+    of rows), ``blocks_mean`` (blocks run), ``blocks_max``, ``saving`` (1 - mean / max),
+    ``stopped_early`` (share of replicates), the fixed-size analysis of all ``blocks_max``
+    blocks for reference (``fixed_directional``), and for ``ratio != 1`` ``power`` (share of
+    rows "slower"), ``predicted`` (:meth:`SequentialDesign.power` at the row level
+    ``alpha / rows``), ``predicted_blocks`` (:meth:`SequentialDesign.expected_blocks`) and
+    ``type_s``.
+    """
+    from benchlib.stats.compare import compare
+    from benchlib.stats.sequential import status
+    from benchlib.stats.verdict import VerdictKind
+
+    rng = np.random.default_rng(seed)
+    n_max = design.max_blocks
+    arms = ["A", *(f"B{k + 1}" for k in range(rows))]
+    offsets = np.repeat(np.r_[0.0, np.full(rows, math.log(ratio))], n_max)
+    c = {"directional": 0, "per_row": 0, "slower": 0, "faster": 0, "equivalent": 0, "blocks": 0, "early": 0,
+         "fixed": 0}
+    for _ in range(reps):
+        lat = _latencies((rows + 1) * n_max, n_req, rng, phi=phi, trial_sd=trial_sd, log_offsets=offsets)
+        df = _summaries(np.median(lat, axis=1).reshape(rows + 1, n_max), arms)
+        for look in design.looks:
+            comp = compare(df[df["block"] < look], baseline="A", metrics=("p50_ms",), alpha=alpha, shift=False,
+                           sequential=design)
+            st = status(comp)
+            if st.stop:
+                break
+        kinds = [v.kind for v in comp.verdicts]
+        c["directional"] += any(k.directional for k in kinds)
+        c["per_row"] += sum(k.directional for k in kinds)
+        c["slower"] += kinds.count(VerdictKind.SLOWER)
+        c["faster"] += kinds.count(VerdictKind.FASTER)
+        c["equivalent"] += kinds.count(VerdictKind.EQUIVALENT)
+        c["blocks"] += st.blocks
+        c["early"] += st.blocks < n_max
+        fixed = compare(df, baseline="A", metrics=("p50_ms",), alpha=alpha, shift=False, design="paired")
+        c["fixed"] += any(v.directional for v in fixed.verdicts)
+    res: dict[str, Any] = {"looks": list(design.looks), "directional": c["directional"] / reps,
+                           "blocks_mean": c["blocks"] / reps, "blocks_max": n_max,
+                           "saving": 1.0 - c["blocks"] / (reps * n_max), "stopped_early": c["early"] / reps,
+                           "fixed_directional": c["fixed"] / reps}
+    res.update({k: c[k] / (reps * rows) for k in ("per_row", "slower", "faster", "equivalent")})
+    if ratio != 1.0:
+        sigma = paired_sigma(phi, trial_sd, n_req, seed + 1)
+        row_alpha = alpha / rows
+        right, wrong = ("slower", "faster") if ratio > 1 else ("faster", "slower")
+        res.update(power=res[right], predicted=design.power(ratio - 1.0, sigma, alpha=row_alpha), sigma=sigma,
+                   predicted_blocks=design.expected_blocks(ratio - 1.0, sigma, alpha=row_alpha),
+                   type_s=c[wrong] / max(1, c[right] + c[wrong]))
+    return res
+
+
+def sequential_designs(target_mde: float = 0.05, power: float = 0.8) -> dict[str, Any]:
+    """The group-sequential designs the suite validates: planned with
+    :func:`~benchlib.stats.sequential.plan_sequential` for a ``target_mde`` change at ``power``
+    in the suite's model (lag-1 0.9, 3% run effect, per-trial medians of 2,000 requests), for
+    one row (``"one_row"``) and for a Holm family of four rows (``"four_rows"``)."""
+    from benchlib.stats.sequential import plan_sequential
+
+    sigma = paired_sigma()
+    return {"sigma": sigma,
+            "one_row": plan_sequential(sigma, target_mde=target_mde, power=power),
+            "four_rows": plan_sequential(sigma, target_mde=target_mde, power=power, n_comparisons=4)}
+
+
 def single_trial_aa(reps: int, *, n_req: int = 20000, phi: float = 0.9, trial_sd: float = 0.03,
                     seed: int = 21) -> dict[str, Any]:
     """One trial per arm of two identical services, through :func:`summarize_trial` (block
@@ -415,6 +497,12 @@ def run_all(full: bool = False, *, seed: int = 0) -> dict[str, Any]:
     for ratio, n in ((1.05, 10), (1.05, 20), (1.10, 10), (1.10, 20)):
         res[f"compare_power_{round(100 * (ratio - 1))}pct_{n}"] = compare_rates(r, ratio=ratio, trials=n,
                                                                                seed=seed + 22 + n)
+    plans = sequential_designs()
+    res["sequential_aa_1_row"] = sequential_rates(r, design=plans["one_row"].design, seed=seed + 40)
+    res["sequential_aa_holm_4_rows"] = sequential_rates(r, design=plans["four_rows"].design, rows=4, seed=seed + 41)
+    for ratio in (1.05, 1.10):
+        res[f"sequential_power_{round(100 * (ratio - 1))}pct"] = sequential_rates(
+            r, design=plans["one_row"].design, ratio=ratio, seed=seed + 42 + round(100 * (ratio - 1)))
     res["single_trial_aa"] = single_trial_aa(max(100, r // 5), seed=seed + 23)
     res["changepoint"] = changepoint_rates(r, seed=seed + 19)
     res["coordinated_omission"] = coordinated_omission()

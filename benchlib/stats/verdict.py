@@ -117,6 +117,11 @@ class Verdict:
     reason:
         For ``NOT_RUN``: why the arm did not run; for ``NO_VALID_TRIAL``: what became of its
         trials.
+    blocks_run, blocks_max:
+        Group-sequential analysis (``compare(..., sequential=design)``): the blocks of the run
+        the row rests on and the design's maximum (both 0 for a fixed-size analysis). The
+        p-values, interval, MDE and guard are then the sequential test's, and the words say
+        "sequential, 8 of 12 blocks".
     """
 
     kind: VerdictKind
@@ -154,6 +159,8 @@ class Verdict:
     between_run_variance_estimated: bool = True
     all_equal: float = _NAN
     reason: str = ""
+    blocks_run: int = 0
+    blocks_max: int = 0
 
     def __hash__(self) -> int:
         return hash((self.kind, self.arm, self.baseline, self.metric, tuple(sorted(map(str, self.labels.items())))))
@@ -177,6 +184,16 @@ class Verdict:
     def directional(self) -> bool:
         """Whether the verdict claims a direction (``FASTER`` or ``SLOWER``)."""
         return self.kind.directional
+
+    @property
+    def sequential(self) -> bool:
+        """Whether the row comes from a group-sequential analysis."""
+        return self.blocks_max > 0
+
+    @property
+    def stopped_early(self) -> bool:
+        """A sequential row analysed before the design's maximum of blocks."""
+        return self.sequential and 0 < self.blocks_run < self.blocks_max
 
     @property
     def improved(self) -> bool:
@@ -231,8 +248,20 @@ def render(v: Verdict) -> str:
     ``faster``, ``slower, within ±2%``, ``slower, possibly within ±2%``, ``equivalent (±2%)``,
     ``~ (MDE 9.0%)``, ``~ (all trials 0%, MDE 0 pp)``, ``insufficient trials (need ≥ 6 blocks)``,
     ``insufficient trials (need ≥ 4 per arm; between-run variance not estimated, MDE ≥ 1.2%)``,
-    ``omitted (no values)``, ``not run: <reason>``, ``no valid trial: <reason>``.
+    ``omitted (no values)``, ``not run: <reason>``, ``no valid trial: <reason>``. A
+    group-sequential row adds how many blocks it rests on: ``faster (sequential, 8 of 12
+    blocks)``, ``~ (MDE 9.0%; sequential, 12 of 12 blocks)``.
     """
+    text = _render(v)
+    if not v.sequential or v.kind in (VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL, VerdictKind.OMITTED):
+        return text
+    bit = f"sequential, {v.blocks_run} of {v.blocks_max} blocks"
+    if text.endswith(")"):
+        return f"{text[:-1]}; {bit})"
+    return f"{text} ({bit})"
+
+
+def _render(v: Verdict) -> str:
     k = v.kind
     mtxt = f"±{100 * v.margin:g}%" if math.isfinite(v.margin) else ""
     if k is VerdictKind.NOT_RUN:
@@ -297,6 +326,8 @@ def decide(
     arm: str = "",
     baseline: str = "",
     labels: Mapping[str, Any] | None = None,
+    blocks_run: int = 0,
+    blocks_max: int = 0,
 ) -> Verdict:
     """Decide one row's verdict from its numbers.
 
@@ -325,6 +356,8 @@ def decide(
     n_baseline, n_arm, n_tied, paired, all_equal:
         Trial counts (tied blocks left out), the design, and for zero-spread rows the
         common value.
+    blocks_run, blocks_max:
+        Group-sequential analysis: blocks of the run used and the design's maximum (0: fixed).
     """
     log = info.scale == "log"
     base = dict(
@@ -332,6 +365,7 @@ def decide(
         effect="ratio" if log else "difference", unit=info.unit, correction=correction,
         family_size=int(family_size), alpha=float(alpha), margin=float(margin), mde_power=float(power),
         paired=bool(paired), n_baseline=int(n_baseline), n_arm=int(n_arm), n_tied=int(n_tied),
+        blocks_run=int(blocks_run), blocks_max=int(blocks_max),
     )
     if status == "omitted":
         return Verdict(VerdictKind.OMITTED, **base)

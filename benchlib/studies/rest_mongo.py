@@ -165,19 +165,10 @@ def k6_setup(arms: Sequence[Arm], variants: Sequence[str], enabled: bool = True)
     cells (Go, .NET, Rust) in their faithful variant (fair when only fair runs). k6 v0.50.0
     is built here, before any trial, if it is missing; when it cannot be, no arm is
     cross-checked and the sentence says why."""
-    if not enabled:
-        return (), "k6 cross-check off (`k6_check=False`)."
-    from benchlib.errors import BuildError, ToolchainMissing
-    from benchlib.peers.k6 import ensure_k6, k6_version
-
-    try:
-        version = k6_version(ensure_k6()) or "k6"
-    except (ToolchainMissing, BuildError) as exc:
-        return (), f"k6 cross-check not run: {exc}"
     variant = "faithful" if "faithful" in variants else "fair"
-    chosen = tuple(a.name for a in arms if a.variant == variant and
-                   any(a.service == i.service and i.in_original for i in IMPLEMENTATIONS))
-    return chosen, f"{version} on {', '.join(chosen)}"
+    chosen = [a.name for a in arms if a.variant == variant and
+              any(a.service == i.service and i.in_original for i in IMPLEMENTATIONS)]
+    return peers.peer_setup("k6", chosen, enabled, flag="k6_check")
 
 
 def k6_tables(result: Any) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from benchlib import stats
-from benchlib.analysis import (Contrast, Family, answer_table, answer_tables, family_markdown, planned_rows,
-                               run_family)
+from benchlib.analysis import (Contrast, Family, answer_table, answer_tables, blocks_needed, family_markdown,
+                               planned_rows, run_family)
 from benchlib.errors import ParameterError
 from benchlib.stats.simulate import simulate_summaries
 from benchlib.stats.verdict import VerdictKind
@@ -106,3 +106,12 @@ def test_planned_rows_count_the_metrics_each_condition_supports() -> None:
     # p99 needs 5,000 requests: supported in "big" only; p50 (100) and throughput in both
     assert planned_rows(fam, {"big": 10_000, "small": 200}) == 2 * 3 + 2 * 2
     assert planned_rows(fam, {"big": 10_000, "small": 200}, {"c": "not here"}) == 3 + 2
+
+
+def test_blocks_needed_are_the_fewest_at_which_holm_over_the_rows_can_decide() -> None:
+    fam = Family("q", tuple(Contrast("a", x) for x in "bcde"), ("p50_ms", "p99_ms", "throughput_rps", "cpu_us"),
+                 conditions=("c",))
+    assert blocks_needed(fam, {"c": 50_000}) == (16, 10)  # 2/2^10 x 16 < 0.05, 2/2^9 x 16 is not
+    assert blocks_needed(fam, {"c": 2_000}) == (12, 9)  # no p99 below 5,000 requests
+    assert blocks_needed(fam, {"c": 50_000}, {"e": "no toolchain"}) == (12, 9)
+    assert blocks_needed(fam, {"c": 50_000}, {"a": "gone"}) == (0, stats.min_trials(alpha=0.05, paired=True))

@@ -14,8 +14,10 @@ import pytest
 
 from benchlib import logs
 from benchlib.analysis import (client_cpu_table, client_limited, limits_table, log_lines_table, measured_minutes,
-                               repeats_table, status_table, warmup_table)
-from benchlib.analysis.peers import peer_beside, peer_labels, peer_notes, peer_summary, peer_view
+                               repeats_table, server_cpu_table, server_unsaturated, short_reasons, status_table,
+                               warmup_table)
+from benchlib.analysis.peers import (peer_beside, peer_labels, peer_notes, peer_setup, peer_summary, peer_tables,
+                                     peer_view)
 from benchlib.analysis.tables import add_trial_metric, logged_lines, median_of_trials
 from benchlib.records import RunRecord, TrialRecord, read_run
 from benchlib.schema import ROW_DTYPE
@@ -179,3 +181,64 @@ def test_a_study_s_own_metric_joins_the_summaries_by_trial() -> None:
                            lambda t: t.meta["resources"][-1]["cpu_s"] - t.meta["resources"][0]["cpu_s"])
     assert out["server_cpu_s"].tolist()[:2] == [2.0, 0.5] and math.isnan(out["server_cpu_s"].iloc[2])
     assert "server_cpu_s" not in summaries.columns
+
+
+def test_server_cpu_table_gives_the_cost_per_request_and_names_the_servers_with_cpu_to_spare() -> None:
+    rows = [{"condition": "closed", "arm": arm, "block": b, "valid": b != 6, "server_cpu_us_per_req": us * (1 + b / 100),
+             "server_cpu_frac": frac} for arm, us, frac in (("busy", 20.0, 0.96), ("idle", 10.0, 0.5))
+            for b in range(7)]
+    rows.append({"condition": "closed", "arm": "nocpu", "block": 0, "valid": True, "server_cpu_us_per_req": math.nan,
+                 "server_cpu_frac": math.nan})
+    run = RunRecord("s", "r", Path("."), (), arms=("idle", "busy", "nocpu"), conditions=("closed",),
+                    cpus={"server": [1], "client": [0]})
+    table = server_cpu_table(run, pd.DataFrame(rows))
+    assert list(table["arm"]) == ["idle", "busy"]  # the run's arm order; no samples, no row; invalid trials left out
+    busy = table.set_index("arm").loc["busy"]
+    assert busy["trials"] == 6 and busy["server CPUs busy (share of 1), median"] == 0.96
+    assert busy["server CPU per request (µs), median [95% CI]"] == "20.5 [20, 21]" and busy["trials below 90%"] == 0
+    assert server_unsaturated(table) == ["idle"]
+    two = RunRecord("s", "r", Path("."), (), arms=("idle", "busy"), cpus={"server": [0, 1], "client": [0, 1]})
+    shared = server_cpu_table(two, pd.DataFrame(rows)).set_index("arm")
+    assert shared.loc["busy", "server CPUs busy (share of 2), median"] == 0.48 and server_unsaturated(
+        shared.reset_index()) == ["idle", "busy"]
+    assert server_cpu_table(run, pd.DataFrame()).empty and server_unsaturated(None) == []
+
+
+def test_short_reasons_drop_the_install_hint_and_keep_one_line() -> None:
+    out = short_reasons({"a": "no dotnet toolchain (install the .NET 8 SDK (https://dot.net) so that `dotnet` is on "
+                              "PATH, or use runtime='docker')", "b": "build failed: exit 1\nlog tail", "c": "x" * 300})
+    assert out == {"a": "no dotnet toolchain", "b": "build failed: exit 1", "c": "x" * 160}
+
+
+def test_peer_tables_bundle_the_tool_beside_benchlib() -> None:
+    trials = [TrialRecord.from_meta(_meta("a", b, load={"client_cpu": {"per_cpu": {"0": 0.3}}},
+                                          cross_check={**WRK, "order": "before" if b % 2 else "after"}))
+              for b in (0, 1)]
+    summaries = pd.DataFrame([{"condition": "closed", "arm": "a", "block": b, "throughput_rps": 2000.0, "p50_ms": 2.2,
+                               "p99_ms": 9.9} for b in (0, 1)])
+    out = peer_tables(RunRecord("s", "r", Path("."), tuple(trials), arms=("a",)), summaries, "wrk", why="Why.")
+    assert set(out) == {"beside", "by_arm", "rate", "trials", "notes"} and len(out["beside"]) == 2
+    assert out["by_arm"].set_index("arm").loc["a", "rps_ratio"] == pytest.approx(1.1)
+    assert {"wrk req/s", "benchlib req/s", "wrk / benchlib req/s, wrk first"} <= set(out["rate"].columns)
+    assert list(out["trials"]["wrk ran"]) == ["second", "first"]
+    assert "**a**: wrk's requests/s +10.0%" in out["notes"] and out["notes"].endswith("Why.")
+
+
+def test_peer_setup_builds_the_tool_first_and_says_which_arms_it_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    import benchlib.peers.bombardier as b
+    from benchlib.errors import ToolchainMissing
+
+    assert peer_setup("bombardier", ["a"], False, flag="bombardier_check") == (
+        (), "bombardier cross-check off (`bombardier_check=False`).")
+    assert peer_setup("bombardier", ["a"], False, flag='bombardier="none"')[1] == (
+        'bombardier cross-check off (`bombardier="none"`).')
+    monkeypatch.setattr(b, "ensure_bombardier", lambda: Path("/x/bombardier"))
+    monkeypatch.setattr(b, "bombardier_version", lambda path: f"bombardier version v1.2.6 at {path}")
+    assert peer_setup("bombardier", ["a", "b"]) == (("a", "b"), "bombardier version v1.2.6 at /x/bombardier on a, b")
+
+    def missing() -> Path:
+        raise ToolchainMissing("go", "bombardier", "install Go")
+
+    monkeypatch.setattr(b, "ensure_bombardier", missing)
+    arms, text = peer_setup("bombardier", ["a"])
+    assert arms == () and text.startswith("bombardier cross-check not run: service 'bombardier' needs 'go'")

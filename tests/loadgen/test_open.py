@@ -9,6 +9,7 @@ from benchlib.loadgen import run_load
 from benchlib.loadgen.schedule import arrivals_in_window, segments_for
 from benchlib.loadgen.testservers import serve
 from benchlib.model import LoadSpec, Stage, Target
+from benchlib.schema import PHASE_CODES
 
 from .conftest import client_cpus, server_cpus
 
@@ -23,7 +24,13 @@ def test_constant_schedule_exact_grid_two_workers(hello_target):
     assert set(np.unique(rows["worker"])) == {0, 1}
     assert np.all(rows["error"] == 0)
     assert r.meta["offered_rps"] == 400
-    assert r.meta["achieved_rps"] == pytest.approx(400, rel=0.01)
+    # achieved: the measured responses done within the planned 1 s window, per second (on a busy
+    # machine the last few may finish after it: what the rows say, not what the machine did)
+    measured = rows[rows["phase"] == PHASE_CODES["measure"]]
+    window_end = measured["t_intended_ns"].min() + 1_000_000_000
+    in_window = int(np.count_nonzero(measured["t_done_ns"] <= window_end))
+    assert r.meta["measured_duration_s"] == 1.0
+    assert r.meta["achieved_rps"] == pytest.approx(in_window) and in_window <= 400
     lag = r.meta["schedule_lag_ns"]
     assert lag["p50"] is not None and lag["p50"] >= 0
     assert r.meta["coordinated_omission_risk"] is False

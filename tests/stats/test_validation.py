@@ -242,3 +242,51 @@ def test_compare_agrees_with_the_validated_estimator():
                 assert r["p_raw"] == pytest.approx(e.pvalue)
                 assert math.log(r["ci_lo"]) == pytest.approx(e.lo)
             assert math.log(r["ratio"]) == pytest.approx(e.effect)
+
+
+@pytest.fixture(scope="module")
+def seq_plans():
+    return V.sequential_designs()
+
+
+@pytest.mark.parametrize("reps", SIZES)
+def test_sequential_aa_size_through_compare(reps, seq_plans, figures):
+    """Group-sequential stopping (looks planned for a 5% change at 80% power), compare() with
+    sequential=design at each look, stopping when status() says so: the share of A/A
+    replicates ending "faster"/"slower" lies in the band (one row)."""
+    lo, hi = V.band(0.05, reps)
+    one = V.sequential_rates(reps, design=seq_plans["one_row"].design, seed=40)
+    figures.update(one)
+    assert lo <= one["directional"] <= hi, one
+
+
+@pytest.mark.parametrize("reps", [pytest.param(100, id="quick"),
+                                  pytest.param(1000, id="full", marks=[pytest.mark.slow, pytest.mark.timeout(3600)])])
+def test_sequential_aa_family_wise_rate_under_holm(reps, seq_plans, figures):
+    """The same for a Holm family of four A/A rows (four arms against one baseline; looks
+    planned for four rows): the share of replicates with any "faster"/"slower" row stays at or
+    below the band's top, and is not inert."""
+    four = V.sequential_rates(reps, design=seq_plans["four_rows"].design, rows=4, seed=41)
+    figures.update(four)
+    assert four["directional"] <= V.band(0.05, reps)[1], four
+    assert four["directional"] >= V.band(0.05, reps, z=4.0)[0], four
+
+
+SEQ_POWER = [pytest.param(200, 1.05, id="quick-5%")] + [
+    pytest.param(1000, r, id=f"full-{round(100 * (r - 1))}%", marks=pytest.mark.slow) for r in (1.05, 1.10)]
+
+
+@pytest.mark.parametrize(("reps", "ratio"), SEQ_POWER)
+def test_sequential_power_as_planned_and_blocks_saved(reps, ratio, seq_plans, figures):
+    """A planted slowdown under the sequential procedure: the share of "slower" verdicts lies
+    within 0.07 of the design's predicted power (0.12 at the quick size), no verdict points the
+    wrong way beyond 1%, and the mean blocks run is below the maximum (questions stop early)."""
+    plan = seq_plans["one_row"]
+    res = V.sequential_rates(reps, design=plan.design, ratio=ratio, seed=42 + round(100 * (ratio - 1)))
+    figures.update(res)
+    tol = 0.07 if reps >= 1000 else 0.12
+    assert abs(res["power"] - res["predicted"]) <= tol, res
+    assert res["type_s"] <= 0.01, res
+    assert res["blocks_mean"] < plan.design.max_blocks
+    if ratio == 1.05:
+        assert plan.power >= 0.8 and res["power"] >= 0.8 - tol

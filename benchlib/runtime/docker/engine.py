@@ -202,8 +202,16 @@ def owner_alive(label: str) -> bool | None:
 
 def iter_benchlib_containers(client: Any, run_id: str | None = None) -> Iterator[Any]:
     """Containers carrying benchlib's labels (of ``run_id`` when given), running or not."""
+    import docker.errors
+
     label = "benchlib.run_id" if run_id is None else f"benchlib.run_id={run_id}"
-    yield from client.containers.list(all=True, filters={"label": label})
+    # list the ids, then inspect each: a container removed in between (another run's stop, a
+    # sweep) is skipped (containers.list() would raise the engine's 404 for it)
+    for entry in client.api.containers(all=True, filters={"label": label}):
+        try:
+            yield client.containers.get(entry["Id"])
+        except docker.errors.NotFound:
+            continue
 
 
 def find_image(client: Any, ref: str) -> str | None:

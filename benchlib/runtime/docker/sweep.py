@@ -46,6 +46,8 @@ def sweep_containers(client: Any, run_id: str | None = None, *, all_owners: bool
         process still running, nor those another machine (or an earlier boot) started.
     all_owners: with ``run_id=None``, remove every benchlib container.
     """
+    import docker.errors
+
     result = ContainerSweep()
     try:
         containers = list(iter_benchlib_containers(client, run_id))
@@ -71,6 +73,8 @@ def sweep_containers(client: Any, run_id: str | None = None, *, all_owners: bool
         try:
             c.remove(force=True, v=True)
             result.removed.append({**entry, "why": why})
-        except Exception as exc:  # noqa: BLE001 - removed meanwhile
+        except docker.errors.NotFound:  # removed meanwhile (its own run's stop): nothing left
+            continue
+        except Exception as exc:  # noqa: BLE001 - the engine refused
             result.errors.append(f"docker: removing {c.name} failed: {exc}")
     return result

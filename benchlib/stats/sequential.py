@@ -1,0 +1,710 @@
+"""Group-sequential analysis of randomized blocks: stop adding blocks once a question is settled (pure).
+
+A question (one Holm family of rows, one :func:`~benchlib.stats.compare` call) is analysed at
+planned *looks*, after ``n_1 < n_2 < ... < n_K`` blocks. At each look every row gets its
+exact Wilcoxon signed-rank p-value ``p_k`` on the within-block log ratios of the blocks run so
+far, turned into ``z_k = Phi^-1(1 - p_k / 2)``. The row's statistic after look ``j`` is
+
+``W_j = max_{k <= j} z_k * (n_k / n_K) ** (1/2 - shape)``
+
+(the Wang-Tsiatis family of boundaries: ``shape = 0.5`` is Pocock's constant boundary,
+``shape = 0`` O'Brien-Fleming's; the default 0.25 lies between). Its **sequential p-value**
+is ``P_0(W_K >= W_j)``: the chance, with no true difference, that the statistic would reach
+the observed value at *any* of the K looks. Under the null the paths ``(p_1, ..., p_K)`` are
+distribution-free (random signs of blocks whose absolute differences are in random order), so
+``P_0`` is known up to Monte-Carlo error: :data:`NULL_DRAWS` seeded sign-flip paths per
+schedule, cached (its SD at 0.05 is 0.0005).
+
+Why this controls the error rates whatever the stopping rule: ``W_j`` never decreases, so the
+sequential p-value never increases from look to look, and its value at the last look is a
+valid p-value (``P(p <= u) <= u``). Any stopping time therefore gives a valid p-value, for
+every row; Holm over the rows' sequential p-values at the look where the question stops is
+the closed test of weighted-Bonferroni group-sequential tests (Maurer & Bretz 2013), and keeps
+the family-wise error at alpha. The repeated confidence interval (the shifts the sequential
+test does not reject, Jennison & Turnbull 1989) holds its level over all looks at once;
+equivalence (TOST) is its ``1 - 2 alpha`` version inside the margin, so "equivalent" is also
+decided at any look at level alpha. Decisions never revert: a row significant or equivalent
+at one look stays so at every later one.
+
+Limits: the looks must be fixed before the data are seen (:class:`SequentialDesign`); the
+analysis at a block count that is not a planned look (an interrupted run) adds that count as
+a look (conservative when the count is not chosen from the data). Tied blocks (zero
+differences) are dropped as in the fixed analysis, which makes the null law approximate for
+metrics with many ties. Only the rank method on paired blocks is sequential.
+
+See ``docs/statistics.md`` ("Stopping early") for the validation figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from benchlib.errors import ParameterError
+from benchlib.stats._checks import probability
+from benchlib.stats.estimate import Estimate
+from benchlib.stats.exact import _t_cdf, hodges_lehmann_center, min_p_paired, signed_rank, walsh_averages
+from benchlib.stats.multiplicity import best_case_adjusted
+
+__all__ = [
+    "DEFAULT_SHAPE",
+    "NULL_DRAWS",
+    "SequentialDesign",
+    "SequentialPlan",
+    "SequentialRow",
+    "LookStatus",
+    "analyse_row",
+    "plan_sequential",
+    "settled",
+    "status",
+]
+
+#: Default Wang-Tsiatis shape of the boundaries (0 O'Brien-Fleming, 0.5 Pocock).
+DEFAULT_SHAPE = 0.25
+#: Sign-flip paths simulated for each schedule's null distribution.
+NULL_DRAWS = 200_000
+#: Simulated experiments per power evaluation (common random numbers, fixed seed).
+POWER_DRAWS = 4000
+_NULL_SEED = 20261203
+_CHUNK = 20_000
+_TOL = 1e-9
+
+
+# ---------------------------------------------------------------------------------------
+# The engine: exact signed-rank p-values along nested looks, and the null law of W
+
+
+def _rank_p(x: np.ndarray) -> np.ndarray:
+    """Exact two-sided signed-rank p-values of each row of ``x`` (2-D; no zeros and no ties in
+    ``|x|`` within a row); identical to :func:`~benchlib.stats.exact.signed_rank` there."""
+    n = x.shape[1]
+    cdf = _t_cdf(n)
+    ranks = np.argsort(np.argsort(np.abs(x), axis=1), axis=1) + 1
+    t = (ranks * (x > 0)).sum(axis=1)
+    lower = cdf[t]
+    upper = np.where(t > 0, 1.0 - cdf[np.maximum(t - 1, 0)], 1.0)
+    return np.minimum(1.0, 2.0 * np.minimum(lower, upper))
+
+
+def _z(p: np.ndarray | float) -> np.ndarray:
+    """``Phi^-1(1 - p/2)``: 0 at p = 1, growing as p falls."""
+    return np.asarray(special.ndtri(1.0 - np.asarray(p, dtype=float) / 2.0))
+
+
+def _weights(counts: tuple[int, ...], shape: float) -> np.ndarray:
+    n = np.asarray(counts, dtype=float)
+    return (n / n[-1]) ** (0.5 - shape)
+
+
+def _w_paths(d: np.ndarray, counts: tuple[int, ...], shape: float, through: int) -> np.ndarray:
+    """Running maximum of the weighted z over the first ``through`` looks, per row of ``d``
+    (draws x blocks; the first ``counts[k]`` columns are look k's blocks)."""
+    w = _weights(counts, shape)
+    best = np.zeros(d.shape[0])
+    for k in range(through):
+        n = counts[k]
+        if n < 1:
+            continue
+        best = np.maximum(best, _z(_rank_p(d[:, :n])) * w[k])
+    return best
+
+
+@lru_cache(maxsize=64)
+def _null(counts: tuple[int, ...], shape: float) -> np.ndarray:
+    """Sorted null draws of ``W_K`` for the schedule ``counts`` (read-only, cached)."""
+    rng = np.random.default_rng(_NULL_SEED)
+    out = []
+    left = NULL_DRAWS
+    while left > 0:
+        m = min(_CHUNK, left)
+        out.append(_w_paths(rng.standard_normal((m, counts[-1])), counts, shape, len(counts)))
+        left -= m
+    w = np.sort(np.concatenate(out))
+    w.setflags(write=False)
+    return w
+
+
+def _p_of_w(w: float, counts: tuple[int, ...], shape: float) -> float:
+    """Sequential p-value: ``(1 + #{null W >= w}) / (R + 1)``."""
+    null = _null(counts, shape)
+    above = null.size - int(np.searchsorted(null, w - _TOL * max(1.0, abs(w)), side="left"))
+    return (1.0 + above) / (null.size + 1.0)
+
+
+@lru_cache(maxsize=1024)
+def _critical(counts: tuple[int, ...], shape: float, level: float) -> float:
+    """Smallest ``c`` among the null's values with sequential p-value at ``c`` <= ``level``
+    (``inf`` when no value reaches it): a row rejects at ``level`` iff ``W >= c``."""
+    null = _null(counts, shape)
+    vals = np.unique(null)
+    above = null.size - np.searchsorted(null, vals - _TOL * np.maximum(1.0, np.abs(vals)), side="left")
+    ok = vals[(1.0 + above) / (null.size + 1.0) <= level]
+    return float(ok[0]) if ok.size else math.inf
+
+
+def _max_w(counts: tuple[int, ...], shape: float, through: int) -> float:
+    """The largest ``W`` reachable after ``through`` looks (every block's sign alike)."""
+    w = _weights(counts, shape)
+    return max((float(_z(min_p_paired(counts[k]))) * w[k] for k in range(through) if counts[k] >= 1), default=0.0)
+
+
+@lru_cache(maxsize=16)
+def _draws(n: int) -> np.ndarray:
+    rng = np.random.default_rng([_NULL_SEED, n])
+    z = rng.standard_normal((POWER_DRAWS, n))
+    z.setflags(write=False)
+    return z
+
+
+def _power(delta: float, counts: tuple[int, ...], shape: float, level: float, through: int) -> float:
+    """Power of the sequential test (reject at any of the first ``through`` looks) for normal
+    differences with SD 1 shifted by ``delta``."""
+    c = _critical(counts, shape, level)
+    if not math.isfinite(c):
+        return 0.0
+    w = _w_paths(_draws(counts[-1]) + delta, counts, shape, through)
+    return float(np.mean(w >= c - _TOL * max(1.0, abs(c))))
+
+
+@lru_cache(maxsize=1024)
+def _mde_units(counts: tuple[int, ...], shape: float, level: float, power: float, through: int) -> float:
+    """Smallest shift (in SDs of the differences) found with ``power`` (bisection, cached)."""
+    hi = 50.0
+    if _power(hi, counts, shape, level, through) < power:
+        return math.inf
+    lo = 0.0
+    while hi - lo > 1e-4:
+        mid = (lo + hi) / 2.0
+        if _power(mid, counts, shape, level, through) >= power:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _expected_stop(delta: float, counts: tuple[int, ...], shape: float, level: float) -> tuple[float, float]:
+    """(power, expected looks' block count) of one row that stops at its first rejection."""
+    c = _critical(counts, shape, level)
+    d = _draws(counts[-1]) + delta
+    w = _weights(counts, shape)
+    best = np.zeros(d.shape[0])
+    stop = np.full(d.shape[0], float(counts[-1]))
+    done = np.zeros(d.shape[0], dtype=bool)
+    for k, n in enumerate(counts):
+        best = np.maximum(best, _z(_rank_p(d[:, :n])) * w[k])
+        hit = ~done & (best >= c - _TOL * max(1.0, abs(c)))
+        stop[hit] = n
+        done |= hit
+    return float(done.mean()), float(stop.mean())
+
+
+# ---------------------------------------------------------------------------------------
+# The design
+
+
+@dataclass(frozen=True)
+class SequentialDesign:
+    """The planned looks of a group-sequential run: after how many blocks a question may stop.
+
+    Attributes
+    ----------
+    looks:
+        Block counts at which the runner asks whether a question is settled, strictly
+        increasing; the last is the maximum number of blocks.
+    shape:
+        Wang-Tsiatis shape of the boundaries, in [0, 0.5]: 0.5 spends the error evenly over
+        the looks (Pocock: stops earlier, needs more blocks at most), 0 keeps it for the last
+        look (O'Brien-Fleming). Default :data:`DEFAULT_SHAPE`.
+    require_practical:
+        When True, a directional row counts as settled only when its interval lies beyond
+        the practical margin or inside it (not "possibly within").
+
+    Examples
+    --------
+    >>> SequentialDesign.every(12, first=6).looks
+    (6, 8, 10, 12)
+    """
+
+    looks: tuple[int, ...]
+    shape: float = DEFAULT_SHAPE
+    require_practical: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        looks = tuple(int(x) for x in self.looks)
+        if not looks or any(b <= a for a, b in zip(looks, looks[1:], strict=False)) or looks[0] < 2:
+            raise ParameterError(f"looks must be strictly increasing block counts of at least 2, got {self.looks!r}")
+        if not (np.isfinite(self.shape) and 0.0 <= float(self.shape) <= 0.5):
+            raise ParameterError(f"shape must lie in [0, 0.5] (0 O'Brien-Fleming, 0.5 Pocock), got {self.shape!r}")
+        object.__setattr__(self, "looks", looks)
+        object.__setattr__(self, "shape", float(self.shape))
+
+    @classmethod
+    def every(cls, max_blocks: int, *, step: int = 2, first: int | None = None, n_comparisons: int = 1,
+              alpha: float = 0.05, shape: float = DEFAULT_SHAPE, require_practical: bool = False) -> SequentialDesign:
+        """Looks every ``step`` blocks from ``first`` up to ``max_blocks``.
+
+        ``first`` (default): the first block count at which a row of an ``n_comparisons``-row
+        Holm family at level ``alpha`` can reach significance under these boundaries (an
+        earlier look could never stop the question).
+        """
+        from benchlib.stats.power import min_trials
+
+        max_blocks, step = int(max_blocks), int(step)
+        if step < 1:
+            raise ParameterError(f"step must be a positive number of blocks, got {step!r}")
+        if max_blocks < 2:
+            raise ParameterError(f"max_blocks must be at least 2, got {max_blocks!r}")
+        probability("alpha", alpha)
+        if first is not None and not 2 <= int(first) <= max_blocks:
+            raise ParameterError(f"first must lie in [2, max_blocks={max_blocks}], got {first!r}")
+
+        def looks_from(n0: int) -> tuple[int, ...]:
+            out = list(range(n0, max_blocks + 1, step))
+            return tuple(out if out[-1] == max_blocks else [*out, max_blocks])
+
+        if first is not None:
+            return cls(looks_from(int(first)), shape, require_practical)
+        # the looks from the fixed test's floor; those at which even the most extreme data
+        # could not reach the boundary are dropped (that leaves the boundary's tail unchanged)
+        level = alpha / max(1, int(n_comparisons))
+        floor = min(max_blocks, min_trials(alpha=alpha, n_comparisons=max(1, int(n_comparisons)), paired=True))
+        counts = looks_from(floor)
+        c = _critical(counts, float(shape), level)
+        feasible = [n for k, n in enumerate(counts) if _max_w(counts, float(shape), k + 1) >= c - _TOL * max(1.0, abs(c))]
+        return cls(tuple(n for n in counts if n >= feasible[0]) if feasible else (max_blocks,), shape,
+                   require_practical)
+
+    @property
+    def max_blocks(self) -> int:
+        """The last look: the most blocks a question can take."""
+        return self.looks[-1]
+
+    def is_look(self, blocks: int) -> bool:
+        """Whether ``blocks`` blocks run is a planned look."""
+        return int(blocks) in self.looks
+
+    def next_look(self, blocks: int) -> int | None:
+        """The first planned look after ``blocks`` blocks (``None`` after the last)."""
+        return next((n for n in self.looks if n > int(blocks)), None)
+
+    def counts(self, blocks: int | None = None) -> tuple[int, ...]:
+        """The looks' block counts, with ``blocks`` added when it is not a planned look."""
+        if blocks is None or int(blocks) in self.looks:
+            return self.looks
+        if int(blocks) > self.max_blocks:
+            raise ParameterError(f"{blocks} blocks exceed the sequential design's maximum of {self.max_blocks} "
+                                 f"(looks {list(self.looks)}); analyse with the design the run used")
+        return tuple(sorted({*self.looks, int(blocks)}))
+
+    def power(self, effect: float, sigma: float, *, alpha: float = 0.05, through: int | None = None) -> float:
+        """Predicted power to detect a relative ``effect`` (0.05 = 5%) for a row whose
+        within-block log ratios have SD ``sigma``, at row level ``alpha`` (``alpha / m`` under
+        Holm), over the looks up to ``through`` blocks (default all)."""
+        counts, k = self._through(through)
+        if not (np.isfinite(sigma) and sigma > 0):
+            return math.nan
+        return _power(math.log1p(effect) / sigma, counts, self.shape, float(alpha), k)
+
+    def mde(self, sigma: float, *, alpha: float = 0.05, power: float = 0.8, through: int | None = None) -> float:
+        """Minimum detectable effect (relative) at ``power`` over the looks up to ``through``."""
+        counts, k = self._through(through)
+        if not (np.isfinite(sigma) and sigma > 0):
+            return math.nan
+        u = _mde_units(counts, self.shape, float(alpha), float(power), k)
+        return math.expm1(u * sigma) if math.isfinite(u) else math.inf
+
+    def expected_blocks(self, effect: float, sigma: float, *, alpha: float = 0.05) -> float:
+        """Expected blocks run by a one-row question that stops at its first significant look
+        (effect 0: the maximum unless equivalence stops it; that is not modelled here)."""
+        if not (np.isfinite(sigma) and sigma > 0):
+            return float(self.max_blocks)
+        return _expected_stop(math.log1p(effect) / sigma, self.looks, self.shape, float(alpha))[1]
+
+    def _through(self, through: int | None) -> tuple[tuple[int, ...], int]:
+        counts = self.counts(through)
+        b = self.max_blocks if through is None else int(through)
+        return counts, sum(1 for n in counts if n <= b)
+
+    def describe(self) -> str:
+        """One line: the looks and the boundary."""
+        kind = {0.0: "O'Brien-Fleming", 0.5: "Pocock"}.get(self.shape, f"Wang-Tsiatis shape {self.shape:g}")
+        return (f"group-sequential: looks at {', '.join(map(str, self.looks))} blocks ({kind} boundaries, "
+                "Holm within a look)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain fields (for JSON)."""
+        return {"looks": list(self.looks), "shape": self.shape, "require_practical": self.require_practical,
+                "null_draws": NULL_DRAWS}
+
+
+@dataclass(frozen=True)
+class SequentialPlan:
+    """A group-sequential plan: the looks, and what they are predicted to give.
+
+    Attributes
+    ----------
+    design:
+        The looks (its maximum reaches ``target_power`` at ``target_mde``).
+    sigma:
+        SD of the within-block log ratios planned for.
+    target_mde, target_power, power:
+        The effect to detect (relative), the power asked, and the design's predicted power.
+    alpha, row_alpha, n_comparisons, correction:
+        The level, the level one row must reach alone (``alpha / m`` under Holm), the
+        family.
+    fixed_blocks:
+        Blocks of the fixed-size design with the same target (:func:`benchlib.stats.plan`).
+    expected_blocks:
+        Predicted mean blocks run for a one-row question that stops at its first significant
+        look, by true relative effect (0, the target, twice the target); at 0 only an
+        equivalence could stop it earlier (not modelled).
+    """
+
+    design: SequentialDesign
+    sigma: float
+    target_mde: float
+    target_power: float
+    power: float
+    alpha: float
+    row_alpha: float
+    n_comparisons: int
+    correction: str
+    fixed_blocks: int
+    expected_blocks: dict[float, float]
+
+    def explain(self) -> str:
+        """One paragraph in plain words."""
+        exp = ", ".join(f"{b:.1f} at {e:.0%}" for e, b in self.expected_blocks.items())
+        return (
+            f"up to {self.design.max_blocks} blocks, {self.design.describe()}: {self.power:.0%} power to detect a "
+            f"{self.target_mde:.1%} change (within-block SD {self.sigma:.2%}, each row at {self.row_alpha:.3g} = "
+            f"alpha {self.alpha:g} over {self.n_comparisons} row(s)); a fixed design needs {self.fixed_blocks} "
+            f"blocks. Expected blocks run for one row by true effect: {exp}."
+        )
+
+
+def plan_sequential(
+    sigma: float | None = None,
+    *,
+    pilot: Any = None,
+    metric: str = "p50_ms",
+    baseline: str | None = None,
+    target_mde: float = 0.05,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    n_comparisons: int = 1,
+    correction: str = "holm",
+    step: int | None = None,
+    shape: float = DEFAULT_SHAPE,
+    max_blocks: int = 60,
+) -> SequentialPlan:
+    """The fewest blocks at most of a group-sequential design (looks every ``step`` blocks;
+    default 2, or more so that there are at most 10 looks) that detects ``target_mde`` with
+    ``power``, for a paired rank analysis; at most ``max_blocks`` (beyond, a fixed design
+    or a longer measured duration is the better answer).
+
+    ``sigma``: SD of the within-block log ratios; or ``pilot`` (per-trial summaries in
+    blocks) and ``metric`` (and ``baseline``) to estimate it, as :func:`benchlib.stats.plan`.
+    """
+    from benchlib.stats.power import pilot_sigma, planning_alpha
+    from benchlib.stats.power import plan as fixed_plan
+
+    probability("power", power)
+    probability("alpha", alpha)
+    if sigma is None:
+        if pilot is None:
+            raise ParameterError("plan_sequential() needs sigma= or pilot=")
+        sigma, _, _ = pilot_sigma(pilot, metric, design="paired", baseline=baseline)
+    fixed = fixed_plan(sigma=float(sigma), target_mde=target_mde, power=power, alpha=alpha,
+                       n_comparisons=n_comparisons, correction=correction, design="paired")
+    row_alpha = planning_alpha(alpha, int(n_comparisons), correction)
+    n = max(int(fixed), 2)
+    while True:
+        st = step if step is not None else max(2, math.ceil(n / 10))
+        design = SequentialDesign.every(n, step=st, n_comparisons=n_comparisons, alpha=alpha, shape=shape)
+        pw = design.power(target_mde, float(sigma), alpha=row_alpha)
+        if pw >= power:
+            break
+        n += 1
+        if n > max_blocks:
+            raise ParameterError(f"more than {max_blocks} blocks would be needed (sigma={sigma:.3g}, "
+                                 f"target_mde={target_mde})")
+    expected = {e: design.expected_blocks(e, float(sigma), alpha=row_alpha) if e else float(design.max_blocks)
+                for e in (0.0, float(target_mde), 2.0 * float(target_mde))}
+    return SequentialPlan(design, float(sigma), float(target_mde), float(power), pw, float(alpha), row_alpha,
+                          int(n_comparisons), correction, int(fixed), expected)
+
+
+# ---------------------------------------------------------------------------------------
+# One row
+
+
+@dataclass(frozen=True)
+class SequentialRow:
+    """The sequential analysis of one row (paired, rank method).
+
+    Attributes
+    ----------
+    estimate:
+        What :func:`~benchlib.stats.compare` needs, with ``pvalue`` the sequential p-value,
+        ``lo``/``hi`` the repeated confidence interval, ``tost_lo``/``tost_hi`` its
+        ``1 - 2 alpha`` version and ``min_p`` the smallest sequential p-value reachable so far.
+    p_fixed:
+        The fixed-sample signed-rank p-value of all the blocks (for reference only).
+    counts:
+        The schedule's block counts of this row (blocks that differ), planned looks to come
+        included; ``looks_done`` of them are in the data.
+    blocks_run:
+        Blocks of the run analysed.
+    unplanned:
+        ``blocks_run`` is not a planned look (the run was interrupted or resumed).
+    """
+
+    estimate: Estimate
+    p_fixed: float
+    counts: tuple[int, ...]
+    looks_done: int
+    blocks_run: int
+    unplanned: bool
+
+
+def _row_counts(blocks: np.ndarray, design: SequentialDesign, blocks_run: int) -> tuple[tuple[int, ...], int]:
+    """This row's block counts at each look (blocks run -> blocks that differ) and how many of
+    the looks are in the data."""
+    plan = design.counts(blocks_run)
+    done = [n for n in plan if n <= blocks_run]
+    have = [int(np.count_nonzero(blocks < n)) for n in done]
+    later = [have[-1] + (n - blocks_run) if have else n - blocks_run for n in plan if n > blocks_run]
+    counts: list[int] = []
+    looks_done = 0
+    for i, c in enumerate(have + later):
+        if c >= 1 and (not counts or c > counts[-1]):
+            counts.append(c)
+            looks_done += i < len(have)
+    return tuple(counts), looks_done
+
+
+def _path_w(d: np.ndarray, counts: tuple[int, ...], done: int, shape: float) -> float:
+    """Observed ``W`` after ``done`` looks (``d`` in block order, zeros dropped)."""
+    w = _weights(counts, shape)
+    best = 0.0
+    for k in range(done):
+        x = d[: counts[k]]
+        if np.unique(np.abs(x)).size == x.size:
+            p = float(_rank_p(x[None, :])[0])
+        else:
+            p = signed_rank(x).pvalue
+        best = max(best, float(_z(p)) * w[k])
+    return best
+
+
+def _seq_p(d: np.ndarray, counts: tuple[int, ...], done: int, shape: float) -> float:
+    if len(counts) == 1 and done == 1:
+        return signed_rank(d[: counts[0]]).pvalue  # one look: the fixed test, exactly
+    return _p_of_w(_path_w(d, counts, done, shape), counts, shape)
+
+
+def _repeated_interval(d: np.ndarray, counts: tuple[int, ...], done: int, shape: float,
+                       level: float) -> tuple[float, float]:
+    """The shifts the sequential test does not reject at ``level`` (ends at Walsh averages)."""
+    wa = np.unique(walsh_averages(d[: counts[done - 1]]))
+    span = float(wa[-1] - wa[0]) + 1.0
+    cand = np.concatenate([[wa[0] - span], (wa[:-1] + wa[1:]) / 2.0, [wa[-1] + span]])
+    if len(counts) == 1 and done == 1:
+        acc = np.array([signed_rank(d - c).pvalue > level for c in cand])
+    else:
+        crit = _critical(counts, shape, level)
+        w = _weights(counts, shape)
+        best = np.zeros(cand.size)
+        ties = np.unique(np.abs(d)).size < d.size
+        for k in range(done):
+            x = d[None, : counts[k]] - cand[:, None]
+            if ties:
+                p = np.array([signed_rank(row).pvalue for row in x])
+            else:
+                p = _rank_p(x)
+            best = np.maximum(best, _z(p) * w[k])
+        acc = best < crit - _TOL * max(1.0, abs(crit))
+    idx = np.flatnonzero(acc)
+    if idx.size == 0:
+        est = float(np.median(wa))
+        return est, est
+    j0, j1 = int(idx[0]), int(idx[-1])
+    lo = float(wa[j0 - 1]) if j0 >= 1 else -math.inf
+    hi = float(wa[j1]) if j1 <= wa.size - 1 else math.inf
+    return lo, hi
+
+
+def analyse_row(a: np.ndarray, b: np.ndarray, blocks: np.ndarray, design: SequentialDesign, *, blocks_run: int,
+                confidence: float = 0.95, alpha: float = 0.05) -> SequentialRow:
+    """Sequential effect, repeated intervals and p-value of ``b`` against ``a`` (paired).
+
+    Parameters
+    ----------
+    a, b:
+        The two arms' values on the comparison scale (logs for ratio metrics), aligned by
+        block.
+    blocks:
+        Each pair's block index (0-based, the order the blocks ran).
+    design:
+        The planned looks.
+    blocks_run:
+        Blocks of the run so far (a block whose trial is invalid still counts as run).
+    confidence, alpha:
+        Level of the repeated interval; the equivalence interval is at ``1 - 2 alpha``.
+    """
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    blocks = np.asarray(blocks, dtype=int)
+    order = np.argsort(blocks, kind="stable")
+    d_all = (b - a)[order]
+    blk = blocks[order]
+    nz = d_all != 0.0
+    n_tied = int(np.count_nonzero(~nz))
+    if n_tied == d_all.size:  # every block tied: zero spread, as the fixed analysis
+        n_tied = 0
+        nz = np.ones(d_all.size, dtype=bool)
+    d, blk = d_all[nz], blk[nz]
+    counts, done = _row_counts(blk, design, int(blocks_run))
+    unplanned = not design.is_look(blocks_run)
+    p_fixed = signed_rank(d).pvalue if d.size else 1.0
+    if done == 0 or not np.any(d != 0.0):
+        p_seq = 1.0
+        lo = hi = tlo = thi = 0.0 if d.size else math.nan
+        mp = 1.0
+    else:
+        p_seq = _seq_p(d, counts, done, design.shape)
+        lo, hi = _repeated_interval(d, counts, done, design.shape, 1.0 - confidence)
+        tlo, thi = _repeated_interval(d, counts, done, design.shape, 2.0 * alpha)
+        mp = (min_p_paired(counts[0]) if len(counts) == 1 else
+              _p_of_w(_max_w(counts, design.shape, done), counts, design.shape))
+    est = hodges_lehmann_center(d) if d.size else math.nan
+    sigma = float(np.std(d, ddof=1)) if d.size > 1 else math.nan
+    e = Estimate(est, lo, hi, float(confidence), tlo, thi, float(p_seq), float(mp), sigma,
+                 "sequential Wilcoxon signed-rank", True, False, n_tied)
+    return SequentialRow(e, float(p_fixed), counts, done, int(blocks_run), unplanned)
+
+
+def row_mde(row: SequentialRow, design: SequentialDesign, *, alpha_row: float, power: float) -> float:
+    """Minimum detectable shift (log scale) of a row's sequential test as run (its looks so
+    far), at row level ``alpha_row`` and ``power``."""
+    s = row.estimate.sigma
+    if not (np.isfinite(s) and s >= 0) or not row.counts:
+        return math.nan
+    u = _mde_units(row.counts, design.shape, float(alpha_row), float(power), max(1, row.looks_done))
+    return float(s * u) if math.isfinite(u) else math.inf
+
+
+def need_blocks(design: SequentialDesign, *, alpha: float, n_comparisons: int, correction: str) -> int | None:
+    """The first planned look at which a row of the family can reach significance at all
+    (``None`` if none can)."""
+    counts = design.looks
+    for k, n in enumerate(counts):
+        p = _p_of_w(_max_w(counts, design.shape, k + 1), counts, design.shape)
+        if best_case_adjusted(p, n_comparisons, correction) < alpha:
+            return n
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# The runner's question: is it settled?
+
+
+def settled(v: Any, *, require_practical: bool = False) -> bool:
+    """Whether a row is decided: "faster"/"slower" (with ``require_practical``: not "possibly
+    within" the margin) or "equivalent"."""
+    from benchlib.stats.verdict import VerdictKind
+
+    if v.kind is VerdictKind.EQUIVALENT:
+        return True
+    if v.kind.directional:
+        return not (require_practical and v.qualifier == "possibly within")
+    return False
+
+
+#: Verdict kinds that no further block can change (nothing to wait for).
+_INERT = ("omitted", "not_run", "no_valid_trial")
+
+
+@dataclass(frozen=True)
+class LookStatus:
+    """Whether a question (one comparison) may stop adding blocks.
+
+    Attributes
+    ----------
+    blocks:
+        Blocks run in the data analysed (the largest over the comparison's groups).
+    at_look:
+        ``blocks`` is a planned look.
+    settled:
+        Every row that can be decided is (see :func:`settled`).
+    stop:
+        Stop adding blocks for this question: settled at a planned look, or the maximum
+        reached.
+    open:
+        The rows still undecided.
+    next_look:
+        The next planned look (``None`` after the last).
+    """
+
+    blocks: int
+    at_look: bool
+    settled: bool
+    stop: bool
+    open: tuple[Any, ...]
+    next_look: int | None
+    max_blocks: int
+
+    def explain(self) -> str:
+        """One line in words."""
+        if self.stop and self.settled and self.blocks < self.max_blocks:
+            return f"settled at {self.blocks} of {self.max_blocks} blocks: stop"
+        if self.stop:
+            return f"maximum of {self.max_blocks} blocks reached: stop ({len(self.open)} row(s) undecided)"
+        where = f"next look at {self.next_look} blocks" if self.next_look else "no look left"
+        return f"{len(self.open)} row(s) undecided after {self.blocks} blocks; {where}"
+
+
+def status(comparison: Any) -> LookStatus:
+    """Is the question settled? For a :class:`~benchlib.stats.Comparison` made with
+    ``compare(..., sequential=design)``: the runner calls it after each block (with the
+    summaries so far) and stops adding blocks for the question when ``.stop`` is True."""
+    seq = comparison.params.get("sequential")
+    if not seq:
+        raise ParameterError("status() needs a comparison made with compare(..., sequential=design)")
+    design = SequentialDesign(tuple(seq["looks"]), seq["shape"], seq["require_practical"])
+    blocks = int(seq["blocks_run"])
+    open_rows = tuple(v for v in comparison.verdicts
+                      if v.kind.value not in _INERT and not settled(v, require_practical=design.require_practical))
+    at = design.is_look(blocks)
+    done = not open_rows
+    stop = (done and at) or blocks >= design.max_blocks
+    return LookStatus(blocks, at, done, stop, open_rows, design.next_look(blocks), design.max_blocks)
+
+
+def check_sequential(design: Any, method: str, paired_design: str) -> SequentialDesign:
+    """Validate ``compare``'s ``sequential=`` argument."""
+    if not isinstance(design, SequentialDesign):
+        raise ParameterError(f"sequential= takes a benchlib.stats.sequential.SequentialDesign, got "
+                             f"{type(design).__name__}")
+    if method != "rank":
+        raise ParameterError(f"sequential analysis uses the rank method (exact signed-rank tests); got method={method!r}")
+    if paired_design == "unpaired":
+        raise ParameterError("sequential analysis needs randomized blocks analysed paired; use design='auto' or 'paired'")
+    return design
+
+
+def blocks_run(frames: Sequence[Any]) -> int:
+    """Blocks run: the largest block index in any of ``frames`` (valid or not) plus one."""
+    best = 0
+    for f in frames:
+        if f is not None and len(f) and "block" in f.columns and f["block"].notna().any():
+            best = max(best, int(f["block"].max()) + 1)
+    return best

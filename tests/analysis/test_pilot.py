@@ -1,0 +1,99 @@
+"""A stored run as a pilot (benchlib.analysis.pilot): windows, costs, the planner and the
+report's design section, on simulated trials written to a real run folder (no service runs)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchlib.analysis.pilot import design_section, design_table, main, pilot_windows, plan_from_run, trial_costs
+from benchlib.analysis.questions import Family, run_family
+from benchlib.records import read_run
+from benchlib.stats import summarize_trial
+from benchlib.stats.simulate import trial_latencies_ms, trial_rows
+from benchlib.store import RunStore
+
+RATE, SECONDS, WARMUP, FIXED = 1000.0, 2.0, 0.5, 3.5  # a slot: 3.5 s start-up etc. + 0.5 + 2 (whole seconds)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """10 blocks of arms a and b (b 6% slower), a 4% run effect per trial, 2 s measured at 1,000/s."""
+    path = tmp_path_factory.mktemp("runs") / "s" / "r"
+    store = RunStore(path)
+    load = {"duration_s": SECONDS, "warmup_s": WARMUP, "rate_rps": RATE, "model": "open"}
+    store.write_run({"parameters": {"arms": [{"name": "a"}, {"name": "b"}], "baseline": "a", "trials": 10,
+                                    "between_trials_s": 0.0, "conditions": [{"name": "main", "load": load}]},
+                     "unavailable": {}, "study": "s", "run_id": "r"})
+    rng = np.random.default_rng(9)
+    t0 = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
+    seq = 0
+    for block in range(10):
+        for arm in (("a", "b") if block % 2 else ("b", "a")):
+            lat = trial_latencies_ms(int(RATE * SECONDS), rng, sigma=0.35, trial_sd=0.04, spike_rate=0.0,
+                                     shift=1.06 if arm == "b" else 1.0)
+            start = t0 + dt.timedelta(seconds=seq * (FIXED + WARMUP + SECONDS))
+            meta = {"condition": "main", "arm": arm, "block": block, "seq": seq, "status": "ok", "runtime": "local",
+                    "started_utc": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "finished_utc": (start + dt.timedelta(seconds=WARMUP + SECONDS + 1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "load": {"measured_duration_s": SECONDS, "loadspec": load, "requests": {"measure": 2000}}}
+            store.write_trial(trial_rows(lat, rate_rps=RATE), meta)
+            seq += 1
+    return path
+
+
+def _summaries(path: Path) -> pd.DataFrame:
+    rec = read_run(path)
+    rows = [{"condition": t.condition, "arm": t.arm, "block": t.block, "valid": True, **summarize_trial(t.rows())}
+            for t in rec.trials]
+    return pd.DataFrame.from_records(rows)
+
+
+def test_windows_and_costs_come_from_the_stored_trials(run_dir: Path) -> None:
+    w = pilot_windows(run_dir, quantiles=(0.5,))
+    assert set(w["arm"]) == {"a", "b"} and w["block"].nunique() == 10
+    whole = w[(w["kind"] == "split") & (w["k"] == 1)]
+    assert len(whole) == 20 and np.allclose(whole["window_s"], SECONDS)
+    costs = trial_costs(run_dir)
+    assert len(costs) == 20 and (costs["duration_s"] == SECONDS).all() and (costs["warmup_s"] == WARMUP).all()
+    cycle = (costs["next_started"] - costs["started"]).dt.total_seconds().dropna()
+    assert np.allclose(cycle, FIXED + WARMUP + SECONDS)
+
+
+def test_plan_from_run_finds_between_trial_variance_and_prefers_short_trials(run_dir: Path) -> None:
+    plan = plan_from_run(run_dir, condition="main", metrics=("p50_ms",), target_mde=0.05, current=(10, SECONDS),
+                         sequential=False)
+    (c,) = plan.components
+    assert c.between_share > 0.7  # 4% per trial against about 1% within at 2 s
+    # the block costs what the timestamps say: two slots of 3 + 0.5 + d seconds
+    assert plan.cost.block_seconds(SECONDS) == pytest.approx(2 * (FIXED + WARMUP + SECONDS), rel=0.05)
+    assert plan.chosen.reaches and plan.chosen.duration_s <= SECONDS
+    assert plan.current is not None and plan.current.blocks == 10
+
+
+def test_design_section_states_design_predicted_and_achieved_mde(run_dir: Path) -> None:
+    fam = Family.against("q", "a", ["b"], conditions=["main"], metrics=("p50_ms", "throughput_rps"))
+    ans = run_family(_summaries(run_dir), fam)
+    table = design_table(run_dir, [ans], target_mde=0.05).set_index("metric")
+    row = table.loc["p50_ms"]
+    assert (row["blocks_run"], row["blocks_planned"], row["duration_s"], row["family_size"]) == (10, 10, SECONDS, 2)
+    v = ans.comparison.verdict("b", "p50_ms")
+    assert row["achieved_mde_pct"] == pytest.approx(100 * v.mde)
+    # the components predict about what the run achieved (same data, the c/d model)
+    assert 0.6 < row["predicted_mde_pct"] / row["achieved_mde_pct"] < 1.6
+    assert row["chosen_blocks"] >= 6 and row["chosen_mde_pct"] <= 5.0
+    text = design_section(run_dir, [ans], target_mde=0.05)
+    assert text.startswith("**Design.**") and "| main | p50_ms | 1 (2) | 10 / 10 × 2 s |" in text
+    assert f"{row['predicted_mde_pct']:.1f}%" in text and f"{row['achieved_mde_pct']:.1f}%" in text
+
+
+def test_cli_prints_components_and_plans(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(run_dir), "--metric", "p50_ms", "--target", "0.05", "--current", "10", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "## s / r / main" in out and "### target MDE 5%" in out and "**Design**" in out
+    assert not math.isnan(float(out.count("|")))
