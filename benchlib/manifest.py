@@ -264,7 +264,7 @@ def _str_map(path: Path, where: str, value: Any) -> dict[str, str]:
     return dict(value)
 
 
-_CONTRACT_KEYS = {"status", "body", "body_regex", "json", "content_type", "headers", "varies"}
+_CONTRACT_KEYS = {"status", "body", "body_file", "body_regex", "json", "content_type", "headers", "varies"}
 _GRPC_CONTRACT_KEYS = {"grpc_status", "response_file", "response_json", "response_type", "varies"}
 _GRPC_PATH_RE = re.compile(r"/[A-Za-z_][A-Za-z0-9_.]*/[A-Za-z_][A-Za-z0-9_]*")
 
@@ -345,9 +345,14 @@ def _contract(path: Path, where: str, data: Any) -> Contract:
     if "varies" in data and not isinstance(data["varies"], bool):
         raise _err(path, f"{where}.varies", "true (bodies differ per request) or false (identical)", data["varies"])
     headers = _str_map(path, f"{where}.headers", data.get("headers", {}))
+    body = data.get("body")
+    if "body_file" in data:
+        if body is not None:
+            raise _err(path, f"{where}.body_file", "either body or body_file, not both")
+        body = _service_file(path, f"{where}.body_file", data["body_file"]).read_text("utf-8")
     return Contract(
         status=status,
-        body=data.get("body"),
+        body=body,
         body_regex=data.get("body_regex"),
         json=data.get("json"),
         content_type=data.get("content_type"),
@@ -410,6 +415,10 @@ def _endpoint(path: Path, index: int, data: Any, variant: str | None = None) -> 
         contract_data.update(by_variant[variant])
     contract = _contract(path, f"{where}.contract", contract_data)
     body = _str(path, data, "body", required=False).encode()
+    if "body_file" in data:
+        if body:
+            raise _err(path, f"{where}.body_file", "either body or body_file, not both")
+        body = _service_file(path, f"{where}.body_file", data["body_file"]).read_bytes()
     headers = _str_map(path, f"{where}.headers", data.get("headers", {}))
     return Endpoint(name=name, method=method, path=ep_path, contract=contract, body=body,
                     headers=tuple(headers.items()), protocol=protocol)

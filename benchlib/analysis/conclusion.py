@@ -84,16 +84,20 @@ def effect(v: Verdict | None) -> str:
     return f"{size}, {_correction(v)} p = {v.p_adj:.2g} → **{v.text}**"
 
 
-def says(v: Verdict, arm: str, baseline: str) -> str:
+def says(v: Verdict, arm: str, baseline: str, *, latency: bool = False) -> str:
     """What a throughput row's verdict says, in words: ``verdict **faster**: Go served more
-    requests per second than actix-web``."""
+    requests per second than actix-web``; with ``latency``, a latency row's: ``verdict
+    **faster**: Go answered sooner than actix-web``."""
     k = v.kind
     if k is VerdictKind.FASTER:
-        core = f"{arm} served more requests per second than {baseline}"
+        core = f"{arm} answered sooner than {baseline}" if latency else \
+            f"{arm} served more requests per second than {baseline}"
     elif k is VerdictKind.SLOWER:
-        core = f"{arm} served fewer requests per second than {baseline}"
+        core = f"{arm} answered later than {baseline}" if latency else \
+            f"{arm} served fewer requests per second than {baseline}"
     elif k is VerdictKind.EQUIVALENT:
-        core = f"{arm} and {baseline} served the same rate within ±{100 * v.margin:g}%"
+        core = f"{arm} and {baseline} " + ("answered" if latency else "served the same rate") + \
+            f" within ±{100 * v.margin:g}%" + (" of each other" if latency else "")
     elif k is VerdictKind.INSUFFICIENT:
         core = "too few trials to tell"
     elif k in (VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL):

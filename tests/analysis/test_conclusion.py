@@ -27,6 +27,10 @@ def test_phrases_take_every_number_from_the_verdict() -> None:
     assert say.says(fast, "Go", "actix-web") == "verdict **faster**: Go served more requests per second than actix-web"
     assert say.says(_v(VerdictKind.EQUIVALENT, 1.0), "Go", "actix") == (
         "verdict **equivalent (±2%)**: Go and actix served the same rate within ±2%")
+    assert say.says(fast, "gRPC", "JSON", latency=True) == "verdict **faster**: gRPC answered sooner than JSON"
+    assert say.says(_v(VerdictKind.SLOWER, 1.3), "gRPC", "JSON", latency=True).endswith("gRPC answered later than JSON")
+    assert say.says(_v(VerdictKind.EQUIVALENT, 1.0), "a", "b", latency=True).endswith(
+        "a and b answered within ±2% of each other")
 
 
 def test_decisions_come_from_the_kind() -> None:
