@@ -42,11 +42,13 @@ class SweepResult(ContainerSweep):
     engine answers, one line each)."""
 
     cgroups_removed: list[str] = field(default_factory=list)
+    scratch_removed: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [f"removed {len(self.removed)} container{'s' if len(self.removed) != 1 else ''}"
                  + (f", kept {len(self.kept)}" if self.kept else "")
-                 + (f", removed {len(self.cgroups_removed)} empty cgroup(s)" if self.cgroups_removed else "")]
+                 + (f", removed {len(self.cgroups_removed)} empty cgroup(s)" if self.cgroups_removed else "")
+                 + (f", removed {len(self.scratch_removed)} load scratch folder(s)" if self.scratch_removed else "")]
         lines += [f"  removed {c['name']} (run {c['run_id']}, {c['service']}, was {c['status']}: {c['why']})"
                   for c in self.removed]
         lines += [f"  kept {c['name']} (run {c['run_id']}: {c['why']})" for c in self.kept]
@@ -59,13 +61,15 @@ class SweepResult(ContainerSweep):
             yield f"container {c['name']} (run {c['run_id']}, {c['service']}, was {c['status']}: {c['why']})"
         for d in self.cgroups_removed:
             yield f"cgroup {d}"
+        for d in self.scratch_removed:
+            yield f"scratch {d}"
 
     def __len__(self) -> int:
-        return len(self.removed) + len(self.cgroups_removed)
+        return len(self.removed) + len(self.cgroups_removed) + len(self.scratch_removed)
 
     def to_dict(self) -> dict[str, Any]:
         return {"removed": self.removed, "kept": self.kept, "cgroups_removed": self.cgroups_removed,
-                "errors": self.errors}
+                "scratch_removed": self.scratch_removed, "errors": self.errors}
 
 
 def sweep(run_id: str | None = None, *, client: Any | None = None, all_owners: bool = False,
@@ -79,7 +83,9 @@ def sweep(run_id: str | None = None, *, client: Any | None = None, all_owners: b
         answers, only cgroups are swept and the reason is in ``errors``).
     all_owners: with ``run_id=None``, remove every benchlib container, live runs' and other
         machines' included.
-    include_cgroups: also remove empty leftover ``benchlib`` cgroups of this machine.
+    include_cgroups: also remove empty leftover ``benchlib`` cgroups of this machine, and the
+        load generator's scratch folders whose owner process is gone
+        (:func:`benchlib.loadgen.runner.sweep_scratch`).
     kill_orphans: first kill the processes in ``benchlib`` cgroups whose creating process is
         gone (local services that outlived a killed run), then remove those cgroups too.
 
@@ -102,4 +108,8 @@ def sweep(run_id: str | None = None, *, client: Any | None = None, all_owners: b
             result.cgroups_removed = cgroups.sweep(kill_orphans=kill_orphans)
         except OSError as exc:
             result.errors.append(f"cgroups: {exc}")
+        # the load workers' scratch folders of killed runs (owner gone) go with the cgroups
+        from benchlib.loadgen.runner import sweep_scratch
+
+        result.scratch_removed = sweep_scratch()
     return result

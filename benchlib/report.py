@@ -349,7 +349,8 @@ def _stop_kernels(started: list[Any], worker: threading.Thread, grace_s: float) 
 
 
 def _sweep_after_kill(kernel_pids: set[int]) -> None:
-    """What killed kernels left: processes in their cgroups, containers of dead owners."""
+    """What killed kernels left: processes in their cgroups, load scratch folders, containers of
+    dead owners."""
     from benchlib.runtime import cgroups
 
     for pid in kernel_pids:
@@ -357,6 +358,9 @@ def _sweep_after_kill(kernel_pids: set[int]) -> None:
             cgroups.kill_owned_by(pid)
         except OSError:
             pass
+    from benchlib.loadgen.runner import sweep_scratch
+
+    sweep_scratch()  # the killed kernels' load scratch folders in /dev/shm
     try:
         from benchlib.cleanup import sweep
         from benchlib.runtime.docker.engine import connect

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -111,9 +112,46 @@ def _worker_configs(spec: LoadSpec, target: Target, seed: int) -> list[dict[str,
     return out
 
 
+#: Scratch folders of a trial's workers: ``benchlib-load-p<owner pid>-<random>`` in /dev/shm
+#: (else the temporary folder); :func:`sweep_scratch` removes those whose owner is gone.
+SCRATCH_PREFIX = "benchlib-load-"
+#: A scratch folder without an owner pid (named before it had one) older than this (s) is a leftover.
+SCRATCH_MAX_AGE_S = 6 * 3600.0
+
+
+def _scratch_base() -> str | None:
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
 def _scratch_dir() -> str:
-    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    return tempfile.mkdtemp(prefix="benchlib-load-", dir=base)
+    return tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}p{os.getpid()}-", dir=_scratch_base())
+
+
+def sweep_scratch(bases: Sequence[str | None] | None = None, *, now: float | None = None) -> list[str]:
+    """Remove the scratch folders a killed run left (the owner process gone, or, for folders
+    named without an owner pid, older than :data:`SCRATCH_MAX_AGE_S`); folders of live owners
+    stay. ``bases``: the folders to look in (default /dev/shm and the temporary folder).
+    Returns the paths removed."""
+    removed = []
+    now = time.time() if now is None else now
+    seen = set()
+    for base in bases if bases is not None else (_scratch_base(), tempfile.gettempdir()):
+        if base is None or base in seen or not os.path.isdir(base):
+            continue
+        seen.add(base)
+        for name in os.listdir(base):
+            path = os.path.join(base, name)
+            if not name.startswith(SCRATCH_PREFIX) or not os.path.isdir(path) or os.path.islink(path):
+                continue
+            m = re.match(rf"{re.escape(SCRATCH_PREFIX)}p(\d+)-", name)
+            try:
+                gone = (not os.path.exists(f"/proc/{m.group(1)}")) if m else now - os.stat(path).st_mtime > SCRATCH_MAX_AGE_S
+            except OSError:
+                continue
+            if gone:
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+    return removed
 
 
 def run_load(
