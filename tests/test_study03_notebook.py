@@ -240,13 +240,11 @@ SMALL = {"trials": 3, "ab_blocks": 2, "scale": 0.02, "c400_scale": 0.002, "warmu
 @pytest.mark.notebook
 @pytest.mark.integration
 @pytest.mark.timeout(1800)
-def test_notebook_runs_end_to_end_behind_nginx_with_ab_beside_benchlib(tmp_path: Path) -> None:
-    import nbformat
-
+def test_notebook_runs_end_to_end_behind_nginx_with_ab_beside_benchlib(tmp_path: Path,
+                                                                       executed_notebook: Any) -> None:
     from benchlib import toolchains
     from benchlib.analysis import run_family, verdict_table
     from benchlib.manifest import get_manifest
-    from benchlib.report import run_notebook
     from benchlib.runner import trial_summary
     from benchlib.store import RunStore
 
@@ -257,14 +255,7 @@ def test_notebook_runs_end_to_end_behind_nginx_with_ab_beside_benchlib(tmp_path:
     if not toolchains.which("ab"):
         pytest.skip("not run: no ab (apache2-utils)")
     runs = tmp_path / "runs"
-    run = run_notebook("03_fastcgi_nginx", {**SMALL, "out_dir": str(runs)}, reports_dir=tmp_path / "reports")
-    assert run.ok, run.error
-    nb = nbformat.read(str(run.executed), as_version=4)
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
-    errors = [o for o in outputs if o.output_type == "error"]
-    assert not errors, errors[0].get("evalue")
-    stderr = [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
-    assert not stderr, stderr  # no warnings in the report
+    run = executed_notebook("03_fastcgi_nginx", SMALL)  # ran cleanly: no error, no warning
 
     store = RunStore(runs / study.STUDY / "nbtest")
     trials = store.trials()

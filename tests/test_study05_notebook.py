@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -152,21 +153,11 @@ SMALL = {"trials": 2, "duration_s": 0.5, "warmup_s": 0.2, "languages": "go,pytho
 
 @pytest.mark.notebook
 @pytest.mark.integration
-def test_notebook_runs_end_to_end_with_every_arm_and_its_tables(tmp_path: Path) -> None:
-    import nbformat
-
-    from benchlib.report import run_notebook
+def test_notebook_runs_end_to_end_with_every_arm_and_its_tables(tmp_path: Path, executed_notebook: Any) -> None:
     from benchlib.store import RunStore
 
     runs = tmp_path / "runs"
-    run = run_notebook("05_grpc_vs_json", {**SMALL, "out_dir": str(runs)}, reports_dir=tmp_path / "reports")
-    assert run.ok, run.error
-    nb = nbformat.read(str(run.executed), as_version=4)
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
-    assert not errors, errors[0].get("evalue")
-    stderr = [o.text for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-              if o.output_type == "stream" and o.name == "stderr"]
-    assert not stderr, stderr  # no warnings in the report
+    run = executed_notebook("05_grpc_vs_json", SMALL)  # ran cleanly: no error, no warning
 
     store = RunStore(runs / study.STUDY / "nbtest")
     trials = store.trials()
