@@ -7,7 +7,7 @@ run it locally (argument lists, never shell strings), its Dockerfile, its health
 services it needs running first and the toolchains it requires. The full format, with an
 example, is in ``docs/services.md``.
 
-Placeholders in ``build.command``, ``run.command``, ``post_start`` and env values:
+Placeholders in ``build.command``, ``run.command``, ``post_start``, ``reset`` and env values:
 
 ===================  =====================================================================
 ``{service_dir}``    the folder holding ``service.toml``
@@ -149,6 +149,9 @@ class ResolvedService:
     ports: int = 1
     ports_env: str = "PORTS"
     front_env: Mapping[str, str] = field(default_factory=dict)
+    #: ``[run] reset``: steps that give a running instance fresh data (a dependency that the
+    #: runner keeps for a whole block runs them before each trial after the first)
+    reset: tuple[tuple[str, ...], ...] = ()
 
     @property
     def name(self) -> str:
@@ -228,6 +231,7 @@ class Manifest:
             port_env=run.get("port_env"),
             ready_timeout_s=float(run.get("ready_timeout_s", 60.0)),
             post_start=tuple(tuple(c) for c in run.get("post_start", ())),
+            reset=tuple(tuple(c) for c in run.get("reset", ())),
             endpoints=endpoints,
             docker_build_args=dict(docker.get("build_args", {})),
             ports=int(run.get("ports", 1)),
@@ -501,8 +505,9 @@ def load_manifest(path: str | Path) -> Manifest:
         _str_map(path, "run.env", run["env"])
     if "port_env" in run and not isinstance(run["port_env"], str):
         raise _err(path, "run.port_env", "the name of an environment variable", run["port_env"])
-    for i, cmd in enumerate(run.get("post_start", [])):
-        _argv(path, f"run.post_start[{i}]", cmd)
+    for key in ("post_start", "reset"):
+        for i, cmd in enumerate(run.get(key, [])):
+            _argv(path, f"run.{key}[{i}]", cmd)
     _check_ports(path, "run", run)
     role = raw.get("role", "service")
     if role not in ROLES:

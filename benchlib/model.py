@@ -553,6 +553,8 @@ class Condition:
 
 
 RUNTIME_NAMES = ("local", "docker")
+#: How long the arms' dependencies (``requires``) live: one start per trial, or one per block
+DEPENDENCY_SCOPES = ("trial", "block")
 
 
 @dataclass(frozen=True)
@@ -578,6 +580,11 @@ class Experiment:
     cross_check_blocks: the blocks in which a condition's peer tool (:class:`CrossCheck`) runs:
         ``"all"``, a number of blocks spread over the run (default 3: the first, a middle and the
         last), or a fraction of the blocks (see :func:`benchlib.design.cross_check_blocks`).
+    dependencies: ``"trial"`` (default): each trial starts the arm's dependencies (``requires``)
+        afresh and stops them after; ``"block"``: each dependency starts once per block, at the
+        first trial that needs it, is shared by the block's trials (of every arm and condition)
+        and stops when the block ends; before each later trial its manifest's ``[run] reset``
+        steps give it fresh data (a dependency without them is refused).
     """
 
     study: str
@@ -592,9 +599,11 @@ class Experiment:
     retry_failed: bool = False
     repeat_invalid: int = 0
     cross_check_blocks: int | float | str = DEFAULT_CROSS_CHECK_BLOCKS
+    dependencies: str = "trial"
 
     def __post_init__(self) -> None:
         check_name("study name", self.study)
+        _choice("Experiment", "dependencies", self.dependencies, DEPENDENCY_SCOPES, ParameterError)
         _set(self, "cross_check_blocks", check_cross_check_blocks(self.cross_check_blocks))
         _choice("Experiment", "runtime", self.runtime, RUNTIME_NAMES, ParameterError)
         _set(self, "trials", _int("Experiment", "trials", self.trials, low=1, error=ParameterError))

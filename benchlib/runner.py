@@ -54,7 +54,7 @@ from benchlib.model import CROSS_CHECK_TOOLS, Arm, Condition, CrossCheck, Experi
 from benchlib.progress import ProgressCallback, make_progress
 from benchlib.records.trial import TRIAL_RECORD_VERSION
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
-from benchlib.runtime.base import handle_ports
+from benchlib.runtime.base import handle_ports, reset_service
 from benchlib.runtime.ports import free_port
 from benchlib.schema import ROW_DTYPE
 from benchlib.signals import interrupt_on_signals
@@ -243,6 +243,11 @@ class _Executor:
         self.unavailable: dict[str, str] = {}
         #: the blocks in which the conditions' peer tools run (Experiment.cross_check_blocks)
         self.check_blocks = cross_check_blocks(experiment.trials, experiment.cross_check_blocks)
+        #: dependencies="block": the running dependencies of the current block, and its number
+        self.shared: dict[tuple[str, str, str], ServiceHandle] = {}
+        self.shared_block: int | None = None
+        #: seconds the last reset of each shared dependency took (None: started for this trial)
+        self.dep_reset_s: dict[str, float | None] = {}
 
     def cross_check_for(self, planned: PlannedTrial, condition: Condition) -> CrossCheck | None:
         """The condition's peer tool if it runs in this trial (its arm, one of the chosen blocks)."""
@@ -292,7 +297,12 @@ class _Executor:
             try:
                 rt = self.runtime_name(arm)
                 for dep in svc.manifest.requires:
-                    self._prepare(rt, get_manifest(dep).resolve())
+                    dsvc = get_manifest(dep).resolve()
+                    if self.exp.dependencies == "block" and not dsvc.reset:
+                        raise ParameterError(f"arm {arm.name!r}: its dependency {dep!r} declares no [run] reset steps, "
+                                             "so it cannot be shared by a block's trials; use "
+                                             "Experiment(dependencies=\"trial\") or add reset steps to its service.toml")
+                    self._prepare(rt, dsvc)
                 self._prepare(rt, svc)
                 if front is not None:
                     self._prepare(rt, front)
@@ -319,6 +329,38 @@ class _Executor:
             self.runtimes[name] = rt
         return self.runtimes[name]
 
+    def block_dependency(self, rt: Runtime, rt_name: str, prepared: Prepared, block: int) -> ServiceHandle:
+        """The block's instance of a dependency (``Experiment(dependencies="block")``): started
+        at its first use in ``block`` (log ``logs/b<block>.<name>.log``), otherwise given fresh
+        data by its manifest's ``[run] reset`` steps (seconds in :attr:`dep_reset_s`)."""
+        dsvc = prepared.service
+        key = (rt_name, dsvc.name, dsvc.variant)
+        if self.shared_block != block:
+            self.end_block()
+            self.shared_block = block
+        h = self.shared.get(key)
+        if h is not None and not h.alive():
+            raise ServiceStartError(f"dependency {dsvc.name} (shared by block {block}) has died: "
+                                    f"{h.logs_tail(5) or 'no log'}")
+        if h is None:
+            h = rt.start(prepared, StartOptions(
+                port=free_port(), cpus=self.cpus.dependencies, log_sink="pipe",
+                log_path=self.store.path / "logs" / f"b{block:03d}.{dsvc.name}.log",
+                run_id=self.store.run_id, role="dependency"))
+            self.shared[key] = h
+            self.dep_reset_s[dsvc.name] = None
+            return h
+        t0 = time.monotonic()
+        reset_service(dsvc, h)
+        self.dep_reset_s[dsvc.name] = time.monotonic() - t0
+        return h
+
+    def end_block(self) -> None:
+        """Stop the dependencies shared by the current block (``dependencies="block"``)."""
+        shared, self.shared, self.shared_block = self.shared, {}, None
+        for h in shared.values():
+            h.stop()
+
     @contextlib.contextmanager
     def services(self, arm: Arm, condition: str, block: int) -> Iterator[
             tuple[ServiceHandle, ResolvedService, list[ServiceHandle], ServiceHandle | None]]:
@@ -332,7 +374,11 @@ class _Executor:
             deps: dict[str, ServiceHandle] = {}
             for dep in svc.manifest.requires:
                 dsvc = get_manifest(dep).resolve()
-                h = rt.start(self.prepared[(rt_name, dsvc.name, dsvc.variant)], StartOptions(
+                prepared = self.prepared[(rt_name, dsvc.name, dsvc.variant)]
+                if self.exp.dependencies == "block":
+                    deps[dep] = self.block_dependency(rt, rt_name, prepared, block)
+                    continue
+                h = rt.start(prepared, StartOptions(
                     port=free_port(), cpus=self.cpus.dependencies, log_sink="pipe",
                     log_path=self.store.log_path(condition, arm.name, block).with_suffix(f".{dep}.log"),
                     run_id=run_id, role="dependency"))
@@ -374,6 +420,9 @@ class _Executor:
                 if len(handle_ports(handle)) > 1:
                     meta["ports"] = list(handle_ports(handle))
                 meta["dependencies"] = {d.name: {"port": d.port, "enforced": dict(d.enforced)} for d in deps}
+                if self.exp.dependencies == "block":
+                    for d in deps:
+                        meta["dependencies"][d.name].update(shared="block", reset_s=self.dep_reset_s.get(d.name))
                 if front is not None:
                     meta["front"] = {"service": arm.front, "variant": self.resolve_front(arm).variant,  # type: ignore[union-attr]
                                      "port": front.port, "enforced": dict(front.enforced)}
@@ -551,6 +600,8 @@ def experiment_parameters(exp: Experiment) -> dict[str, Any]:
     params = json.loads(json.dumps(asdict(exp), default=lambda o: o.hex() if isinstance(o, bytes) else str(o)))
     if not params.get("repeat_invalid"):  # added later: runs stored before it still resume
         params.pop("repeat_invalid", None)
+    if params.get("dependencies") == "trial":  # likewise
+        params.pop("dependencies", None)
     if params.get("cross_check_blocks") == "all" or not any(c.cross_check for c in exp.conditions):
         params.pop("cross_check_blocks", None)  # likewise (before it, every block ran the peer tool)
     for arm in params.get("arms", ()):  # likewise the arms' front (added later): absent when unused
@@ -680,9 +731,11 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
     decide = _Decided(store, decided)
     needed: set[tuple[str, str]] | None = None  # (condition, arm) pairs the stopping rule still wants
     stopped_after: int | None = None
-    with _pinned_to(cpus.client):
+    with _pinned_to(cpus.client), contextlib.ExitStack() as shared:
+        shared.callback(ex.end_block)  # dependencies="block": the last block's, also on an interrupt
         for i, planned in enumerate(plan):
             if i and plan[i - 1].block != planned.block:  # every condition's trials of the previous block are stored
+                ex.end_block()
                 show({"event": "block", "study": experiment.study, "total": len(plan), "block": plan[i - 1].block,
                       "decided": decide()})
             ev = {"study": experiment.study, "total": len(plan), **planned.to_dict()}

@@ -498,3 +498,76 @@ def test_the_peer_runs_in_the_chosen_blocks_and_the_progress_counts_blocks_and_t
     summary = peer_summary(peer_beside(res, summaries=res.summaries()))
     assert list(summary["peer_blocks"]) == ["2 of 4"]
     assert res.store.read_run()["parameters"]["cross_check_blocks"] == 2
+
+
+_KV = """
+import os, sys, http.server
+hits = 0
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        global hits
+        if self.path == "/reset":
+            print(f"reset after {hits} hits", flush=True)
+            hits = 0
+        else:
+            hits += 1
+        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers()
+        self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+print(f"kv started, pid {os.getpid()}", flush=True)
+http.server.ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever()
+"""
+_WEB = """
+import os, http.server, urllib.request
+KV = os.environ["KV"]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        urllib.request.urlopen(KV + "/hit", timeout=5).read()
+        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers()
+        self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever()
+"""
+
+
+@pytest.mark.integration
+def test_a_dependency_shared_by_a_block_starts_once_per_block_and_is_reset_before_each_later_trial(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Experiment(dependencies="block") with real processes: a key-value dependency counts the
+    requests the service under test sends it; its [run] reset step logs and clears the count.
+    Each block starts one instance (one port, one log), every later trial of the block resets
+    it first (after traffic of the trial before), and nothing is left running."""
+    d = tmp_path / "services"
+    d.mkdir()
+    _service(d, "kv", extra='reset = [["{python}", "-c", "import urllib.request as u; '
+                            'u.urlopen(\'http://{host}:{port}/reset\', timeout=5).read()"]]')
+    _service(d, "web", requires='["kv"]', extra='env = { KV = "http://{dep.kv.host}:{dep.kv.port}" }')
+    (d / "kv" / "server.py").write_text(_KV)
+    (d / "web" / "server.py").write_text(_WEB)
+    _service(d, "plain-db")
+    _service(d, "plain-web", requires='["plain-db"]')
+    monkeypatch.setenv("BENCHLIB_SERVICES", str(d))
+    spec = LoadSpec(connections=1, duration_s=0.4, warmup_s=0.1)
+    exp = Experiment("t-shared", (Arm("x", "web"), Arm("y", "web")), (Condition("c1", spec), Condition("c2", spec)),
+                     trials=2, seed=1, between_trials_s=0, dependencies="block")
+    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False)
+    trials = sorted(res.trials(), key=lambda t: t.meta["seq"])
+    assert len(trials) == 8 and all(t.meta["status"] == "ok" for t in trials)
+    for block in (0, 1):
+        in_block = [t.meta["dependencies"]["kv"] for t in trials if t.block == block]
+        assert len({m["port"] for m in in_block}) == 1 and all(m["shared"] == "block" for m in in_block)
+        assert in_block[0]["reset_s"] is None and all(m["reset_s"] > 0 for m in in_block[1:])
+        log = (res.store.path / "logs" / f"b{block:03d}.kv.log").read_text()
+        assert log.count("kv started") == 1
+        hits = [int(line.split()[2]) for line in log.splitlines() if line.startswith("reset after")]
+        assert len(hits) == 3 and all(h > 0 for h in hits)  # the trial before each reset reached this instance
+    ports = {t.meta["dependencies"]["kv"]["port"] for t in trials}
+    assert len(ports) == 2 and res.store.read_run()["parameters"]["dependencies"] == "block"
+    from benchlib.runtime.ports import port_in_use
+    assert not any(port_in_use("127.0.0.1", p) for p in ports)  # each block's instance was stopped
+    # a dependency that cannot be reset is refused before anything runs
+    with pytest.raises(ParameterError, match="'plain-db' declares no \\[run\\] reset steps"):
+        run_experiment(Experiment("t-shared2", (Arm("p", "plain-web"),), (Condition("c1", spec),), trials=1,
+                                  dependencies="block"), out_dir=tmp_path / "runs", progress=False)

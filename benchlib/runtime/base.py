@@ -22,7 +22,7 @@ from benchlib.manifest import ResolvedService
 from benchlib.model import Limits
 from benchlib.runtime.ports import free_ports
 
-__all__ = ["Prepared", "Runtime", "ServiceHandle", "StartOptions", "StopInfo", "handle_ports"]
+__all__ = ["Prepared", "Runtime", "ServiceHandle", "StartOptions", "StopInfo", "handle_ports", "reset_service", "run_steps"]
 
 
 @dataclass(frozen=True)
@@ -216,6 +216,35 @@ def placeholder_values(
     if backend is not None:
         values.update(backend_values(backend))
     return values
+
+
+def run_steps(service: ResolvedService, steps: Sequence[Sequence[str]], values: Mapping[str, str], *,
+              kind: str = "post_start", env: Mapping[str, str] | None = None, timeout_s: float = 120.0) -> None:
+    """Run a manifest's steps (``post_start``, ``reset``) on this machine, in the service's
+    folder, placeholders expanded from ``values``.
+
+    Raises
+    ------
+    ServiceStartError
+        a step exits non-zero (its exit code and output tail are named).
+    """
+    import subprocess
+
+    for step in steps:
+        cmd = expand(step, values)
+        out = subprocess.run(cmd, cwd=service.manifest.directory, env=None if env is None else dict(env),
+                             capture_output=True, text=True, timeout=timeout_s, check=False)
+        if out.returncode != 0:
+            raise ServiceStartError(f"{service.name}: {kind} step {cmd!r} failed with exit code "
+                                    f"{out.returncode}: {(out.stderr or out.stdout).strip()[-800:]}")
+
+
+def reset_service(service: ResolvedService, handle: ServiceHandle) -> None:
+    """Give a running instance fresh data: its manifest's ``[run] reset`` steps, against the
+    address it is reached at (``{host}``, ``{port}``), run on this machine as ``post_start`` is."""
+    host = getattr(handle, "reach_host", None) or handle.host
+    run_steps(service, service.reset, placeholder_values(service, build_dir=None, port=handle.port, host=host),
+              kind="reset")
 
 
 def backend_values(backend: Any) -> dict[str, str]:

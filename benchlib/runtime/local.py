@@ -41,6 +41,7 @@ from benchlib.runtime.base import (
     StopInfo,
     expand,
     placeholder_values,
+    run_steps,
     service_ports,
     wait_healthy,
 )
@@ -432,13 +433,7 @@ class LocalRuntime:
                 if options.log_sink == "pipe":
                     handle._start_reader()
             self._wait_healthy(handle, service)
-            for step in service.post_start:
-                cmd = expand(step, values)
-                out = subprocess.run(cmd, cwd=service.manifest.directory, env=env, capture_output=True, text=True,
-                                     timeout=120, check=False)
-                if out.returncode != 0:
-                    raise ServiceStartError(f"{service.name}: post_start step {cmd!r} failed with exit code "
-                                            f"{out.returncode}: {(out.stderr or out.stdout).strip()[-800:]}")
+            run_steps(service, service.post_start, values, env=env)
             try:
                 handle.enforced["cpus_read_back"] = sorted(os.sched_getaffinity(handle.proc.pid))
             except OSError:

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -489,16 +488,11 @@ class DockerRuntime:
     def _post_start(self, service: ResolvedService, step: tuple[str, ...], host: str, options: StartOptions) -> None:
         import sys
 
-        from benchlib.runtime.base import expand, placeholder_values
+        from benchlib.runtime.base import placeholder_values, run_steps
 
         values = placeholder_values(service, build_dir=None, port=options.port, host=host, deps=options.deps)
         values["python"] = sys.executable
-        cmd = expand(step, values)
-        out = subprocess.run(cmd, cwd=service.manifest.directory, capture_output=True, text=True, timeout=120,
-                             check=False)
-        if out.returncode != 0:
-            raise ServiceStartError(f"{service.name}: post_start step {cmd!r} failed with exit code "
-                                    f"{out.returncode}: {(out.stderr or out.stdout).strip()[-800:]}")
+        run_steps(service, [step], values)
 
     def _wait_healthy(self, handle: DockerHandle, service: ResolvedService) -> None:
         from benchlib.runtime.base import wait_healthy
