@@ -208,8 +208,10 @@ def design_table(run: Any, answers: Sequence[Any], *, pilot: Any = None, target_
                 "predicted_mde_pct": math.nan, "between_share_pct": math.nan}
             pairs = list(dict.fromkeys((r[2], r[3]) for r in mine))
             comps = []
-            if len(w) and m in w.columns:
-                comps = [c for c in pair_components(w, m, contrasts=pairs) if math.isfinite(c.within_coef)]
+            # a metric in other units (p50_us) has the log ratios of its windows' column (p50_ms)
+            wm = f"{m[:-3]}_ms" if m.endswith("_us") and len(w) and m not in w.columns else m
+            if len(w) and wm in w.columns:
+                comps = [c for c in pair_components(w, wm, contrasts=pairs) if math.isfinite(c.within_coef)]
             if comps and n_now >= 2 and math.isfinite(d_now):
                 ra = planning_alpha(alpha, fam, "holm")
                 pred = [math.expm1(mde_shift(n_now, c.sd(d_now), alpha=ra, power=power, paired=True, method="rank"))
@@ -221,7 +223,7 @@ def design_table(run: Any, answers: Sequence[Any], *, pilot: Any = None, target_
                     plan = plan_design(comps, cm, target_mde=target_mde, power=power, alpha=alpha, n_comparisons=fam,
                                        current=(n_now, d_now) if n_now else None)
                     rec_row.update(chosen_blocks=plan.chosen.blocks, chosen_duration_s=plan.chosen.duration_s,
-                                   chosen_minutes=plan.chosen.minutes, chosen_mde_pct=100 * plan.chosen.mde[m],
+                                   chosen_minutes=plan.chosen.minutes, chosen_mde_pct=100 * plan.chosen.mde[wm],
                                    chosen_reaches=plan.chosen.reaches,
                                    minutes_now=plan.current.minutes if plan.current else math.nan)
             out.append(rec_row)
