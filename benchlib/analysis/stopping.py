@@ -193,7 +193,7 @@ class Stopping:
 def saved_trials(run: Any) -> dict[str, Any]:
     """What stopping saved in a stored run: ``planned`` trials, ``trials`` not run because
     their questions were settled (planned, not stored, not of an arm that could not run),
-    ``blocks_text`` (per condition, the blocks the run stopped after), ``slot_s`` (median
+    ``blocks_text`` (the blocks the run stopped after, or each arm that stopped before the last), ``slot_s`` (median
     seconds from one trial's start to the next's) and ``minutes`` (``trials x slot_s / 60``)."""
     import numpy as np
 
@@ -211,12 +211,13 @@ def saved_trials(run: Any) -> dict[str, Any]:
         gaps = (costs["next_started"] - costs["started"]).dt.total_seconds().dropna()
         slot = float(np.median(gaps)) if len(gaps) else math.nan
     stopped = rec.run.get("stopped_after_blocks")
-    per: dict[str, int] = {}
-    for t in rec.trials:
-        per[t.condition] = max(per.get(t.condition, 0), int(t.block) + 1)
     blocks = int(rec.parameters.get("trials") or 0)
+    per: dict[tuple[str, str], int] = {}
+    for t in rec.trials:
+        per[(t.condition, t.arm)] = max(per.get((t.condition, t.arm), 0), int(t.block) + 1)
+    early = [f"{a} in {c} after {n}" for (c, a), n in per.items() if n < blocks]
     text = (f"the run stopped after {stopped} of {blocks} blocks" if stopped is not None else
-            "; ".join(f"{c}: {n} of {blocks} blocks" for c, n in per.items()) or "no block")
+            f"of {blocks} blocks, " + ", ".join(early) if early else "no block")
     return {"planned": len(plan), "trials": len(skipped), "blocks_text": text, "slot_s": slot,
             "minutes": len(skipped) * slot / 60.0 if math.isfinite(slot) else math.nan}
 

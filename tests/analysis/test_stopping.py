@@ -128,7 +128,7 @@ def test_a_settled_question_stops_getting_blocks_an_open_one_continues(tmp_path:
     assert not same.kind.directional and same.blocks_run == 12 and not same.stopped_early
     text = stopping.markdown(res)
     assert f"look after {first} blocks: settled b; open c" in text
-    assert f"stopping saved **{12 - first} of 36 planned trials**" in text
+    assert f"stopping saved **{12 - first} of 36 planned trials** (of 12 blocks, B in main after {first})" in text
 
 
 def test_the_run_ends_when_every_question_is_settled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
