@@ -154,7 +154,8 @@ def design_table(run: Any, answers: Sequence[Any], *, pilot: Any = None, target_
 
     Columns: ``condition``, ``metric``, ``rows`` (compared rows of that metric),
     ``family_size`` (largest Holm family they belong to), ``blocks_planned``, ``blocks_run``,
-    ``duration_s`` (measured seconds per trial), ``predicted_mde_pct`` (the largest over the
+    ``duration_s`` (measured seconds per trial: the load's, or for a load of a request count the
+    median measured phase of the trials of ``pilot`` or the run), ``predicted_mde_pct`` (the largest over the
     rows, from the variance components of ``pilot``, default the run itself, at this design and
     each row's level ``alpha / family_size``), ``achieved_mde_pct`` (the largest of the
     verdicts' MDEs, infinite for a row with too few blocks to be significant at all; median
@@ -191,6 +192,8 @@ def design_table(run: Any, answers: Sequence[Any], *, pilot: Any = None, target_
     for cond in dict.fromkeys(r[0] for r in rows):
         here = [r for r in rows if r[0] == cond]
         d_now = float(loads.get(cond, {}).get("duration_s") or math.nan)
+        if not math.isfinite(d_now) and len(costs):  # a request-count load: its measured seconds
+            d_now = float(costs.loc[costs["condition"] == cond, "duration_s"].median())
         n_now = ran.get(cond, 0)
         w = windows[windows["condition"] == cond] if len(windows) else windows
         cm = cost_model(costs[costs["condition"] == cond]) if len(costs) else None
@@ -205,8 +208,10 @@ def design_table(run: Any, answers: Sequence[Any], *, pilot: Any = None, target_
                 "predicted_mde_pct": math.nan, "between_share_pct": math.nan}
             pairs = list(dict.fromkeys((r[2], r[3]) for r in mine))
             comps = []
-            if len(w) and m in w.columns:
-                comps = [c for c in pair_components(w, m, contrasts=pairs) if math.isfinite(c.within_coef)]
+            # a metric in other units (p50_us) has the log ratios of its windows' column (p50_ms)
+            wm = f"{m[:-3]}_ms" if m.endswith("_us") and len(w) and m not in w.columns else m
+            if len(w) and wm in w.columns:
+                comps = [c for c in pair_components(w, wm, contrasts=pairs) if math.isfinite(c.within_coef)]
             if comps and n_now >= 2 and math.isfinite(d_now):
                 ra = planning_alpha(alpha, fam, "holm")
                 pred = [math.expm1(mde_shift(n_now, c.sd(d_now), alpha=ra, power=power, paired=True, method="rank"))
@@ -218,7 +223,7 @@ def design_table(run: Any, answers: Sequence[Any], *, pilot: Any = None, target_
                     plan = plan_design(comps, cm, target_mde=target_mde, power=power, alpha=alpha, n_comparisons=fam,
                                        current=(n_now, d_now) if n_now else None)
                     rec_row.update(chosen_blocks=plan.chosen.blocks, chosen_duration_s=plan.chosen.duration_s,
-                                   chosen_minutes=plan.chosen.minutes, chosen_mde_pct=100 * plan.chosen.mde[m],
+                                   chosen_minutes=plan.chosen.minutes, chosen_mde_pct=100 * plan.chosen.mde[wm],
                                    chosen_reaches=plan.chosen.reaches,
                                    minutes_now=plan.current.minutes if plan.current else math.nan)
             out.append(rec_row)
@@ -230,6 +235,8 @@ def design_section(run: Any, answers: Sequence[Any], *, pilot: Any = None, targe
     """The report's "design" section (Markdown): per condition and metric, the design run,
     the MDE predicted from the variance components and the MDE achieved, and the design the
     planner recommends for ``target_mde`` (:func:`design_table`); ``stopping``: the run's
+    :class:`~benchlib.analysis.stopping.Stopping` (:func:`~benchlib.analysis.stopping.stopping_rule`:
+    on or off and why, its looks, what it saved) or
     :class:`~benchlib.analysis.stopping.StopWhenSettled` (its looks are said)."""
     from benchlib.analysis.fmt import num
 
@@ -240,7 +247,9 @@ def design_section(run: Any, answers: Sequence[Any], *, pilot: Any = None, targe
              f"{power:.0%} power, each row at α = 0.05 / its Holm family; the planner's choice is the least wall "
              f"time reaching {target_mde:.0%} on every row of the metric (Kalibera & Jones 2013)."]
     stopped = rec.run.get("stopped_after_blocks")
-    if stopping is not None:
+    if stopping is not None and hasattr(stopping, "markdown"):
+        lines.append(stopping.markdown(rec))
+    elif stopping is not None:
         lines.append(f"Sequential stopping: {stopping.describe()}.")
     elif stopped is not None:
         lines.append(f"Sequential stopping: the run stopped after {stopped} blocks.")

@@ -213,7 +213,9 @@ def compare(
         keeps the fixed-sample one, for reference), its interval the repeated confidence
         interval, equivalence the repeated ``1 - 2 alpha`` interval, the MDE and the
         minimum-p guard those of the sequential test, and the verdict says how many of the
-        design's blocks it rests on. Rank method, paired blocks only; no shift function.
+        design's blocks it rests on: the blocks both of its arms ran (valid or not), so a
+        row whose question stopped at a look while its baseline ran on for another question
+        is read at that look. Rank method, paired blocks only; no shift function.
 
     Returns
     -------
@@ -279,16 +281,24 @@ def compare(
                                      f"arms there: {arms}")
         group_rows: list[int] = []
         for base, arm in here:
-            pair = pair_design(g, base, arm, design)
+            # sequential: always by block; a pair with fewer than two complete blocks (an
+            # invalid trial in a short run) reads "insufficient trials" like any other
+            pair = pair_design(g, base, arm, "paired" if sequential is not None else design)
             if sequential is not None and not pair.paired:
                 raise ParameterError(f"sequential analysis needs blocks: {arm} vs {base} in {key_text} could not be "
                                      "paired by block (each block must hold at most one trial of each arm)")
             pair_rows: list[int] = []
+            row_blocks = run_blocks
+            if sequential is not None:
+                # the row's own blocks: those both arms ran (valid or not); an arm whose
+                # question stopped at a look has no block after it, though its partner may
+                row_blocks = min(seq_blocks_run([f[f["arm"] == x] for f in (g, bad_here) if len(f)])
+                                 for x in (base, arm)) or run_blocks
             for metric in metrics:
                 idx = len(rows)
                 row, extra = _row(
                     pair, labels, base, arm, metric, infos[metric], method, confidence, alpha,
-                    seed, n_resamples, book, idx, g, sequential, run_blocks,
+                    seed, n_resamples, book, idx, g, sequential, row_blocks,
                 )
                 rows.append(row)
                 extras.append(extra)

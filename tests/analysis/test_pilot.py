@@ -92,6 +92,19 @@ def test_design_section_states_design_predicted_and_achieved_mde(run_dir: Path) 
     assert f"{row['predicted_mde_pct']:.1f}%" in text and f"{row['achieved_mde_pct']:.1f}%" in text
 
 
+def test_a_metric_in_other_units_is_predicted_from_its_windows(run_dir: Path) -> None:
+    # study 05 compares p50_us (µs): the same log ratios as the windows' p50_ms
+    summaries = _summaries(run_dir)
+    summaries["p50_us"] = summaries["p50_ms"] * 1000.0
+    ms = design_table(run_dir, [run_family(summaries, Family.against("q", "a", ["b"], conditions=["main"],
+                                                                     metrics=("p50_ms",)))]).iloc[0]
+    us = design_table(run_dir, [run_family(summaries, Family.against("q", "a", ["b"], conditions=["main"],
+                                                                     metrics=("p50_us",)))]).iloc[0]
+    assert us["metric"] == "p50_us" and math.isfinite(us["predicted_mde_pct"])
+    assert us["predicted_mde_pct"] == pytest.approx(ms["predicted_mde_pct"])
+    assert us["chosen_mde_pct"] == pytest.approx(ms["chosen_mde_pct"])
+
+
 def test_cli_prints_components_and_plans(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(run_dir), "--metric", "p50_ms", "--target", "0.05", "--current", "10", "2"]) == 0
     out = capsys.readouterr().out
