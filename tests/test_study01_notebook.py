@@ -36,7 +36,7 @@ NO_DOTNET = {"dotnet-faithful": "no dotnet toolchain (install the .NET 8 SDK)",
 
 def test_parameters_and_their_defaults() -> None:
     params = notebook_parameters(NOTEBOOK)
-    expected = {"full": "False", "runtime": "local", "trials": "0", "scale": "1.0", "warmup_s": "0.0",
+    expected = {"full": "False", "sequential": '"auto"', "runtime": "local", "trials": "0", "scale": "1.0", "warmup_s": "0.0",
                 "variants": '"faithful,fair"', "extras": '"auto"', "k6_check": "True", "cross_check_blocks": '"auto"',
                 "seed": "1", "out_dir": '""', "run_id": '""', "progress": "True"}
     assert {k: params[k]["default"].strip('"') if k == "runtime" else params[k]["default"] for k in expected} == expected
@@ -63,6 +63,20 @@ def test_the_default_design_is_the_smallest_that_can_still_decide_every_row() ->
     assert stats.min_trials(alpha=0.05, n_comparisons=rows, paired=True) == study.DEFAULT_DESIGN["trials"] == 9
     hello, users = study.study_conditions(1.0, full=False, warmup_s=0.5)
     assert [(c.load.rate_rps, c.load.duration_s) for c in (hello, users)] == [(100, 1.0), (40, 2.5)]
+
+
+def test_sequential_stopping_is_off_at_the_default_and_on_with_one_look_at_full_scale() -> None:
+    """auto: the default's family can first be decided at its last block (9), so stopping could
+    save nothing; at full scale (10 blocks) it is on, its one look the last block. The rows are
+    counted before the run knows which arms cannot run (.NET's contrasts included)."""
+    from benchlib.analysis import stopping_rule
+
+    default = stopping_rule([study.family(extras=False)], study.DEFAULT_DESIGN["trials"], "auto",
+                            requests=study.requests_per_trial(1.0, full=False))
+    assert not default.on and "one look" in default.why and default.figures["rows"] == 14
+    full = stopping_rule([study.family()], study.FULL_DESIGN["trials"], "auto", full=True,
+                         requests=study.requests_per_trial(1.0))
+    assert full.on and full.design.looks == (10,)
 
 
 def test_the_load_is_the_seed_at_scale_one_and_scales_rate_and_duration() -> None:
@@ -201,7 +215,8 @@ def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
     store = RunStore(runs / "01_rest_mongo_go_dotnet_rust" / "nbtest")
     run_json = json.loads((store.path / "run.json").read_text())
     unavailable = run_json["unavailable"]
-    assert run_json["parameters"]["repeat_invalid"] == study.REPEAT_INVALID == 2
+    assert run_json["parameters"]["repeat_invalid"] == study.REPEAT_INVALID == 1
+    assert run_json["parameters"]["dependencies"] == study.DEPENDENCIES == "block"
     all_arms = [a.name for a in study.study_arms()]
     runnable = [a for a in all_arms if a not in unavailable]
     assert set(runnable) >= {"go-faithful", "go-fair", "rust-faithful", "rust-fair", "python-fair", "node-fair"}
@@ -221,8 +236,8 @@ def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
         assert m["status"] in ("ok", "invalid"), m.get("reason")
         for attempt in m.get("previous_attempts", []):  # repeated in place: the guard had invalidated it
             assert attempt["status"] == "invalid" and attempt["reason"]
-        assert len(m.get("previous_attempts", [])) <= 2 and (m["status"] == "ok" or
-                                                             len(m.get("previous_attempts", [])) == 2)
+        assert len(m.get("previous_attempts", [])) <= study.REPEAT_INVALID and (
+            m["status"] == "ok" or len(m.get("previous_attempts", [])) == study.REPEAT_INVALID)
         assert (t.rows()["phase"] == 1).sum() > 0
         x = m.get("cross_check")
         if t.arm.endswith("-faithful"):
@@ -230,6 +245,13 @@ def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
             assert x.get("error") or x["http_reqs"] > 0
         else:
             assert x is None
+
+    # one FerretDB for the block (one block here), reset (dropped and seeded) before every later trial
+    by_seq = sorted(trials, key=lambda t: t.meta["seq"])
+    dbs = [t.meta["dependencies"]["ferretdb"] for t in by_seq]
+    assert len({d["port"] for d in dbs}) == 1 and all(d["shared"] == "block" for d in dbs)
+    assert dbs[0]["reset_s"] is None and all(d["reset_s"] > 0 for d in dbs[1:])
+    assert (store.path / "logs" / "b000.ferretdb.log").exists()
 
     # .NET is never dropped: in the status, limits and original-vs-ours tables and both verdict tables
     assert page.count("not run: no .NET SDK") >= 2 * 3 + 2 + 4
@@ -257,12 +279,14 @@ def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
             if not math.isnan(med):
                 assert fmt.num(med) in page
     db = json.loads((store.path / "derived" / "database.json").read_text())
-    assert db["trial_logs"] == {"v1.24.2": len(trials)}
+    assert db["trial_logs"] == {"v1.24.2": 1}  # one FerretDB log per block
     assert db.get("ferretdb_version") == "v1.24.2" and str(db.get("backend", "")).startswith("SQLite")
     assert "FerretDB version line" in page and "k6 v0.50.0" in page
     repeated = sum(bool(t.meta.get("previous_attempts")) for t in trials)
     assert ("No trial had to be repeated." in page) == (repeated == 0 and all(
         t.meta["status"] == "ok" for t in trials))
+    # sequential stopping: auto, but one block leaves no look, said with why
+    assert "Sequential stopping" in page and "sequential=auto" in page and "): off: " in page
     import nbformat
 
     nb = nbformat.read(str(run.executed), as_version=4)

@@ -45,7 +45,7 @@ __all__ = [
     "BETWEEN_TRIALS_S", "DEPENDENCIES",
     "SEED_RATE_RPS", "VARIANTS", "WARMUP_S", "conclusion_markdown", "database_info", "family", "k6_setup",
     "k6_tables", "original_vs_ours", "parse_variants", "percentile_support",
-    "planned_family", "scaled_load", "short_reasons", "study_arms", "study_conditions",
+    "planned_family", "requests_per_trial", "scaled_load", "short_reasons", "study_arms", "study_conditions",
 ]
 
 
@@ -169,11 +169,16 @@ def family(variants: Sequence[str] = VARIANTS, *, extras: bool = True) -> Family
                   conditions=tuple(CONDITIONS), questions=QUESTIONS)
 
 
+def requests_per_trial(scale: float = 1.0, *, full: bool = True) -> dict[str, float]:
+    """Measured requests per trial by condition (rate x seconds) at ``scale``, of the full or
+    default loads: which percentiles a trial supports (for ``stopping_rule(requests=...)``)."""
+    return {c: (load.rate_rps or 0) * (load.duration_s or 0)
+            for c, load in ((c, scaled_load(c, scale, full=full)) for c in CONDITIONS)}
+
+
 def planned_family(fam: Family, unavailable: Mapping[str, str], scale: float, *, full: bool = True) -> int:
     """Rows of the Holm family the design will produce at ``scale`` (of the full or default loads)."""
-    requests = {c: (load.rate_rps or 0) * (load.duration_s or 0)
-                for c, load in ((c, scaled_load(c, scale, full=full)) for c in CONDITIONS)}
-    return planned_rows(fam, requests, unavailable)
+    return planned_rows(fam, requests_per_trial(scale, full=full), unavailable)
 
 
 def short_reasons(unavailable: Mapping[str, str]) -> dict[str, str]:
