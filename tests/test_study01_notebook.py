@@ -215,7 +215,7 @@ def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
     store = RunStore(runs / "01_rest_mongo_go_dotnet_rust" / "nbtest")
     run_json = json.loads((store.path / "run.json").read_text())
     unavailable = run_json["unavailable"]
-    assert run_json["parameters"]["repeat_invalid"] == study.REPEAT_INVALID == 1
+    assert run_json["parameters"]["repeat_invalid"] == study.REPEAT_INVALID == 2
     assert run_json["parameters"]["dependencies"] == study.DEPENDENCIES == "block"
     all_arms = [a.name for a in study.study_arms()]
     runnable = [a for a in all_arms if a not in unavailable]
