@@ -331,17 +331,18 @@ class _Executor:
 
     def block_dependency(self, rt: Runtime, rt_name: str, prepared: Prepared, block: int) -> ServiceHandle:
         """The block's instance of a dependency (``Experiment(dependencies="block")``): started
-        at its first use in ``block`` (log ``logs/b<block>.<name>.log``), otherwise given fresh
-        data by its manifest's ``[run] reset`` steps (seconds in :attr:`dep_reset_s`)."""
+        at its first use in ``block`` (log ``logs/b<block>.<name>.log``; started again if it
+        died), otherwise given fresh data by its manifest's ``[run] reset`` steps (seconds in
+        :attr:`dep_reset_s`)."""
         dsvc = prepared.service
         key = (rt_name, dsvc.name, dsvc.variant)
         if self.shared_block != block:
             self.end_block()
             self.shared_block = block
         h = self.shared.get(key)
-        if h is not None and not h.alive():
-            raise ServiceStartError(f"dependency {dsvc.name} (shared by block {block}) has died: "
-                                    f"{h.logs_tail(5) or 'no log'}")
+        if h is not None and not h.alive():  # it died after an earlier trial: this trial gets a new one
+            h.stop()
+            h = None
         if h is None:
             h = rt.start(prepared, StartOptions(
                 port=free_port(), cpus=self.cpus.dependencies, log_sink="pipe",

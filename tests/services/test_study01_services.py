@@ -183,6 +183,26 @@ def test_ferretdb_is_seeded_answers_a_find_and_enforces_auth(ferretdb) -> None:
 
 
 @pytest.mark.integration
+def test_ferretdb_reset_gives_fresh_data(ferretdb) -> None:
+    """The manifest's [run] reset step (what the runner runs before each later trial of a block
+    that shares FerretDB): whatever a trial left in the collection is gone, the study's document
+    is back, read back with a find."""
+    from pymongo import MongoClient
+
+    from benchlib.runtime.base import reset_service
+
+    svc = load_manifest(FERRETDB_DIR).resolve("sqlite")
+    assert svc.reset and "reset" in svc.reset[0]
+    with MongoClient(ferretdb.host, ferretdb.port, username="admin", password="admin", directConnection=True) as c:
+        users = c["mongo"]["users"]
+        users.insert_one({"_id": 2, "name": "left by a trial"})
+        users.update_one({"_id": 1}, {"$set": {"name": "changed"}})
+        reset_service(svc, ferretdb)
+        assert list(users.find({})) == [USER_DOC]
+    assert _seed_py("reset", ferretdb.port)["count"] == 1
+
+
+@pytest.mark.integration
 def test_ferretdb_identity_for_provenance(ferretdb) -> None:
     info = _seed_py("info", ferretdb.port)
     assert info["server"] == "ferretdb" and info["ferretdb_version"] == "v1.24.2"
