@@ -571,3 +571,10 @@ def test_a_dependency_shared_by_a_block_starts_once_per_block_and_is_reset_befor
     with pytest.raises(ParameterError, match="'plain-db' declares no \\[run\\] reset steps"):
         run_experiment(Experiment("t-shared2", (Arm("p", "plain-web"),), (Condition("c1", spec),), trials=1,
                                   dependencies="block"), out_dir=tmp_path / "runs", progress=False)
+
+
+def test_an_unknown_dependency_scope_is_one_clear_error() -> None:
+    with pytest.raises(ParameterError, match=r"unknown Experiment.dependencies 'run'; valid: trial, block"):
+        Experiment("t-scope", (Arm("a", "a"),), (Condition("main", TINY),), dependencies="run")
+    # the default is not stored, so runs made before the parameter existed still resume
+    assert "dependencies" not in experiment_parameters(Experiment("t-scope", (Arm("a", "a"),), (Condition("main", TINY),)))
