@@ -14,7 +14,9 @@ executes in a fraction of a second and does exactly what the test planned:
   ``failed`` (a worker failed mid-trial: half the rows, ``failed: true``), ``dies`` (the
   service dies during the load), ``raise`` (the load generator refuses before traffic) and
   ``interrupt`` (SIGTERM to this process mid-trial: the Ctrl-C path of a real stop).
-* :class:`FakeCrossCheck`: ``run_cross_check``'s signature; a wrk-shaped report, with the order.
+* :class:`FakeCrossCheck`: ``run_cross_check``'s signature; a wrk-shaped report, with the order;
+* :func:`fake_manifests`: minimal service manifests for the fake runtime to "start" (point
+  ``BENCHLIB_SERVICES`` at the folder).
 
 Use them for the runner's bookkeeping (plan order, resume, repeats, failures, not-run arms,
 cross-check order, signals); real services, sockets and load stay in the end-to-end tests.
@@ -25,9 +27,11 @@ from __future__ import annotations
 import http.server
 import signal
 import threading
+import textwrap
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,7 +43,7 @@ from benchlib.model import CrossCheck, LoadSpec, Target
 from benchlib.runtime.base import Prepared, StartOptions, StopInfo, service_ports
 from benchlib.schema import ERROR_CODES, PHASE_CODES, ROW_DTYPE
 
-__all__ = ["FakeCrossCheck", "FakeHandle", "FakeLoad", "FakeRuntime", "Outcome", "OUTCOMES"]
+__all__ = ["FakeCrossCheck", "FakeHandle", "FakeLoad", "FakeRuntime", "Outcome", "OUTCOMES", "fake_manifests"]
 
 #: The shapes a :class:`FakeLoad` call can take.
 OUTCOMES: tuple[str, ...] = ("ok", "invalid", "failed", "dies", "raise", "interrupt")
@@ -383,3 +387,26 @@ class FakeCrossCheck:
         return {"tool": check.tool, "order": order, "requests": self.requests_per_s, "duration_s": 1.0,
                 "requests_per_s": self.requests_per_s, "latency_percentiles_ms": {"50": 1.0, "99": 2.5},
                 "latency_avg_ms": 1.1, "latency_max_ms": 3.0, "cpu_fraction": 0.1, "cpu_s": 0.1, "fake": True}
+
+
+def fake_manifests(root: Path, names: Sequence[str]) -> Path:
+    """Write a minimal ``service.toml`` for each of ``names`` under ``root`` (a Python service
+    with one endpoint ``/`` whose contract is status 200, all :class:`FakeRuntime`'s
+    services answer) and return ``root``: set ``BENCHLIB_SERVICES`` to it."""
+    root = Path(root)
+    for name in names:
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / "service.toml").write_text(textwrap.dedent(f"""
+            name = "{name}"
+            language = "python"
+            framework = "test"
+            [run]
+            command = ["{{python}}", "server.py"]
+            port_env = "PORT"
+            [[endpoints]]
+            name = "hello"
+            path = "/"
+            [endpoints.contract]
+            status = 200
+        """))
+    return root

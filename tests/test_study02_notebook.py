@@ -46,7 +46,7 @@ def test_parameters_and_their_defaults() -> None:
     expected = {"runtime": '"local"', "trials": "10", "scale": "0.02", "warmup_s": "0.5",
                 "variants": '"faithful,verbatim,fair"', "fair_rows": '"nethttp,actix,node,python"',
                 "endpoints": '"random"', "server_cpus": "1", "bombardier": f'"{study.BOMBARDIER_STACKS}"',
-                "full": "False", "seed": "2", "out_dir": '""', "run_id": '""', "progress": "True"}
+                "sequential": '"auto"', "full": "False", "seed": "2", "out_dir": '""', "run_id": '""', "progress": "True"}
     assert {k: params[k]["default"] for k in params} == expected
 
 
@@ -311,6 +311,9 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_bombardier_and_t
         if answer.comparison is not None:
             cells = verdict_table(answer.comparison)["arm / baseline [95% CI]"]
             assert all(cell in page for cell in cells), (fam.key, list(cells))
+    # sequential stopping: auto is off at 2 blocks (the only look is the last), said with why
+    assert "Sequential stopping" in page and "sequential=auto" in page and "): off: " in page and "one look" in page
+    assert "sequential" not in json.loads((derived / "comparison-seed.json").read_text())["params"]
     assert "99,891" in page and "7,501" in page and "13.32×" in page
     assert "server CPU per request (µs), median [95% CI]" in page and "bombardier / benchlib req/s" in page
     if unavailable:

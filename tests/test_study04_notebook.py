@@ -157,7 +157,7 @@ SMALL = {"full": True, "trials": 2, "duration_s": 1.0, "warmup_s": 0.3, "connect
 def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_and_wrk(tmp_path: Path) -> None:
     import nbformat
 
-    from benchlib.analysis import client_cpu_table, log_lines_table, verdict_table
+    from benchlib.analysis import client_cpu_table, log_lines_table, stopping_rule, verdict_table
     from benchlib.analysis.peers import peer_beside
     from benchlib.report import run_notebook
     from benchlib.runner import trial_summary
@@ -265,9 +265,18 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
                     "The seed's numbers beside ours", "open-model sweep", "Does Go beat actix-web here?",
                     "Provenance"):
         assert heading in page, heading
+    # full scale: sequential stopping on (auto); with 2 blocks its one look is the last, and the
+    # verdicts are the sequential analysis with that design
+    stopping = stopping_rule(rvg.closed_families(list(arms)), SMALL["trials"], "auto", full=True)
+    assert stopping.on and stopping.design.looks == (2,)
+    assert "Sequential stopping" in page and "sequential=auto" in page and "): on: " in page
+    assert "stopping saved nothing" in page
     for key in ("seed", "framework", "logging", "extras"):
         fam = next(f for f in rvg.closed_families(list(arms)) if f.key == key)
-        cells = verdict_table(run_family(summaries, fam, seed=SMALL["seed"]).comparison)["arm / baseline [95% CI]"]
+        comp = run_family(summaries, fam, seed=SMALL["seed"], sequential=stopping.design).comparison
+        assert json.loads((store.path / "derived" / f"comparison-{key}.json").read_text())["params"][
+            "sequential"]["looks"] == [2]
+        cells = verdict_table(comp)["arm / baseline [95% CI]"]
         assert all(cell in page for cell in cells), (key, list(cells))
     for arm in rvg.SEED_ARMS:
         assert arm in page

@@ -148,7 +148,7 @@ def test_original_vs_ours_sets_the_seeds_ratios_beside_ours() -> None:
 
 SMALL = {"trials": 2, "duration_s": 0.5, "warmup_s": 0.2, "languages": "go,python,dotnet", "protocols": "grpc,json",
          "payloads": "small,huge", "concurrency": "1,16", "ghz_languages": "go", "seed": 5, "run_id": "nbtest",
-         "progress": False}
+         "progress": False, "sequential": "yes"}
 
 
 @pytest.mark.notebook
@@ -174,6 +174,8 @@ def test_notebook_runs_end_to_end_with_every_arm_and_its_tables(tmp_path: Path, 
     assert {r["condition"] for r in rows} <= {f"{lang} {p}" for lang in ("go", "python") for p in study.PAYLOADS}
     assert {r["metric"] for r in rows} == {"p50_us"} and {r["arm"] for r in rows} == {"grpc"}
     assert (derived / "comparison-fair.json").is_file() and (derived / "comparison-payload.json").is_file()
+    # sequential="yes": the run and its analysis use one design (2 blocks: its one look is the last)
+    assert json.loads((derived / "comparison-faithful.json").read_text())["params"]["sequential"]["looks"] == [2]
     # ghz ran beside benchlib on Go's gRPC arms only, on the same instance, first in odd blocks
     for t in trials:
         x = t.meta.get("cross_check")
@@ -188,3 +190,5 @@ def test_notebook_runs_end_to_end_with_every_arm_and_its_tables(tmp_path: Path, 
     assert "ghz did not run" not in page
     assert "dotnet-grpc-small" in page and "not run: no dotnet toolchain" in page
     assert "SendSmallRequestToServer" in page and "JSON / gRPC (means)" in page
+    assert "Sequential stopping" in page and "sequential=yes" in page and "): on: " in page
+    assert "stopping saved nothing" in page

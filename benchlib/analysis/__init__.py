@@ -20,7 +20,9 @@ original's numbers and its conclusion's facts; everything else comes from here
   planner, and the report's design section (:func:`design_section`: design run, predicted and
   achieved MDE);
 * :mod:`~benchlib.analysis.stopping`: sequential stopping of a study's questions
-  (:func:`open_questions`, :class:`StopWhenSettled` for ``run_experiment(until=...)``);
+  (:func:`stopping_rule`: a notebook's ``sequential`` parameter -> the runner's ``until=`` rule
+  and the :class:`~benchlib.stats.sequential.SequentialDesign` its analysis uses;
+  :func:`open_questions`, :class:`StopWhenSettled`);
 * :mod:`~benchlib.analysis.params`: parameter lists and numbers;
 * :mod:`~benchlib.analysis.fmt` and :mod:`~benchlib.analysis.display`: numbers, metric words,
   showing tables and text.
@@ -35,7 +37,8 @@ from benchlib.analysis.pilot import design_section, design_table
 from benchlib.analysis.questions import (Answer, Contrast, Family, blocks_needed, compare_valid, decided_questions,
                                         planned_rows, run_family)
 from benchlib.analysis.run_info import design_markdown, provenance_markdown
-from benchlib.analysis.stopping import StopWhenSettled, open_questions
+from benchlib.analysis.stopping import (SEQUENTIAL_CHOICES, Stopping, StopWhenSettled, open_questions,
+                                       stopping_rule)
 from benchlib.analysis.tables import (
     add_trial_metric,
     client_cpu_table,
@@ -62,11 +65,11 @@ from benchlib.analysis.verdicts import (
 )
 
 __all__ = [
-    "Answer", "Contrast", "Family", "StopWhenSettled", "add_trial_metric", "answer_table", "answer_tables",
-    "blocks_needed", "client_cpu_table", "client_limited", "compare_valid", "contracts_table", "decided_questions",
-    "design_markdown",
-    "design_section", "design_table", "family_markdown", "footnotes_markdown", "limits_table", "log_lines_table",
-    "measured_minutes", "metric_words", "open_questions", "percentile_support", "planned_rows", "provenance_markdown",
-    "repeats_table", "run_family", "server_cpu_table", "server_unsaturated", "short_reasons", "show", "status_table",
-    "table", "verdict_sentences", "verdict_table", "warmup_table",
+    "SEQUENTIAL_CHOICES", "Answer", "Contrast", "Family", "StopWhenSettled", "Stopping", "add_trial_metric",
+    "answer_table", "answer_tables", "blocks_needed", "client_cpu_table", "client_limited", "compare_valid",
+    "contracts_table", "decided_questions", "design_markdown", "design_section", "design_table", "family_markdown",
+    "footnotes_markdown", "limits_table", "log_lines_table", "measured_minutes", "metric_words", "open_questions",
+    "percentile_support", "planned_rows", "provenance_markdown", "repeats_table", "run_family", "server_cpu_table",
+    "server_unsaturated", "short_reasons", "show", "status_table", "stopping_rule", "table", "verdict_sentences",
+    "verdict_table", "warmup_table",
 ]

@@ -230,6 +230,8 @@ def design_section(run: Any, answers: Sequence[Any], *, pilot: Any = None, targe
     """The report's "design" section (Markdown): per condition and metric, the design run,
     the MDE predicted from the variance components and the MDE achieved, and the design the
     planner recommends for ``target_mde`` (:func:`design_table`); ``stopping``: the run's
+    :class:`~benchlib.analysis.stopping.Stopping` (:func:`~benchlib.analysis.stopping.stopping_rule`:
+    on or off and why, its looks, what it saved) or
     :class:`~benchlib.analysis.stopping.StopWhenSettled` (its looks are said)."""
     from benchlib.analysis.fmt import num
 
@@ -240,7 +242,9 @@ def design_section(run: Any, answers: Sequence[Any], *, pilot: Any = None, targe
              f"{power:.0%} power, each row at α = 0.05 / its Holm family; the planner's choice is the least wall "
              f"time reaching {target_mde:.0%} on every row of the metric (Kalibera & Jones 2013)."]
     stopped = rec.run.get("stopped_after_blocks")
-    if stopping is not None:
+    if stopping is not None and hasattr(stopping, "markdown"):
+        lines.append(stopping.markdown(rec))
+    elif stopping is not None:
         lines.append(f"Sequential stopping: {stopping.describe()}.")
     elif stopped is not None:
         lines.append(f"Sequential stopping: the run stopped after {stopped} blocks.")

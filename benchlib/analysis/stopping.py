@@ -5,8 +5,14 @@
   (:mod:`benchlib.stats.sequential`) on the summaries so far; the ones not settled come back;
 * :class:`StopWhenSettled`: the same as the runner's stopping rule
   (``run_experiment(..., until=StopWhenSettled(families, design))``): at each planned look it
-  returns the ``(condition, arm)`` pairs that an open question still needs, and keeps a log
-  of its looks (:attr:`StopWhenSettled.looks`) for the report.
+  returns the ``(condition, arm)`` pairs that an open question still needs (and the same
+  pairs until the next look), and keeps a log of its looks (:attr:`StopWhenSettled.looks`)
+  for the report;
+* :func:`stopping_rule`: the one way a study notebook turns stopping on, from its
+  ``sequential`` parameter (:data:`SEQUENTIAL_CHOICES`): a :class:`Stopping` with the rule
+  for ``run_experiment(until=...)``, the design the analysis must use
+  (``run_family(..., sequential=stopping.design)``), and the report's paragraph (the looks,
+  what stopping saved) for :func:`benchlib.analysis.pilot.design_section`.
 
 A question stops at a planned look when every row of its family is settled ("faster" /
 "slower" or "equivalent"; see :func:`benchlib.stats.sequential.status`); its verdicts are
@@ -16,6 +22,7 @@ p-values and repeated intervals hold whatever look it stopped at.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +31,7 @@ from benchlib.analysis.questions import Family, run_family
 from benchlib.errors import ParameterError
 from benchlib.stats.sequential import SequentialDesign, status
 
-__all__ = ["Look", "StopWhenSettled", "open_questions"]
+__all__ = ["SEQUENTIAL_CHOICES", "Look", "StopWhenSettled", "Stopping", "open_questions", "saved_trials", "stopping_rule"]
 
 
 def _settled(family: Family, summaries: Any, design: SequentialDesign, unavailable: Mapping[str, str],
@@ -71,21 +78,31 @@ class StopWhenSettled:
     looks: list[Look] = field(default_factory=list)
 
     def __call__(self, result: Any, blocks_done: int) -> set[tuple[str, str]] | None:
-        """``None`` (run everything) between looks; at a look, the pairs still needed."""
+        """At a look, the pairs still needed; between looks, those of the last look before
+        ``blocks_done`` (a settled question stays settled: decisions never revert), and
+        ``None`` (run everything) before the first look."""
         exp = result.experiment
         if exp.trials != self.design.max_blocks:
             raise ParameterError(f"the sequential design's looks {list(self.design.looks)} end at "
                                  f"{self.design.max_blocks} blocks, the experiment plans {exp.trials}; make them equal")
         if not self.design.is_look(blocks_done):
-            return None
+            before = [lk for lk in self.looks if lk.blocks < blocks_done]
+            return self._need(exp, before[-1].open) if before else None
         summaries = result.summaries()
         still = open_questions(self.families, summaries, self.design, unavailable=result.unavailable,
                                **self.compare_kwargs)
         keys = tuple(f.key for f in still)
+        self.looks = [lk for lk in self.looks if lk.blocks != blocks_done]  # a resumed run looks again
         self.looks.append(Look(blocks_done, keys, tuple(f.key for f in self.families if f.key not in keys)))
+        return self._need(exp, keys)
+
+    def _need(self, exp: Any, open_keys: Sequence[str]) -> set[tuple[str, str]]:
+        """The ``(condition, arm)`` pairs of the questions ``open_keys``."""
         conds = [c.name for c in exp.conditions]
         need: set[tuple[str, str]] = set()
-        for f in still:
+        for f in self.families:
+            if f.key not in open_keys:
+                continue
             for c in Family(f.key, f.contrasts, f.metrics, conditions=f.conditions or tuple(conds)).rows():
                 need |= {(str(c.condition), c.baseline), (str(c.condition), c.arm)}
         return need
@@ -97,3 +114,203 @@ class StopWhenSettled:
         parts = [f"after {lk.blocks} blocks: " + (f"settled {', '.join(lk.settled)}" if lk.settled else "none settled")
                  for lk in self.looks]
         return f"{self.design.describe()}; " + "; ".join(parts)
+
+
+# -- the one way a study notebook turns stopping on ----------------------------------------------
+
+#: The values of a study notebook's ``sequential`` parameter.
+SEQUENTIAL_CHOICES: tuple[str, ...] = ("auto", "yes", "no")
+
+
+@dataclass
+class Stopping:
+    """A study run's sequential stopping, on or off (made by :func:`stopping_rule`).
+
+    Attributes
+    ----------
+    choice: the ``sequential`` parameter as given (``auto``, ``yes`` or ``no``).
+    on: whether the run stops questions early.
+    design: the :class:`~benchlib.stats.sequential.SequentialDesign` the run and its analysis
+        use (``None`` when off: the fixed analysis). Pass it to every family's analysis,
+        ``run_family(..., sequential=stopping.design)``, so its verdicts and intervals hold
+        at whatever look the run stopped.
+    rule: the runner's stopping rule (``run_experiment(..., until=stopping.until)``), ``None``
+        when off.
+    why: why it is on or off, with the design's figures (one sentence).
+    figures: the design's figures: ``looks``, ``rows`` (the largest family's), ``row_alpha``,
+        ``mde_fixed_sd`` and ``mde_sd`` (the MDE at 80% power of the fixed test at the maximum
+        and of the sequential test over its looks, in SDs of the within-block log ratio),
+        ``expected_blocks`` (mean blocks run by a one-row question whose true effect is the fixed
+        design's MDE, and twice it).
+    """
+
+    choice: str
+    on: bool
+    design: SequentialDesign | None
+    rule: StopWhenSettled | None
+    why: str
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def until(self) -> StopWhenSettled | None:
+        """What ``run_experiment(until=...)`` takes."""
+        return self.rule
+
+    def describe(self) -> str:
+        """One line: on or off, and why."""
+        return ("on: " if self.on else "off: ") + self.why
+
+    def markdown(self, run: Any) -> str:
+        """The design section's paragraph on stopping (Markdown): on or off and why, the looks
+        (blocks done, questions settled and open at each), and the blocks, trials and minutes
+        stopping saved in ``run`` (a result or a stored run; the minutes at the median seconds
+        between its trials' starts)."""
+        from benchlib.records import read_run
+
+        rec = read_run(run)
+        head = f"**Sequential stopping** (`sequential={self.choice}`): {self.describe()}"
+        if not self.on or self.rule is None or self.design is None:
+            return head
+        lines = [head, ""]
+        for lk in self.rule.looks:
+            lines.append(f"- look after {lk.blocks} blocks: settled {', '.join(lk.settled) or 'none'}; "
+                         f"open {', '.join(lk.open) or 'none'}" + ("" if lk.open else ": the run stopped"))
+        stopped = rec.run.get("stopped_after_blocks")
+        if stopped is None:
+            lines.append(f"- the last look, after {self.design.max_blocks} blocks, is the analysis below"
+                         if not self.rule.looks or self.rule.looks[-1].blocks < self.design.max_blocks else "")
+        saved = saved_trials(rec)
+        if saved["trials"]:
+            mins = (f", about {saved['minutes']:.1f} min at this run's median {saved['slot_s']:.1f} s per trial"
+                    if math.isfinite(saved["minutes"]) else "")
+            lines.append(f"- stopping saved **{saved['trials']} of {saved['planned']} planned trials** "
+                         f"({saved['blocks_text']}){mins}")
+        else:
+            lines.append(f"- stopping saved nothing: every planned trial ran ({saved['planned']})")
+        return "\n".join(x for x in lines if x != "")
+
+
+def saved_trials(run: Any) -> dict[str, Any]:
+    """What stopping saved in a stored run: ``planned`` trials, ``trials`` not run because
+    their questions were settled (planned, not stored, not of an arm that could not run),
+    ``blocks_text`` (per condition, the blocks the run stopped after), ``slot_s`` (median
+    seconds from one trial's start to the next's) and ``minutes`` (``trials x slot_s / 60``)."""
+    import numpy as np
+
+    from benchlib.analysis.pilot import trial_costs
+    from benchlib.records import read_run
+
+    rec = read_run(run)
+    plan = list(rec.run.get("plan") or ())
+    stored = {(t.condition, t.arm, t.block) for t in rec.trials}
+    skipped = [p for p in plan if (p.get("condition"), p.get("arm"), p.get("block")) not in stored
+               and p.get("arm") not in rec.unavailable]
+    costs = trial_costs(rec)
+    slot = math.nan
+    if len(costs) > 1:
+        gaps = (costs["next_started"] - costs["started"]).dt.total_seconds().dropna()
+        slot = float(np.median(gaps)) if len(gaps) else math.nan
+    stopped = rec.run.get("stopped_after_blocks")
+    per: dict[str, int] = {}
+    for t in rec.trials:
+        per[t.condition] = max(per.get(t.condition, 0), int(t.block) + 1)
+    blocks = int(rec.parameters.get("trials") or 0)
+    text = (f"the run stopped after {stopped} of {blocks} blocks" if stopped is not None else
+            "; ".join(f"{c}: {n} of {blocks} blocks" for c, n in per.items()) or "no block")
+    return {"planned": len(plan), "trials": len(skipped), "blocks_text": text, "slot_s": slot,
+            "minutes": len(skipped) * slot / 60.0 if math.isfinite(slot) else math.nan}
+
+
+def _family_rows(family: Family, requests: Mapping[str, float] | None) -> int:
+    """Rows of a family (a quantile metric counted only where ``requests`` support it)."""
+    if requests is not None:
+        from benchlib.analysis.questions import planned_rows
+
+        return planned_rows(family, requests)
+    return len(family.rows()) * len(family.metrics)
+
+
+def _mde_sd(design: SequentialDesign, level: float, power: float = 0.8) -> float:
+    """MDE of one row at ``level`` over the design's looks, in SDs of the within-block log ratio."""
+    from benchlib.stats.sequential import _mde_units
+
+    return _mde_units(design.looks, design.shape, float(level), float(power), len(design.looks))
+
+
+def stopping_rule(families: Sequence[Family], blocks: int, sequential: str | bool = "auto", *, full: bool = False,
+                  requests: Mapping[str, float] | None = None, alpha: float = 0.05, step: int = 2,
+                  **compare_kwargs: Any) -> Stopping:
+    """The one way a study notebook turns on sequential stopping.
+
+    Parameters
+    ----------
+    families: the study's questions (each one Holm family), as the analysis will compare them.
+    blocks: the experiment's planned blocks (``trials``): the last look.
+    sequential: ``"yes"`` (stop each question at the first planned look where it is settled),
+        ``"no"`` (run every block; the fixed analysis), or ``"auto"``: on at full scale
+        (``full``) and whenever the planned blocks leave room for at least two looks, off
+        otherwise (with a single look the sequential test is the fixed test and stopping
+        could save nothing). ``True``/``False`` are ``yes``/``no``.
+    full: the notebook runs at full scale.
+    requests: successful requests per trial by condition (a quantile metric only counts in a
+        family where they support it); default: every metric counts.
+    alpha: the family-wise error rate of each question.
+    step: blocks between looks.
+    compare_kwargs: what the analysis passes to ``compare`` (``seed``, ``margin``...), so the
+        looks decide as the report will.
+
+    The looks (:meth:`SequentialDesign.every`) are every ``step`` blocks up to ``blocks``, from
+    the first at which the largest family (``m`` rows, Holm) can reach significance at all.
+
+    Returns
+    -------
+    Stopping: ``.until`` for ``run_experiment``, ``.design`` for ``run_family(...,
+    sequential=...)``, ``.markdown(result)`` for the design section.
+
+    Raises
+    ------
+    ParameterError
+        ``sequential`` not one of :data:`SEQUENTIAL_CHOICES`, or ``blocks`` below 2 with stopping on.
+    """
+    from benchlib.stats.power import planning_alpha
+
+    choice = ("yes" if sequential else "no") if isinstance(sequential, bool) else str(sequential).strip().lower()
+    if choice in ("true", "1"):
+        choice = "yes"
+    elif choice in ("false", "0"):
+        choice = "no"
+    if choice not in SEQUENTIAL_CHOICES:
+        raise ParameterError(f"sequential {sequential!r} is not valid; valid: {', '.join(SEQUENTIAL_CHOICES)} "
+                             "(auto: on at full scale and when the planned blocks leave room for two looks)")
+    blocks = int(blocks)
+    if choice == "no":
+        return Stopping(choice, False, None, None, f"every planned block runs ({blocks}); the fixed analysis")
+    if blocks < 2:
+        if choice == "yes":
+            raise ParameterError(f"sequential stopping needs at least 2 planned blocks, got trials={blocks}; "
+                                 "valid: trials >= 2, or sequential='no'")
+        return Stopping(choice, False, None, None, f"{blocks} planned block(s) leave no look")
+    rows = max((_family_rows(f, requests) for f in families), default=1) or 1
+    design = SequentialDesign.every(blocks, step=step, n_comparisons=rows, alpha=alpha)
+    level = planning_alpha(alpha, rows, "holm")
+    mde_fixed = _mde_sd(SequentialDesign((blocks,)), level)
+    mde_seq = _mde_sd(design, level)
+    expected = tuple(design.expected_blocks(math.expm1(k * mde_fixed), 1.0, alpha=level)
+                     if math.isfinite(mde_fixed) and len(design.looks) > 1 else float(blocks) for k in (1, 2))
+    figures = {"looks": design.looks, "rows": rows, "row_alpha": level, "mde_fixed_sd": mde_fixed,
+               "mde_sd": mde_seq, "expected_blocks": expected}
+    looks = ", ".join(map(str, design.looks))
+    if len(design.looks) < 2:
+        why = (f"the largest question ({rows} rows, each row at α = {level:.2g}) can first be decided after "
+               f"{design.looks[0]} of the {blocks} planned blocks: one look, which is the fixed analysis, so "
+               "stopping could save no block")
+        if choice == "auto" and not full:
+            return Stopping(choice, False, None, None, why, figures)
+        return Stopping(choice, True, design, StopWhenSettled(families, design, dict(compare_kwargs)),
+                        why + " (on as asked; the analysis is the fixed one)", figures)
+    why = (f"looks after {looks} blocks ({design.describe().split('(')[-1].rstrip(')')}); the largest question "
+           f"has {rows} rows (each row at α = {level:.2g}). MDE at 80% power "
+           + (f"{mde_seq:.2f} within-block SDs of the log ratio against {mde_fixed:.2f} for the fixed "
+              f"{blocks}-block test; a row whose true effect is that fixed MDE stops after {expected[0]:.1f} blocks on "
+              f"average, one with twice that effect after {expected[1]:.1f}" if math.isfinite(mde_seq) and math.isfinite(mde_fixed) else "not reachable at this size"))
+    return Stopping(choice, True, design, StopWhenSettled(families, design, dict(compare_kwargs)), why, figures)

@@ -213,7 +213,9 @@ def compare(
         keeps the fixed-sample one, for reference), its interval the repeated confidence
         interval, equivalence the repeated ``1 - 2 alpha`` interval, the MDE and the
         minimum-p guard those of the sequential test, and the verdict says how many of the
-        design's blocks it rests on. Rank method, paired blocks only; no shift function.
+        design's blocks it rests on: the blocks both of its arms ran (valid or not), so a
+        row whose question stopped at a look while its baseline ran on for another question
+        is read at that look. Rank method, paired blocks only; no shift function.
 
     Returns
     -------
@@ -284,11 +286,17 @@ def compare(
                 raise ParameterError(f"sequential analysis needs blocks: {arm} vs {base} in {key_text} could not be "
                                      "paired by block (each block must hold at most one trial of each arm)")
             pair_rows: list[int] = []
+            row_blocks = run_blocks
+            if sequential is not None:
+                # the row's own blocks: those both arms ran (valid or not); an arm whose
+                # question stopped at a look has no block after it, though its partner may
+                row_blocks = min(seq_blocks_run([f[f["arm"] == x] for f in (g, bad_here) if len(f)])
+                                 for x in (base, arm)) or run_blocks
             for metric in metrics:
                 idx = len(rows)
                 row, extra = _row(
                     pair, labels, base, arm, metric, infos[metric], method, confidence, alpha,
-                    seed, n_resamples, book, idx, g, sequential, run_blocks,
+                    seed, n_resamples, book, idx, g, sequential, row_blocks,
                 )
                 rows.append(row)
                 extras.append(extra)

@@ -1,8 +1,11 @@
-"""Sequential stopping of a study's questions (benchlib.analysis.stopping; pure, simulated trials)."""
+"""Sequential stopping of a study's questions (benchlib.analysis.stopping): the rule on simulated
+trials (pure), and stopping_rule (a notebook's ``sequential`` parameter) through the runner's
+seams (benchlib.testing's FakeRuntime and FakeLoad: no process, the contract check over HTTP)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -79,3 +82,108 @@ def test_stop_rule_needs_the_experiments_blocks() -> None:
     res = _Result(_summaries(), experiment=_Exp(10, (_Cond("main"),)))
     with pytest.raises(ParameterError, match="end at 12 blocks, the experiment plans 10"):
         StopWhenSettled([FAST], DESIGN)(res, 8)
+
+
+# -- stopping_rule: the notebook's `sequential` parameter, through the runner's seams ----------
+
+#: Per service (arm: its name in capitals): a 2 ms; b 3 ms (50% slower: settled at the first
+#: look); c a's latency 10% above and below in alternate blocks (no direction, not within 2%:
+#: open to the last block).
+LATENCY = {"a": [2.0] * 12, "b": [3.0] * 12, "c": [2.0 * (1.1 if k % 2 else 0.9) for k in range(12)]}
+
+
+def _fake_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arms: tuple[str, ...], families: list[Family],
+              sequential: str = "yes") -> tuple[Any, Any]:
+    from benchlib.analysis.stopping import stopping_rule
+    from benchlib.model import Arm, Condition, Experiment, LoadSpec
+    from benchlib.runner import run_experiment
+    from benchlib.testing import FakeLoad, FakeRuntime, Outcome, fake_manifests
+
+    monkeypatch.setenv("BENCHLIB_SERVICES", str(fake_manifests(tmp_path / "services", arms)))
+    rt = FakeRuntime()
+    load = FakeLoad(rt, {s: [Outcome(latency_ms=x) for x in LATENCY[s]] for s in arms})
+    exp = Experiment("t-stop", tuple(Arm(s.upper(), s) for s in arms), (Condition("main", LoadSpec(connections=2,
+                     duration_s=0.5, warmup_s=0.1)),), trials=12, seed=3, between_trials_s=0)
+    stopping = stopping_rule(families, exp.trials, sequential)
+    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False, runtime=rt, load=load, until=stopping.until)
+    return res, stopping
+
+
+def test_a_settled_question_stops_getting_blocks_an_open_one_continues(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    res, stopping = _fake_run(tmp_path, monkeypatch, ("a", "b", "c"), [FAST, SAME])
+    assert stopping.on and stopping.design == SequentialDesign.every(12, n_comparisons=1)
+    assert stopping.design.looks[0] < 12
+    first = stopping.design.looks[0]
+    blocks = {arm: sorted(t.block for t in res.store.trials() if t.arm == arm) for arm in ("A", "B", "C")}
+    assert blocks["B"] == list(range(first))  # settled at the first look: no block after it
+    assert blocks["A"] == blocks["C"] == list(range(12))  # c's question stays open to the last block
+    assert [(lk.blocks, lk.settled, lk.open) for lk in stopping.rule.looks] == [
+        (n, ("b",), ("c",)) for n in stopping.design.looks[:-1]]
+    # the analysis uses the same design: b's verdict holds at the look it stopped at
+    summaries = res.summaries()
+    fast = run_family(summaries, FAST, sequential=stopping.design).comparison.verdicts[0]
+    same = run_family(summaries, SAME, sequential=stopping.design).comparison.verdicts[0]
+    assert fast.kind.value == "slower" and fast.stopped_early and fast.blocks_run == first
+    assert not same.kind.directional and same.blocks_run == 12 and not same.stopped_early
+    text = stopping.markdown(res)
+    assert f"look after {first} blocks: settled b; open c" in text
+    assert f"stopping saved **{12 - first} of 36 planned trials**" in text
+
+
+def test_the_run_ends_when_every_question_is_settled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchlib.analysis.pilot import design_section
+    from benchlib.analysis.stopping import saved_trials
+    from benchlib.records import read_run
+
+    res, stopping = _fake_run(tmp_path, monkeypatch, ("a", "b"), [FAST])
+    first = stopping.design.looks[0]
+    assert read_run(res).run["stopped_after_blocks"] == first
+    assert {t.block for t in res.store.trials()} == set(range(first))
+    saved = saved_trials(res)
+    assert saved["trials"] == 2 * (12 - first) and saved["planned"] == 24
+    assert saved["minutes"] == pytest.approx(saved["trials"] * saved["slot_s"] / 60)
+    answer = run_family(res.summaries(), FAST, sequential=stopping.design)
+    section = design_section(res, [answer], stopping=stopping)
+    assert f"the run stopped after {first} of 12 blocks" in section and "`sequential=yes`" in section
+
+
+def test_sequential_no_runs_every_block_with_the_fixed_analysis(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    res, stopping = _fake_run(tmp_path, monkeypatch, ("a", "b"), [FAST], sequential="no")
+    assert not stopping.on and stopping.design is None and stopping.until is None
+    assert {t.block for t in res.store.trials()} == set(range(12))
+    assert "off: every planned block runs (12)" in stopping.markdown(res)
+
+
+def test_auto_is_on_when_the_blocks_leave_two_looks_and_at_full_scale() -> None:
+    from benchlib.analysis.stopping import stopping_rule
+
+    on = stopping_rule([FAST, SAME], 12, "auto")
+    assert on.on and len(on.design.looks) >= 2 and on.figures["rows"] == 1
+    assert on.figures["mde_sd"] > on.figures["mde_fixed_sd"]  # the price of the looks: a larger MDE at the end
+    assert on.figures["expected_blocks"][1] < on.figures["expected_blocks"][0] < 12
+    big = Family.against("big", "A", [f"B{i}" for i in range(8)], conditions=["main"],
+                         metrics=("p50_ms", "p99_ms"))  # 16 rows: first decidable at 10 blocks
+    off = stopping_rule([big], 10, "auto")
+    assert not off.on and off.design is None and off.figures["looks"] == (10,)
+    assert "one look" in off.why
+    full = stopping_rule([big], 10, "auto", full=True)
+    assert full.on and full.design.looks == (10,)
+    assert stopping_rule([big], 10, True).on and not stopping_rule([big], 10, False).on
+
+
+@pytest.mark.parametrize("bad", ["maybe", "", "on", 3])
+def test_a_bad_sequential_value_is_one_error_naming_the_choices(bad: object) -> None:
+    from benchlib.analysis.stopping import stopping_rule
+
+    with pytest.raises(ParameterError, match=r"sequential .* is not valid; valid: auto, yes, no"):
+        stopping_rule([FAST], 12, bad)  # type: ignore[arg-type]
+
+
+def test_yes_needs_two_blocks() -> None:
+    from benchlib.analysis.stopping import stopping_rule
+
+    with pytest.raises(ParameterError, match="at least 2 planned blocks"):
+        stopping_rule([FAST], 1, "yes")
+    assert not stopping_rule([FAST], 1, "auto").on
