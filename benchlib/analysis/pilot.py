@@ -154,8 +154,8 @@ def design_table(run: Any, answers: Sequence[Any], *, pilot: Any = None, target_
 
     Columns: ``condition``, ``metric``, ``rows`` (compared rows of that metric),
     ``family_size`` (largest Holm family they belong to), ``blocks_planned``, ``blocks_run``,
-    ``duration_s`` (measured seconds per trial; for a load of a request count the median measured
-    seconds of its trials), ``predicted_mde_pct`` (the largest over the
+    ``duration_s`` (measured seconds per trial: the load's, or for a load of a request count the
+    median measured phase of the trials of ``pilot`` or the run), ``predicted_mde_pct`` (the largest over the
     rows, from the variance components of ``pilot``, default the run itself, at this design and
     each row's level ``alpha / family_size``), ``achieved_mde_pct`` (the largest of the
     verdicts' MDEs, infinite for a row with too few blocks to be significant at all; median
@@ -192,11 +192,8 @@ def design_table(run: Any, answers: Sequence[Any], *, pilot: Any = None, target_
     for cond in dict.fromkeys(r[0] for r in rows):
         here = [r for r in rows if r[0] == cond]
         d_now = float(loads.get(cond, {}).get("duration_s") or math.nan)
-        if not math.isfinite(d_now):  # a load of a request count: the median measured seconds of its trials
-            measured = [t.load.measured_duration_s for t in rec.trials if t.ran and t.condition == cond
-                        and t.load is not None and t.load.measured_duration_s is not None]
-            measured = [d for d in measured if math.isfinite(d) and d > 0]
-            d_now = float(np.median(measured)) if measured else math.nan
+        if not math.isfinite(d_now) and len(costs):  # a request-count load: its measured seconds
+            d_now = float(costs.loc[costs["condition"] == cond, "duration_s"].median())
         n_now = ran.get(cond, 0)
         w = windows[windows["condition"] == cond] if len(windows) else windows
         cm = cost_model(costs[costs["condition"] == cond]) if len(costs) else None

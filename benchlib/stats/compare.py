@@ -281,7 +281,9 @@ def compare(
                                      f"arms there: {arms}")
         group_rows: list[int] = []
         for base, arm in here:
-            pair = pair_design(g, base, arm, design)
+            # sequential: always by block; a pair with fewer than two complete blocks (an
+            # invalid trial in a short run) reads "insufficient trials" like any other
+            pair = pair_design(g, base, arm, "paired" if sequential is not None else design)
             if sequential is not None and not pair.paired:
                 raise ParameterError(f"sequential analysis needs blocks: {arm} vs {base} in {key_text} could not be "
                                      "paired by block (each block must hold at most one trial of each arm)")

@@ -127,6 +127,18 @@ def test_compare_sequential_rejects_what_it_cannot_do() -> None:
         status(compare(df, baseline="A", metrics=("p50_ms",)))
 
 
+def test_a_pair_short_of_two_complete_blocks_reads_insufficient_trials() -> None:
+    # a short run whose B trial of block 1 was invalid: one complete block; the fixed
+    # analysis would compare it unpaired, the sequential one by block: too few blocks
+    df = _blocks(16, 1.3, n=2)
+    df["valid"] = ~((df["arm"] == "B") & (df["block"] == 1))
+    comp = compare(df, baseline="A", metrics=("p50_ms",), sequential=SequentialDesign((2,)), shift=False)
+    v = comp.verdicts[0]
+    assert v.kind is VerdictKind.INSUFFICIENT and not v.kind.directional
+    with pytest.raises(ParameterError, match="more than one trial"):
+        compare(df.assign(block=0), baseline="A", metrics=("p50_ms",), sequential=SequentialDesign((2,)))
+
+
 def test_plan_sequential_reaches_its_power_with_few_more_blocks_than_fixed() -> None:
     p = plan_sequential(0.066, target_mde=0.05)
     assert p.power >= 0.8
