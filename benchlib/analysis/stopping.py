@@ -23,7 +23,7 @@ p-values and repeated intervals hold whatever look it stopped at.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,7 @@ class Look:
     blocks: int
     open: tuple[str, ...]
     settled: tuple[str, ...]
+    error: str = ""  # the look could not be computed (every question continued): why
 
 
 @dataclass
@@ -69,13 +70,18 @@ class StopWhenSettled:
     families: the study's questions (each one Holm family).
     design: the planned looks; its maximum must equal the experiment's blocks (``trials``).
     compare_kwargs: passed to ``compare`` (margin, alpha...), as the report will use them.
-    looks: what each look decided (filled as the run goes).
+    prepare: what the analysis does to the summaries before comparing them (e.g. a study's
+        metric in other units, ``grpc_json.with_microseconds``), done at each look too.
+    looks: what each look decided (filled as the run goes). A look that cannot be computed
+        (an error in the comparison) keeps every question open and says why: the run goes on
+        to the planned maximum, whose analysis stays valid.
     """
 
     families: Sequence[Family]
     design: SequentialDesign
     compare_kwargs: Mapping[str, Any] = field(default_factory=dict)
     looks: list[Look] = field(default_factory=list)
+    prepare: Callable[[Any], Any] | None = None
 
     def __call__(self, result: Any, blocks_done: int) -> set[tuple[str, str]] | None:
         """At a look, the pairs still needed; between looks, those of the last look before
@@ -88,11 +94,18 @@ class StopWhenSettled:
         if not self.design.is_look(blocks_done):
             before = [lk for lk in self.looks if lk.blocks < blocks_done]
             return self._need(exp, before[-1].open) if before else None
-        summaries = result.summaries()
-        still = open_questions(self.families, summaries, self.design, unavailable=result.unavailable,
-                               **self.compare_kwargs)
-        keys = tuple(f.key for f in still)
         self.looks = [lk for lk in self.looks if lk.blocks != blocks_done]  # a resumed run looks again
+        try:
+            summaries = result.summaries()
+            if self.prepare is not None:
+                summaries = self.prepare(summaries)
+            still = open_questions(self.families, summaries, self.design, unavailable=result.unavailable,
+                                   **self.compare_kwargs)
+        except Exception as exc:  # noqa: BLE001 - a look that fails stops nothing; the report says why
+            self.looks.append(Look(blocks_done, tuple(f.key for f in self.families), (),
+                                   f"{type(exc).__name__}: {exc}"))
+            return None
+        keys = tuple(f.key for f in still)
         self.looks.append(Look(blocks_done, keys, tuple(f.key for f in self.families if f.key not in keys)))
         return self._need(exp, keys)
 
@@ -111,7 +124,9 @@ class StopWhenSettled:
         """The looks in words (for the report)."""
         if not self.looks:
             return f"{self.design.describe()}; no look reached"
-        parts = [f"after {lk.blocks} blocks: " + (f"settled {', '.join(lk.settled)}" if lk.settled else "none settled")
+        parts = [f"after {lk.blocks} blocks: " + (f"not computed ({lk.error}), every question continues" if lk.error
+                                                    else f"settled {', '.join(lk.settled)}" if lk.settled
+                                                    else "none settled")
                  for lk in self.looks]
         return f"{self.design.describe()}; " + "; ".join(parts)
 
@@ -173,7 +188,9 @@ class Stopping:
             return head
         lines = [head, ""]
         for lk in self.rule.looks:
-            lines.append(f"- look after {lk.blocks} blocks: settled {', '.join(lk.settled) or 'none'}; "
+            lines.append(f"- look after {lk.blocks} blocks: not computed ({lk.error}); every question continued"
+                         if lk.error else
+                         f"- look after {lk.blocks} blocks: settled {', '.join(lk.settled) or 'none'}; "
                          f"open {', '.join(lk.open) or 'none'}" + ("" if lk.open else ": the run stopped"))
         stopped = rec.run.get("stopped_after_blocks")
         if stopped is None:
@@ -240,7 +257,7 @@ def _mde_sd(design: SequentialDesign, level: float, power: float = 0.8) -> float
 
 def stopping_rule(families: Sequence[Family], blocks: int, sequential: str | bool = "auto", *, full: bool = False,
                   requests: Mapping[str, float] | None = None, alpha: float = 0.05, step: int = 2,
-                  **compare_kwargs: Any) -> Stopping:
+                  prepare: Callable[[Any], Any] | None = None, **compare_kwargs: Any) -> Stopping:
     """The one way a study notebook turns on sequential stopping.
 
     Parameters
@@ -257,6 +274,8 @@ def stopping_rule(families: Sequence[Family], blocks: int, sequential: str | boo
         family where they support it); default: every metric counts.
     alpha: the family-wise error rate of each question.
     step: blocks between looks.
+    prepare: what the analysis does to the summaries before its families compare them (a
+        metric of the study's own, other units), so each look compares the same columns.
     compare_kwargs: what the analysis passes to ``compare`` (``seed``, ``margin``...), so the
         looks decide as the report will.
 
@@ -307,11 +326,11 @@ def stopping_rule(families: Sequence[Family], blocks: int, sequential: str | boo
                "stopping could save no block")
         if choice == "auto" and not full:
             return Stopping(choice, False, None, None, why, figures)
-        return Stopping(choice, True, design, StopWhenSettled(families, design, dict(compare_kwargs)),
+        return Stopping(choice, True, design, StopWhenSettled(families, design, dict(compare_kwargs), prepare=prepare),
                         why + " (on as asked; the analysis is the fixed one)", figures)
     why = (f"looks after {looks} blocks ({design.describe().split('(')[-1].rstrip(')')}); the largest question "
            f"has {rows} rows (each row at α = {level:.2g}). MDE at 80% power "
            + (f"{mde_seq:.2f} within-block SDs of the log ratio against {mde_fixed:.2f} for the fixed "
               f"{blocks}-block test; a row whose true effect is that fixed MDE stops after {expected[0]:.1f} blocks on "
               f"average, one with twice that effect after {expected[1]:.1f}" if math.isfinite(mde_seq) and math.isfinite(mde_fixed) else "not reachable at this size"))
-    return Stopping(choice, True, design, StopWhenSettled(families, design, dict(compare_kwargs)), why, figures)
+    return Stopping(choice, True, design, StopWhenSettled(families, design, dict(compare_kwargs), prepare=prepare), why, figures)
