@@ -31,7 +31,8 @@ from benchlib.analysis.questions import Family, run_family
 from benchlib.errors import ParameterError
 from benchlib.stats.sequential import SequentialDesign, status
 
-__all__ = ["SEQUENTIAL_CHOICES", "Look", "StopWhenSettled", "Stopping", "open_questions", "saved_trials", "stopping_rule"]
+__all__ = ["SEQUENTIAL_CHOICES", "Look", "StopWhenSettled", "Stopping", "open_questions", "saved_trials",
+           "stopping_rule"]
 
 
 def _settled(family: Family, summaries: Any, design: SequentialDesign, unavailable: Mapping[str, str],
@@ -210,8 +211,9 @@ class Stopping:
 def saved_trials(run: Any) -> dict[str, Any]:
     """What stopping saved in a stored run: ``planned`` trials, ``trials`` not run because
     their questions were settled (planned, not stored, not of an arm that could not run),
-    ``blocks_text`` (the blocks the run stopped after, or each arm that stopped before the last), ``slot_s`` (median
-    seconds from one trial's start to the next's) and ``minutes`` (``trials x slot_s / 60``)."""
+    ``blocks_text`` (the blocks the run stopped after, or each arm that stopped before the
+    last), ``slot_s`` (median seconds from one trial's start to the next's) and ``minutes``
+    (``trials x slot_s / 60``)."""
     import numpy as np
 
     from benchlib.analysis.pilot import trial_costs
@@ -250,9 +252,7 @@ def _family_rows(family: Family, requests: Mapping[str, float] | None) -> int:
 
 def _mde_sd(design: SequentialDesign, level: float, power: float = 0.8) -> float:
     """MDE of one row at ``level`` over the design's looks, in SDs of the within-block log ratio."""
-    from benchlib.stats.sequential import _mde_units
-
-    return _mde_units(design.looks, design.shape, float(level), float(power), len(design.looks))
+    return math.log1p(design.mde(1.0, alpha=level, power=power))
 
 
 def stopping_rule(families: Sequence[Family], blocks: int, sequential: str | bool = "auto", *, full: bool = False,
@@ -320,17 +320,19 @@ def stopping_rule(families: Sequence[Family], blocks: int, sequential: str | boo
     figures = {"looks": design.looks, "rows": rows, "row_alpha": level, "mde_fixed_sd": mde_fixed,
                "mde_sd": mde_seq, "expected_blocks": expected}
     looks = ", ".join(map(str, design.looks))
+    rule = StopWhenSettled(families, design, dict(compare_kwargs), prepare=prepare)
     if len(design.looks) < 2:
         why = (f"the largest question ({rows} rows, each row at α = {level:.2g}) can first be decided after "
                f"{design.looks[0]} of the {blocks} planned blocks: one look, which is the fixed analysis, so "
                "stopping could save no block")
         if choice == "auto" and not full:
             return Stopping(choice, False, None, None, why, figures)
-        return Stopping(choice, True, design, StopWhenSettled(families, design, dict(compare_kwargs), prepare=prepare),
-                        why + " (on as asked; the analysis is the fixed one)", figures)
+        return Stopping(choice, True, design, rule, why + (" (on as asked" if choice == "yes" else " (on at full scale")
+                        + "; with one look the analysis is the fixed one)", figures)
+    price = (f"{mde_seq:.2f} within-block SDs of the log ratio against {mde_fixed:.2f} for the fixed "
+             f"{blocks}-block test; a row whose true effect is that fixed MDE stops after {expected[0]:.1f} blocks "
+             f"on average, one with twice that effect after {expected[1]:.1f}"
+             if math.isfinite(mde_seq) and math.isfinite(mde_fixed) else "not reachable at this size")
     why = (f"looks after {looks} blocks ({design.describe().split('(')[-1].rstrip(')')}); the largest question "
-           f"has {rows} rows (each row at α = {level:.2g}). MDE at 80% power "
-           + (f"{mde_seq:.2f} within-block SDs of the log ratio against {mde_fixed:.2f} for the fixed "
-              f"{blocks}-block test; a row whose true effect is that fixed MDE stops after {expected[0]:.1f} blocks on "
-              f"average, one with twice that effect after {expected[1]:.1f}" if math.isfinite(mde_seq) and math.isfinite(mde_fixed) else "not reachable at this size"))
-    return Stopping(choice, True, design, StopWhenSettled(families, design, dict(compare_kwargs), prepare=prepare), why, figures)
+           f"has {rows} rows (each row at α = {level:.2g}). MDE at 80% power {price}")
+    return Stopping(choice, True, design, rule, why, figures)
