@@ -341,3 +341,7 @@ def test_notebook_runs_end_to_end_behind_nginx_with_ab_beside_benchlib(tmp_path:
             (store.path / "run.json").read_text())["unavailable"], seed=SMALL["seed"]).comparison)
         assert all(cell in page for cell in cells["arm / baseline [95% CI]"]), key
     assert "19,454" in page and "ab -c 20 -n 400, best of 2 trials" in page
+    # sequential stopping: auto is off at 3 blocks (a 20-row question's only look is the last), said with why;
+    # the analysis is the fixed one
+    assert "Sequential stopping" in page and "sequential=auto" in page and "): off: " in page and "one look" in page
+    assert "sequential" not in json.loads((derived / "comparison-fastcgi.json").read_text())["params"]

@@ -24,9 +24,19 @@ RATE, SECONDS, WARMUP, FIXED = 1000.0, 2.0, 0.5, 3.5  # a slot: 3.5 s start-up e
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """10 blocks of arms a and b (b 6% slower), a 4% run effect per trial, 2 s measured at 1,000/s."""
-    path = tmp_path_factory.mktemp("runs") / "s" / "r"
+    return _write_run(tmp_path_factory.mktemp("runs") / "s" / "r",
+                      {"duration_s": SECONDS, "warmup_s": WARMUP, "rate_rps": RATE, "model": "open"})
+
+
+@pytest.fixture(scope="module")
+def count_run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same trials under a load of a request count (no duration_s: ab's -n), 2 s measured each."""
+    return _write_run(tmp_path_factory.mktemp("runs") / "s" / "r",
+                      {"duration_s": None, "requests": int(RATE * SECONDS), "warmup_s": WARMUP, "model": "closed"})
+
+
+def _write_run(path: Path, load: dict) -> Path:
     store = RunStore(path)
-    load = {"duration_s": SECONDS, "warmup_s": WARMUP, "rate_rps": RATE, "model": "open"}
     store.write_run({"parameters": {"arms": [{"name": "a"}, {"name": "b"}], "baseline": "a", "trials": 10,
                                     "between_trials_s": 0.0, "conditions": [{"name": "main", "load": load}]},
                      "unavailable": {}, "study": "s", "run_id": "r"})
@@ -103,6 +113,15 @@ def test_a_metric_in_other_units_is_predicted_from_its_windows(run_dir: Path) ->
     assert us["metric"] == "p50_us" and math.isfinite(us["predicted_mde_pct"])
     assert us["predicted_mde_pct"] == pytest.approx(ms["predicted_mde_pct"])
     assert us["chosen_mde_pct"] == pytest.approx(ms["chosen_mde_pct"])
+
+
+def test_design_of_a_request_count_load_states_its_measured_seconds(count_run_dir: Path) -> None:
+    fam = Family.against("q", "a", ["b"], conditions=["main"], metrics=("p50_ms",))
+    ans = run_family(_summaries(count_run_dir), fam)
+    row = design_table(count_run_dir, [ans], target_mde=0.05).set_index("metric").loc["p50_ms"]
+    # no duration was asked: the trials' median measured seconds stand for it, so the MDE is predicted
+    assert row["duration_s"] == SECONDS and math.isfinite(row["predicted_mde_pct"])
+    assert "| main | p50_ms | 1 (1) | 10 / 10 × 2 s |" in design_section(count_run_dir, [ans], target_mde=0.05)
 
 
 def test_cli_prints_components_and_plans(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
