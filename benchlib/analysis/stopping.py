@@ -23,7 +23,7 @@ p-values and repeated intervals hold whatever look it stopped at.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,8 @@ from benchlib.analysis.questions import Family, run_family
 from benchlib.errors import ParameterError
 from benchlib.stats.sequential import SequentialDesign, status
 
-__all__ = ["SEQUENTIAL_CHOICES", "Look", "StopWhenSettled", "Stopping", "open_questions", "saved_trials", "stopping_rule"]
+__all__ = ["SEQUENTIAL_CHOICES", "Look", "StopWhenSettled", "Stopping", "open_questions", "saved_trials",
+           "stopping_rule"]
 
 
 def _settled(family: Family, summaries: Any, design: SequentialDesign, unavailable: Mapping[str, str],
@@ -58,6 +59,7 @@ class Look:
     blocks: int
     open: tuple[str, ...]
     settled: tuple[str, ...]
+    error: str = ""  # the look could not be computed (every question continued): why
 
 
 @dataclass
@@ -69,13 +71,18 @@ class StopWhenSettled:
     families: the study's questions (each one Holm family).
     design: the planned looks; its maximum must equal the experiment's blocks (``trials``).
     compare_kwargs: passed to ``compare`` (margin, alpha...), as the report will use them.
-    looks: what each look decided (filled as the run goes).
+    prepare: what the analysis does to the summaries before comparing them (e.g. a study's
+        metric in other units, ``grpc_json.with_microseconds``), done at each look too.
+    looks: what each look decided (filled as the run goes). A look that cannot be computed
+        (an error in the comparison) keeps every question open and says why: the run goes on
+        to the planned maximum, whose analysis stays valid.
     """
 
     families: Sequence[Family]
     design: SequentialDesign
     compare_kwargs: Mapping[str, Any] = field(default_factory=dict)
     looks: list[Look] = field(default_factory=list)
+    prepare: Callable[[Any], Any] | None = None
 
     def __call__(self, result: Any, blocks_done: int) -> set[tuple[str, str]] | None:
         """At a look, the pairs still needed; between looks, those of the last look before
@@ -88,11 +95,18 @@ class StopWhenSettled:
         if not self.design.is_look(blocks_done):
             before = [lk for lk in self.looks if lk.blocks < blocks_done]
             return self._need(exp, before[-1].open) if before else None
-        summaries = result.summaries()
-        still = open_questions(self.families, summaries, self.design, unavailable=result.unavailable,
-                               **self.compare_kwargs)
-        keys = tuple(f.key for f in still)
         self.looks = [lk for lk in self.looks if lk.blocks != blocks_done]  # a resumed run looks again
+        try:
+            summaries = result.summaries()
+            if self.prepare is not None:
+                summaries = self.prepare(summaries)
+            still = open_questions(self.families, summaries, self.design, unavailable=result.unavailable,
+                                   **self.compare_kwargs)
+        except Exception as exc:  # noqa: BLE001 - a look that fails stops nothing; the report says why
+            self.looks.append(Look(blocks_done, tuple(f.key for f in self.families), (),
+                                   f"{type(exc).__name__}: {exc}"))
+            return None
+        keys = tuple(f.key for f in still)
         self.looks.append(Look(blocks_done, keys, tuple(f.key for f in self.families if f.key not in keys)))
         return self._need(exp, keys)
 
@@ -111,7 +125,9 @@ class StopWhenSettled:
         """The looks in words (for the report)."""
         if not self.looks:
             return f"{self.design.describe()}; no look reached"
-        parts = [f"after {lk.blocks} blocks: " + (f"settled {', '.join(lk.settled)}" if lk.settled else "none settled")
+        parts = [f"after {lk.blocks} blocks: " + (f"not computed ({lk.error}), every question continues" if lk.error
+                                                    else f"settled {', '.join(lk.settled)}" if lk.settled
+                                                    else "none settled")
                  for lk in self.looks]
         return f"{self.design.describe()}; " + "; ".join(parts)
 
@@ -173,7 +189,9 @@ class Stopping:
             return head
         lines = [head, ""]
         for lk in self.rule.looks:
-            lines.append(f"- look after {lk.blocks} blocks: settled {', '.join(lk.settled) or 'none'}; "
+            lines.append(f"- look after {lk.blocks} blocks: not computed ({lk.error}); every question continued"
+                         if lk.error else
+                         f"- look after {lk.blocks} blocks: settled {', '.join(lk.settled) or 'none'}; "
                          f"open {', '.join(lk.open) or 'none'}" + ("" if lk.open else ": the run stopped"))
         stopped = rec.run.get("stopped_after_blocks")
         if stopped is None:
@@ -193,8 +211,9 @@ class Stopping:
 def saved_trials(run: Any) -> dict[str, Any]:
     """What stopping saved in a stored run: ``planned`` trials, ``trials`` not run because
     their questions were settled (planned, not stored, not of an arm that could not run),
-    ``blocks_text`` (the blocks the run stopped after, or each arm that stopped before the last), ``slot_s`` (median
-    seconds from one trial's start to the next's) and ``minutes`` (``trials x slot_s / 60``)."""
+    ``blocks_text`` (the blocks the run stopped after, or each arm that stopped before the
+    last), ``slot_s`` (median seconds from one trial's start to the next's) and ``minutes``
+    (``trials x slot_s / 60``)."""
     import numpy as np
 
     from benchlib.analysis.pilot import trial_costs
@@ -233,14 +252,12 @@ def _family_rows(family: Family, requests: Mapping[str, float] | None) -> int:
 
 def _mde_sd(design: SequentialDesign, level: float, power: float = 0.8) -> float:
     """MDE of one row at ``level`` over the design's looks, in SDs of the within-block log ratio."""
-    from benchlib.stats.sequential import _mde_units
-
-    return _mde_units(design.looks, design.shape, float(level), float(power), len(design.looks))
+    return math.log1p(design.mde(1.0, alpha=level, power=power))
 
 
 def stopping_rule(families: Sequence[Family], blocks: int, sequential: str | bool = "auto", *, full: bool = False,
                   requests: Mapping[str, float] | None = None, alpha: float = 0.05, step: int = 2,
-                  **compare_kwargs: Any) -> Stopping:
+                  prepare: Callable[[Any], Any] | None = None, **compare_kwargs: Any) -> Stopping:
     """The one way a study notebook turns on sequential stopping.
 
     Parameters
@@ -257,6 +274,8 @@ def stopping_rule(families: Sequence[Family], blocks: int, sequential: str | boo
         family where they support it); default: every metric counts.
     alpha: the family-wise error rate of each question.
     step: blocks between looks.
+    prepare: what the analysis does to the summaries before its families compare them (a
+        metric of the study's own, other units), so each look compares the same columns.
     compare_kwargs: what the analysis passes to ``compare`` (``seed``, ``margin``...), so the
         looks decide as the report will.
 
@@ -301,17 +320,19 @@ def stopping_rule(families: Sequence[Family], blocks: int, sequential: str | boo
     figures = {"looks": design.looks, "rows": rows, "row_alpha": level, "mde_fixed_sd": mde_fixed,
                "mde_sd": mde_seq, "expected_blocks": expected}
     looks = ", ".join(map(str, design.looks))
+    rule = StopWhenSettled(families, design, dict(compare_kwargs), prepare=prepare)
     if len(design.looks) < 2:
         why = (f"the largest question ({rows} rows, each row at α = {level:.2g}) can first be decided after "
                f"{design.looks[0]} of the {blocks} planned blocks: one look, which is the fixed analysis, so "
                "stopping could save no block")
         if choice == "auto" and not full:
             return Stopping(choice, False, None, None, why, figures)
-        return Stopping(choice, True, design, StopWhenSettled(families, design, dict(compare_kwargs)),
-                        why + " (on as asked; the analysis is the fixed one)", figures)
+        return Stopping(choice, True, design, rule, why + (" (on as asked" if choice == "yes" else " (on at full scale")
+                        + "; with one look the analysis is the fixed one)", figures)
+    price = (f"{mde_seq:.2f} within-block SDs of the log ratio against {mde_fixed:.2f} for the fixed "
+             f"{blocks}-block test; a row whose true effect is that fixed MDE stops after {expected[0]:.1f} blocks "
+             f"on average, one with twice that effect after {expected[1]:.1f}"
+             if math.isfinite(mde_seq) and math.isfinite(mde_fixed) else "not reachable at this size")
     why = (f"looks after {looks} blocks ({design.describe().split('(')[-1].rstrip(')')}); the largest question "
-           f"has {rows} rows (each row at α = {level:.2g}). MDE at 80% power "
-           + (f"{mde_seq:.2f} within-block SDs of the log ratio against {mde_fixed:.2f} for the fixed "
-              f"{blocks}-block test; a row whose true effect is that fixed MDE stops after {expected[0]:.1f} blocks on "
-              f"average, one with twice that effect after {expected[1]:.1f}" if math.isfinite(mde_seq) and math.isfinite(mde_fixed) else "not reachable at this size"))
-    return Stopping(choice, True, design, StopWhenSettled(families, design, dict(compare_kwargs)), why, figures)
+           f"has {rows} rows (each row at α = {level:.2g}). MDE at 80% power {price}")
+    return Stopping(choice, True, design, rule, why, figures)

@@ -78,6 +78,20 @@ def test_stop_rule_keeps_the_pairs_of_open_questions_only() -> None:
     assert "after 8 blocks: settled b" in rule.describe()
 
 
+def test_a_look_that_cannot_be_computed_stops_nothing_and_says_why() -> None:
+    # the analysis compares a column the raw summaries lack (study 05's p50_us): without the
+    # study's `prepare` the look fails, every question goes on, and the log says why
+    us = Family.against("us", "A", ["B"], conditions=["main"], metrics=("p50_us",))
+    rule = StopWhenSettled([us], DESIGN)
+    res = _Result(_summaries())
+    res.blocks = 8
+    assert rule(res, 8) is None and rule.looks[-1].error.startswith("ParameterError")
+    assert rule.looks[-1].open == ("us",) and "not computed" in rule.describe()
+    assert rule(res, 9) == {("main", "A"), ("main", "B")}  # until the next look
+    with_us = StopWhenSettled([us], DESIGN, prepare=lambda df: df.assign(p50_us=df["p50_ms"] * 1000))
+    assert with_us(res, 8) == set() and with_us.looks[-1].settled == ("us",)
+
+
 def test_stop_rule_needs_the_experiments_blocks() -> None:
     res = _Result(_summaries(), experiment=_Exp(10, (_Cond("main"),)))
     with pytest.raises(ParameterError, match="end at 12 blocks, the experiment plans 10"):
