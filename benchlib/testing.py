@@ -43,7 +43,7 @@ from benchlib.model import CrossCheck, LoadSpec, Target
 from benchlib.runtime.base import Prepared, StartOptions, StopInfo, service_ports
 from benchlib.schema import ERROR_CODES, PHASE_CODES, ROW_DTYPE
 
-__all__ = ["FakeCrossCheck", "FakeHandle", "FakeLoad", "FakeRuntime", "Outcome", "OUTCOMES", "fake_manifests"]
+__all__ = ["FakeCrossCheck", "FakeHandle", "FakeLoad", "FakeRuntime", "Outcome", "OUTCOMES", "fake_manifests", "write_manifest"]
 
 #: The shapes a :class:`FakeLoad` call can take.
 OUTCOMES: tuple[str, ...] = ("ok", "invalid", "failed", "dies", "raise", "interrupt")
@@ -389,24 +389,27 @@ class FakeCrossCheck:
                 "latency_avg_ms": 1.1, "latency_max_ms": 3.0, "cpu_fraction": 0.1, "cpu_s": 0.1, "fake": True}
 
 
+def write_manifest(root: Path, name: str, *, role: str = "service", requires: Sequence[str] = (),
+                   toolchains: Sequence[str] | None = None, command: Sequence[str] = ("{python}", "server.py"),
+                   extra: str = "") -> Path:
+    """Write a minimal ``root/name/service.toml``: a Python service (``role``, ``requires``,
+    ``toolchains`` if given, ``command``, port from ``PORT``; ``extra`` TOML lines go in its
+    ``[run]`` table) with one endpoint ``/`` whose contract is status 200. Returns its folder."""
+    d = Path(root) / name
+    d.mkdir(parents=True, exist_ok=True)
+    quoted = lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]"  # noqa: E731 - TOML string arrays
+    (d / "service.toml").write_text("\n".join([
+        f'name = "{name}"', 'language = "python"', 'framework = "test"', f'role = "{role}"',
+        f"requires = {quoted(requires)}", *([f"toolchains = {quoted(toolchains)}"] if toolchains is not None else []),
+        "[run]", f"command = {quoted(command)}", 'port_env = "PORT"', *([extra] if extra else []),
+        "[[endpoints]]", 'name = "hello"', 'path = "/"', "[endpoints.contract]", "status = 200", ""]))
+    return d
+
+
 def fake_manifests(root: Path, names: Sequence[str]) -> Path:
-    """Write a minimal ``service.toml`` for each of ``names`` under ``root`` (a Python service
-    with one endpoint ``/`` whose contract is status 200, all :class:`FakeRuntime`'s
-    services answer) and return ``root``: set ``BENCHLIB_SERVICES`` to it."""
-    root = Path(root)
+    """Write a minimal ``service.toml`` for each of ``names`` under ``root``
+    (:func:`write_manifest`: one endpoint ``/`` whose contract is status 200, all
+    :class:`FakeRuntime`'s services answer) and return ``root``: set ``BENCHLIB_SERVICES`` to it."""
     for name in names:
-        (root / name).mkdir(parents=True, exist_ok=True)
-        (root / name / "service.toml").write_text(textwrap.dedent(f"""
-            name = "{name}"
-            language = "python"
-            framework = "test"
-            [run]
-            command = ["{{python}}", "server.py"]
-            port_env = "PORT"
-            [[endpoints]]
-            name = "hello"
-            path = "/"
-            [endpoints.contract]
-            status = 200
-        """))
-    return root
+        write_manifest(root, name)
+    return Path(root)

@@ -37,30 +37,14 @@ from benchlib.records import read_run
 from benchlib.runner import experiment_parameters, run_experiment
 from benchlib.signals import Interrupted
 from benchlib.store import RunStore
-from benchlib.testing import FakeCrossCheck, FakeLoad, FakeRuntime, Outcome
+from benchlib.testing import FakeCrossCheck, FakeLoad, FakeRuntime, Outcome, write_manifest
 
 SERVICES = Path(__file__).resolve().parent.parent / "services"
 TINY = LoadSpec(connections=2, duration_s=0.6, warmup_s=0.2)
 
 
-def _service(d: Path, name: str, *, role: str = "service", requires: str = "[]", extra: str = "") -> None:
-    (d / name).mkdir()
-    (d / name / "service.toml").write_text(textwrap.dedent(f"""
-        name = "{name}"
-        language = "python"
-        framework = "test"
-        role = "{role}"
-        requires = {requires}
-        [run]
-        command = ["{{python}}", "server.py"]
-        port_env = "PORT"
-        {extra}
-        [[endpoints]]
-        name = "hello"
-        path = "/"
-        [endpoints.contract]
-        status = 200
-    """))
+def _service(d: Path, name: str, *, role: str = "service", requires: tuple[str, ...] = (), extra: str = "") -> None:
+    write_manifest(d, name, role=role, requires=requires, extra=extra)
 
 
 @pytest.fixture()
@@ -70,7 +54,7 @@ def fake_services(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d.mkdir()
     for name in ("a", "b", "c", "db"):
         _service(d, name)
-    _service(d, "web", requires='["db"]')
+    _service(d, "web", requires=("db",))
     _service(d, "proxy", role="front")
     monkeypatch.setenv("BENCHLIB_SERVICES", str(d))
     return d
@@ -373,25 +357,8 @@ def services(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d = tmp_path / "services"
     d.mkdir()
     (d / "python-aiohttp-hello").symlink_to(SERVICES / "python-aiohttp-hello")
-    for name, toolchains, command in [
-        ("needs-dotnet", '["dotnet"]', '["dotnet", "run"]'),
-        ("dies-soon", '["python"]', '["{python}", "{service_dir}/server.py"]'),
-    ]:
-        (d / name).mkdir()
-        (d / name / "service.toml").write_text(textwrap.dedent(f"""
-            name = "{name}"
-            language = "python"
-            framework = "test"
-            toolchains = {toolchains}
-            [run]
-            command = {command}
-            port_env = "PORT"
-            [[endpoints]]
-            name = "hello"
-            path = "/"
-            [endpoints.contract]
-            status = 200
-        """))
+    write_manifest(d, "needs-dotnet", toolchains=["dotnet"], command=["dotnet", "run"])
+    write_manifest(d, "dies-soon", toolchains=["python"], command=["{python}", "{service_dir}/server.py"])
     (d / "dies-soon" / "server.py").write_text(textwrap.dedent("""
         import os, threading, http.server
         class H(http.server.BaseHTTPRequestHandler):
@@ -543,11 +510,11 @@ def test_a_dependency_shared_by_a_block_starts_once_per_block_and_is_reset_befor
     d.mkdir()
     _service(d, "kv", extra='reset = [["{python}", "-c", "import urllib.request as u; '
                             'u.urlopen(\'http://{host}:{port}/reset\', timeout=5).read()"]]')
-    _service(d, "web", requires='["kv"]', extra='env = { KV = "http://{dep.kv.host}:{dep.kv.port}" }')
+    _service(d, "web", requires=("kv",), extra='env = { KV = "http://{dep.kv.host}:{dep.kv.port}" }')
     (d / "kv" / "server.py").write_text(_KV)
     (d / "web" / "server.py").write_text(_WEB)
     _service(d, "plain-db")
-    _service(d, "plain-web", requires='["plain-db"]')
+    _service(d, "plain-web", requires=("plain-db",))
     monkeypatch.setenv("BENCHLIB_SERVICES", str(d))
     spec = LoadSpec(connections=1, duration_s=0.4, warmup_s=0.1)
     exp = Experiment("t-shared", (Arm("x", "web"), Arm("y", "web")), (Condition("c1", spec), Condition("c2", spec)),
