@@ -19,6 +19,7 @@ from benchlib.peers import parse_ab, parse_h2load, parse_hey, parse_wrk
 from benchlib.peers.k6 import parse_k6_summary
 from benchlib.records import TRIAL_RECORD_VERSION, EnforcedLimits, LoadMeta, TrialRecord, peer_report, read_run
 from benchlib.records import rows as R
+from benchlib.stats.quantiles import quantile_key
 from benchlib.schema import ROW_DTYPE
 from benchlib.store import RunStore
 
@@ -235,4 +236,4 @@ def test_row_helpers_say_which_requests_count() -> None:
     assert (f["p50"], f["min"], f["max"], f["mean"]) == (2.5, 2.5, 2.5, 2.5)
     with pytest.raises(ParameterError, match="since='due'; valid: intended, sent"):
         R.latency_ms(rows, "due")
-    assert json.dumps(R.quantile_key(0.999)) == '"p999"'
+    assert json.dumps(quantile_key(0.999)) == '"p999"'

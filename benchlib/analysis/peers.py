@@ -37,7 +37,7 @@ from typing import Any
 from benchlib.analysis.fmt import signed_pct
 from benchlib.records import read_run
 from benchlib.records import rows as R
-from benchlib.records.rows import quantile_of
+from benchlib.stats.quantiles import quantile_of
 
 __all__ = ["peer_beside", "peer_labels", "peer_notes", "peer_setup", "peer_summary", "peer_tables", "peer_view"]
 
@@ -50,7 +50,7 @@ def _latency(fig: str) -> bool:
 
 
 def _from_summary(s: Any, fig: str) -> float:
-    from benchlib.stats.summary import quantile_column
+    from benchlib.stats.quantiles import quantile_column
 
     q = quantile_of(fig)
     col = {"rps": "throughput_rps", "requests": "n_ok", "mean": "mean_ms", "max": "max_ms"}.get(

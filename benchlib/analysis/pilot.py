@@ -98,7 +98,7 @@ def plan_from_run(run: Any, *, condition: str, baseline: str | None = None,
 
     rec = read_run(run)
     if windows is None:
-        from benchlib.records.rows import quantile_of
+        from benchlib.stats.quantiles import quantile_of
 
         qs = tuple(q for q in (quantile_of(m) for m in metrics) if q is not None) or (0.5,)
         windows = pilot_windows(rec, conditions=[condition], quantiles=qs)
@@ -177,7 +177,7 @@ def design_table(run: Any, answers: Sequence[Any], *, pilot: Any = None, target_
         return pd.DataFrame()
     metrics = tuple(dict.fromkeys(r[4] for r in rows))
     if windows is None:
-        from benchlib.records.rows import quantile_of
+        from benchlib.stats.quantiles import quantile_of
 
         qs = tuple(q for q in (quantile_of(m) for m in metrics) if q is not None) or (0.5,)
         windows = pilot_windows(src, quantiles=qs)
@@ -292,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from benchlib.stats.variance import components_table
 
-    from benchlib.records.rows import quantile_of
+    from benchlib.stats.quantiles import quantile_of
 
     rec = read_run(args.run)
     metrics = tuple(args.metric or ("throughput_rps", "p50_ms", "p99_ms"))

@@ -323,7 +323,7 @@ def planned_rows(family: Family, requests: Mapping[str, float], unavailable: Map
     """Rows the family will have: each runnable row times the metrics its condition's trials
     support (``requests``: successful requests per trial, by condition; a quantile needs 50
     beyond it)."""
-    from benchlib.records.rows import quantile_of
+    from benchlib.stats.quantiles import quantile_of
     from benchlib.stats import required_requests
 
     total = 0
