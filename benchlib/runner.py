@@ -52,7 +52,16 @@ from benchlib.errors import (
 from benchlib.manifest import Endpoint, ResolvedService, get_manifest
 from benchlib.model import CROSS_CHECK_TOOLS, Arm, Condition, CrossCheck, Experiment, LoadSpec, Target
 from benchlib.progress import ProgressCallback, make_progress
-from benchlib.records.trial import TRIAL_RECORD_VERSION
+from benchlib.records import EnforcedLimits, LoadMeta, peer_report
+from benchlib.records.trial import (
+    TRIAL_RECORD_VERSION,
+    Attempt,
+    DependencyRecord,
+    FrontRecord,
+    ServiceLog,
+    TrialRecord,
+    utc_now,
+)
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
 from benchlib.runtime.base import handle_ports, reset_service
 from benchlib.runtime.ports import free_port
@@ -401,75 +410,79 @@ class _Executor:
             yield handle, svc, list(deps.values()), front
 
     def run_trial(self, planned: PlannedTrial, condition: Condition,
-                  extra_meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Run one planned trial and store it (with ``extra_meta`` in its metadata); returns its metadata."""
+                  attempts: Sequence[Attempt] = ()) -> TrialRecord:
+        """Run one planned trial and store it (``attempts``: those set aside before it, kept in
+        its record); returns the stored record."""
         arm = self.exp.arm(planned.arm)
-        meta: dict[str, Any] = {
-            "record_version": TRIAL_RECORD_VERSION,
-            **planned.to_dict(), **dict(extra_meta or {}), "service": arm.service, "variant": arm.variant,
-            "log_sink": arm.log_sink,
-            "runtime": self.runtime_for(arm).name, "limits": asdict(arm.limits or self.exp.limits),
-            "cpus": self.cpus.to_dict(),
-            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
+        rt_name = self.runtime_for(arm).name
+        rec = TrialRecord(
+            condition=planned.condition, arm=planned.arm, block=planned.block, position=planned.position,
+            seq=planned.seq, service=arm.service, variant=arm.variant or "", log_sink=arm.log_sink, runtime=rt_name,
+            limits=asdict(arm.limits or self.exp.limits), cpus={k: tuple(v) for k, v in self.cpus.to_dict().items()},
+            started=utc_now(), attempts=tuple(attempts), version=TRIAL_RECORD_VERSION)
         rows = np.zeros(0, dtype=ROW_DTYPE)
         status, reason = "ok", None
+        got: dict[str, Any] = {}  # the record's fields as the trial gets them (TrialRecord's names)
+
+        def enforced(h: ServiceHandle) -> EnforcedLimits | None:
+            return EnforcedLimits.from_dict(dict(h.enforced), runtime=rt_name)
+
         try:
             with self.services(arm, planned.condition, planned.block) as (handle, svc, deps, front):
-                meta["variant"] = svc.variant
-                meta["enforced"] = dict(handle.enforced)
+                got.update(variant=svc.variant, enforced=enforced(handle))
                 if len(handle_ports(handle)) > 1:
-                    meta["ports"] = list(handle_ports(handle))
-                meta["dependencies"] = {d.name: {"port": d.port, "enforced": dict(d.enforced)} for d in deps}
-                if self.exp.dependencies == "block":
-                    for d in deps:
-                        meta["dependencies"][d.name].update(shared="block", reset_s=self.dep_reset_s.get(d.name))
+                    got["ports"] = tuple(handle_ports(handle))
+                shared = self.exp.dependencies == "block"
+                got["dependencies"] = {d.name: DependencyRecord(
+                    port=d.port, enforced=enforced(d), shared="block" if shared else "",
+                    reset_s=self.dep_reset_s.get(d.name) if shared else None) for d in deps}
+                front_rec: FrontRecord | None = None
                 if front is not None:
-                    meta["front"] = {"service": arm.front, "variant": self.resolve_front(arm).variant,  # type: ignore[union-attr]
-                                     "port": front.port, "enforced": dict(front.enforced)}
+                    front_rec = FrontRecord(service=str(arm.front), variant=self.resolve_front(arm).variant,  # type: ignore[union-attr]
+                                            port=front.port, enforced=enforced(front))
+                    got["front"] = front_rec
                 endpoint = svc.endpoint(condition.endpoint or arm.endpoint)
-                meta["endpoint"] = {"name": endpoint.name, "method": endpoint.method, "path": endpoint.path,
-                                    "protocol": endpoint.protocol}
+                got["endpoint"] = {"name": endpoint.name, "method": endpoint.method, "path": endpoint.path,
+                                   "protocol": endpoint.protocol}
                 target = front if front is not None else handle
                 target_url = f"http://{target.host}:{target.port}"
-                meta["contract"] = verify(target_url, endpoint).to_dict()
+                got["contract"] = verify(target_url, endpoint).to_dict()
                 spec = request_for(condition.load, endpoint)
                 check = self.cross_check_for(planned, condition)
                 # first in every other block the peer runs in (with "all": the odd blocks)
                 peer_first = check is not None and self.check_blocks.index(planned.block) % 2 == 1
                 if check is not None and peer_first:
-                    meta["cross_check"] = self.run_check(check, target_url + endpoint.path, endpoint,
-                                                         order="before")
+                    got["peer"] = peer_report(self.run_check(check, target_url + endpoint.path, endpoint,
+                                                             order="before"))
                 _sample_now(handle, front)  # CPU and memory as the load starts ...
                 result = self.load(spec, Target(target.host, target.port), client_cpus=self.cpus.client,
                                    seed=self.exp.seed * 1_000_003 + planned.seq)
                 _sample_now(handle, front)  # ... and as it ends
                 if check is not None and not peer_first:
-                    meta["cross_check"] = self.run_check(check, target_url + endpoint.path, endpoint,
-                                                         order="after")
+                    got["peer"] = peer_report(self.run_check(check, target_url + endpoint.path, endpoint,
+                                                             order="after"))
                 rows = result.rows
-                meta["load"] = result.meta
+                got["load"] = LoadMeta.from_dict(result.meta)
                 alive = handle.alive()
                 front_alive = front.alive() if front is not None else True
-                meta["resources"] = handle.resource_samples()
-                if front is not None:  # the front first: it forwards to the service
-                    meta["front"]["resources"] = front.resource_samples()
+                got["resources"] = tuple(handle.resource_samples())
+                if front is not None and front_rec is not None:  # the front first: it forwards to the service
+                    front_resources = tuple(front.resource_samples())
                     front_stop = front.stop()
-                    meta["front"]["stop"] = asdict(front_stop)
-                    meta["front"]["log"] = {"lines": getattr(front, "log_lines", None),
-                                            "bytes": getattr(front, "log_bytes", None)}
+                    got["front"] = replace(front_rec, resources=front_resources, stop=asdict(front_stop), log=ServiceLog(
+                        "pipe", getattr(front, "log_lines", None), getattr(front, "log_bytes", None)))
                 stop = handle.stop()
-                meta["stop"] = asdict(stop)
-                meta["service_log"] = {"sink": arm.log_sink, "lines": getattr(handle, "log_lines", None),
-                                       "bytes": getattr(handle, "log_bytes", None)}
+                got["stop"] = asdict(stop)
+                got["service_log"] = ServiceLog(arm.log_sink, getattr(handle, "log_lines", None),
+                                                getattr(handle, "log_bytes", None))
                 if not alive:
                     status = "failed"
                     reason = f"service died during the trial ({stop.detail})"
-                    meta["log_tail"] = handle.logs_tail(40)
+                    got["log_tail"] = handle.logs_tail(40)
                 elif not front_alive:
                     status = "failed"
                     reason = f"front {arm.front} died during the trial ({front_stop.detail})"
-                    meta["log_tail"] = front.logs_tail(40)  # type: ignore[union-attr]
+                    got["log_tail"] = front.logs_tail(40)  # type: ignore[union-attr]
                 elif result.meta.get("failed"):
                     # the load generator failed mid-trial: its rows so far are stored, as evidence
                     status = "failed"
@@ -482,16 +495,14 @@ class _Executor:
             reason = f"{type(exc).__name__}: {exc}"
             notes = getattr(exc, "__notes__", [])
             if notes:
-                meta["log_tail"] = "\n".join(notes)[-4000:]
+                got["log_tail"] = "\n".join(notes)[-4000:]
         except BenchlibError as exc:
             status = "failed"
             reason = f"{type(exc).__name__}: {exc}"
-            meta["traceback"] = traceback.format_exc()[-4000:]
-        meta["status"] = status
-        meta["reason"] = reason
-        meta["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        self.store.write_trial(rows, meta)
-        return meta
+            got["traceback"] = traceback.format_exc()[-4000:]
+        rec = replace(rec, **got, status=status, reason=reason, finished=utc_now())
+        self.store.write_trial(rows, rec.to_meta())
+        return rec
 
 
 def _sample_now(*handles: ServiceHandle | None) -> None:
@@ -758,20 +769,20 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                     continue
                 store.set_aside(planned.condition, planned.arm, planned.block)
             t_trial = time.monotonic()
-            meta = ex.run_trial(planned, conditions[planned.condition])
-            attempts: list[dict[str, Any]] = []
-            while meta["status"] == "invalid" and len(attempts) < experiment.repeat_invalid:
+            rec = ex.run_trial(planned, conditions[planned.condition])
+            attempts: list[Attempt] = []
+            while rec.status == "invalid" and len(attempts) < experiment.repeat_invalid:
                 # the client could not keep the load: run the same trial again, in its place
-                attempts.append({k: meta.get(k) for k in ("status", "reason", "started_utc", "finished_utc")})
+                attempts.append(Attempt(rec.status, rec.reason, rec.started, rec.finished))
                 store.set_aside(planned.condition, planned.arm, planned.block)
                 if experiment.between_trials_s:
                     time.sleep(experiment.between_trials_s)
-                meta = ex.run_trial(planned, conditions[planned.condition], {"previous_attempts": attempts})
+                rec = ex.run_trial(planned, conditions[planned.condition], attempts)
             result.ran += 1
-            done = meta.get("load") or {}
+            done = rec.load.raw if rec.load is not None else {}
             if experiment.between_trials_s:
                 time.sleep(experiment.between_trials_s)
-            show({**ev, "event": "trial", "status": meta["status"], "reason": meta.get("reason"), "repeated": len(attempts),
+            show({**ev, "event": "trial", "status": rec.status, "reason": rec.reason, "repeated": len(attempts),
                   "achieved_rps": done.get("achieved_rps"), "p50_ms": done.get("p50_ms"),
                   "seconds": time.monotonic() - t_trial})
         if plan and stopped_after is None:

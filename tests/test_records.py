@@ -44,6 +44,7 @@ def test_a_run_written_now_reads_back_through_the_records(tmp_path: Path) -> Non
     assert [t.arm for t in run.trials] == [t.arm for t in res.trials()]
     for t in run.trials:
         assert t.version == TRIAL_RECORD_VERSION and t.meta == stored[t.arm].meta  # nothing dropped
+        assert t.to_meta() == t.meta and TrialRecord.from_meta(t.to_meta()) == t  # written as to_meta()
         assert t.status == "ok" and t.valid and t.ran and t.runtime == "local" and not t.attempts
         assert t.log_sink == ("discard" if t.arm == "b" else "pipe") and t.service_log.sink == t.log_sink
         assert t.started is not None and t.finished is not None and t.started <= t.finished
@@ -112,6 +113,9 @@ def test_an_older_trial_reads_without_loss_and_the_tables_take_it(tmp_path: Path
     run = read_run(store.path)
     (t,) = run.trials
     assert t.version == 1 and t.meta == OLD_META  # every stored field still there
+    again = TrialRecord.from_meta(t.to_meta())  # written again (from the typed fields), read the same
+    assert again == t and again.version == 1 and "record_version" not in t.to_meta()
+    assert again.peer == t.peer and again.load.extra == {"from_a_later_version": {"x": 2}}
     assert (t.log_sink, t.attempts, t.service_log, t.started, t.dependencies) == ("pipe", (), None, None, {})
     assert t.enforced.cpus == (1,) and t.enforced.note.startswith("not enforced") and t.enforced.cpu_quota is None
     assert t.load.extra == {"from_a_later_version": {"x": 2}} and t.load.requests_total == 48

@@ -33,7 +33,7 @@ from benchlib.errors import (
 )
 from benchlib.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
 from benchlib.notebook import status_table
-from benchlib.records import read_run
+from benchlib.records import TrialRecord, read_run
 from benchlib.runner import experiment_parameters, run_experiment
 from benchlib.signals import Interrupted
 from benchlib.store import RunStore
@@ -71,6 +71,13 @@ def _exp(name: str, arms: tuple[Arm, ...], *, trials: int = 1, conditions: tuple
          **kw: object) -> Experiment:
     return Experiment(name, arms, conditions or (Condition("main", TINY),), trials=trials, seed=3,
                       between_trials_s=0, **kw)
+
+
+def _written_as_read(res) -> None:  # noqa: ANN001 - a run's result
+    """Every stored trial is its typed record's ``to_meta()``: read back and written again, the
+    same dictionary; and ``from_meta`` mirrors ``to_meta``."""
+    for t in read_run(res).trials:
+        assert t.to_meta() == t.meta and TrialRecord.from_meta(t.to_meta()) == t
 
 
 # -- orchestration, through the seams ----------------------------------------------------------
@@ -119,6 +126,7 @@ def test_the_plan_runs_in_its_order_dependencies_first_front_last_and_everything
     lat = res.latencies()
     assert len(lat) == 12 * 200 and set(lat["arm"]) == {"direct", "db-backed", "fronted"}
     assert (lat["latency_ms"] >= 2.0).all() and (lat["service_ms"] < lat["latency_ms"]).all()
+    _written_as_read(res)  # fronts, dependencies
 
 
 def test_a_stopping_rule_ends_blocks_for_settled_pairs_and_then_the_run(fake_services: Path, tmp_path: Path) -> None:
@@ -189,6 +197,7 @@ def test_an_invalid_trial_is_repeated_in_place_and_its_attempts_are_kept(fake_se
     s = res.summaries().set_index("arm")
     assert bool(s.loc["b", "valid"]) and not bool(s.loc["a", "valid"])
     assert res.store.read_run()["parameters"]["repeat_invalid"] == 2
+    _written_as_read(res)  # previous attempts
     with pytest.raises(ParameterError, match="repeat_invalid"):
         Experiment("x", exp.arms, exp.conditions, repeat_invalid=-1)
     # the default adds nothing to the stored parameters (runs stored before the option still resume)
@@ -219,6 +228,7 @@ def test_failures_are_stored_with_their_reason_and_what_was_measured(fake_servic
     s = res.summaries().set_index("arm")
     assert not s["valid"].any() and s.loc["lg-fails", "n"] == 100 and s.loc["dies", "n"] == 200
     assert np.isnan(s.loc["refused"].get("n", np.nan))
+    _written_as_read(res)  # failures at every stage: log tails, tracebacks, no service
     # a service that breaks its contract: failed before any load
     bad = FakeRuntime(status=500)
     broken = _run(_exp("t-contract", (Arm("a", "a"),)), tmp_path, bad, FakeLoad(bad))
@@ -285,6 +295,7 @@ def test_the_cross_check_runs_on_the_same_instance_before_the_load_in_odd_blocks
     s = res.summaries()
     s = s[s["arm"] == "a"]
     assert (s["xcheck_tool"] == "wrk").all() and (s["xcheck_rps"] == 1234.0).all() and (s["xcheck_p50_ms"] == 1.0).all()
+    _written_as_read(res)  # cross-checks
 
 
 def test_a_stop_signal_mid_trial_keeps_the_stored_trials_and_stops_everything(
@@ -532,6 +543,7 @@ def test_a_dependency_shared_by_a_block_starts_once_per_block_and_is_reset_befor
         assert len(hits) == 3 and all(h > 0 for h in hits)  # the trial before each reset reached this instance
     ports = {t.meta["dependencies"]["kv"]["port"] for t in trials}
     assert len(ports) == 2 and res.store.read_run()["parameters"]["dependencies"] == "block"
+    _written_as_read(res)  # shared dependencies
     from benchlib.runtime.ports import port_in_use
     assert not any(port_in_use("127.0.0.1", p) for p in ports)  # each block's instance was stopped
     # a dependency that cannot be reset is refused before anything runs
