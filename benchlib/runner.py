@@ -26,11 +26,10 @@ it are kept for a resume.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import time
 import traceback
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator, Mapping, Protocol, Sequence, Union
 
 import numpy as np
@@ -53,6 +52,7 @@ from benchlib.manifest import Endpoint, ResolvedService, get_manifest
 from benchlib.model import CROSS_CHECK_TOOLS, Arm, Condition, CrossCheck, Experiment, LoadSpec, Target
 from benchlib.progress import ProgressCallback, make_progress
 from benchlib.records import EnforcedLimits, LoadMeta, peer_report
+from benchlib.results import Run, open_run, trial_summary
 from benchlib.records.trial import (
     TRIAL_RECORD_VERSION,
     Attempt,
@@ -73,108 +73,15 @@ if TYPE_CHECKING:
     from benchlib.loadgen import LoadResult
 
 __all__ = ["CrossCheckFunction", "ExperimentResult", "LoadFunction", "RuntimeChoice", "StopRule", "cross_check_for",
-           "cross_check_summary", "request_for", "run_cross_check", "run_experiment", "trial_summary"]
+           "request_for", "run_cross_check", "run_experiment"]
 
-#: A stopping rule: ``rule(result, blocks_done)`` -> the ``(condition, arm)`` pairs that still
+#: What :func:`run_experiment` returns: the run, read (:class:`benchlib.results.Run`; the
+#: name older imports use).
+ExperimentResult = Run
+
+#: A stopping rule: ``rule(run, blocks_done)`` -> the ``(condition, arm)`` pairs that still
 #: need blocks (``None``: all); see :func:`run_experiment`'s ``until``.
-StopRule = Callable[["ExperimentResult", int], "Collection[tuple[str, str]] | None"]
-
-
-@dataclass
-class ExperimentResult:
-    """What a run produced: the store, arms not run (with why), and helpers for analysis."""
-
-    experiment: Experiment
-    store: RunStore
-    unavailable: dict[str, str] = field(default_factory=dict)
-    ran: int = 0
-    skipped: int = 0
-
-    @property
-    def run_id(self) -> str:
-        return self.store.run_id
-
-    def trials(self) -> list[StoredTrial]:
-        return self.store.trials()
-
-    def summaries(self) -> Any:
-        """Per-trial summaries (one row per stored trial); see :func:`trial_summary`."""
-        return self.store.summaries(trial_summary, version=SUMMARY_VERSION)
-
-    def latencies(self, *, max_per_arm: int | None = 200_000, seed: int = 0) -> Any:
-        """Latencies of the successful measured requests (:func:`benchlib.records.rows.ok_measured`)
-        of the valid trials, pooled per condition and arm, for plots only (uniformly subsampled
-        to about ``max_per_arm`` rows per arm, taken evenly from its trials; ``None`` keeps
-        all). Columns: condition, arm, block, latency_ms (from the due time), service_ms (from
-        the send time). Reads one trial at a time, so memory stays bounded."""
-        import pandas as pd
-
-        from benchlib.records import read_trials
-        from benchlib.records import rows as R
-
-        rng = np.random.default_rng(seed)
-        trials = [t for t in read_trials(self.store) if t.valid]
-        per_arm: dict[tuple[str, str], int] = {}
-        for t in trials:
-            per_arm[(t.condition, t.arm)] = per_arm.get((t.condition, t.arm), 0) + 1
-        frames = []
-        for t in trials:
-            ok = R.ok_measured(t.rows())
-            if max_per_arm is not None:
-                quota = max(1, max_per_arm // per_arm[(t.condition, t.arm)])
-                if len(ok) > quota:
-                    ok = ok[np.sort(rng.choice(len(ok), quota, replace=False))]
-            frames.append(pd.DataFrame({
-                "condition": t.condition, "arm": t.arm, "block": t.block,
-                "latency_ms": R.latency_ms(ok, "intended"), "service_ms": R.latency_ms(ok, "sent"),
-            }))
-        if not frames:
-            return pd.DataFrame(columns=["condition", "arm", "block", "latency_ms", "service_ms"])
-        return pd.concat(frames, ignore_index=True)
-
-    def not_run_table(self) -> Any:
-        """Arms that did not run, with the reason, as a DataFrame (empty if all ran)."""
-        import pandas as pd
-
-        return pd.DataFrame([{"arm": a, "status": f"not run: {why}"} for a, why in self.unavailable.items()],
-                            columns=["arm", "status"])
-
-
-#: Version of :func:`trial_summary`'s columns (keys the summaries cache of a stored run).
-SUMMARY_VERSION = "3: read through benchlib.records (offered_rps NaN for a closed load)"
-
-
-def trial_summary(trial: StoredTrial) -> dict[str, Any]:
-    """One row of the summaries table, read through :mod:`benchlib.records`: design columns,
-    status, the stats module's per-trial summary of the measured phase, the server's CPU time
-    per request over that phase (``server_cpu_us_per_req``, µs, service and front;
-    ``front_cpu_us_per_req``; and ``server_cpu_frac``, CPUs busy; see
-    :meth:`benchlib.records.TrialRecord.server_cpu`) and the cross-check's headline figures."""
-    from benchlib.records import TrialRecord
-    from benchlib.records import rows as R
-    from benchlib.stats import summarize_trial
-
-    rec = TrialRecord.from_meta(trial.meta, path=trial.path)
-    load = rec.load
-    row: dict[str, Any] = {
-        "condition": rec.condition, "arm": rec.arm, "block": rec.block, "position": rec.position,
-        "seq": trial.meta.get("seq"), "status": trial.meta.get("status"), "valid": rec.valid, "reason": rec.reason,
-        "service": trial.meta.get("service"), "variant": trial.meta.get("variant"),
-        "load_model": load.loadspec.get("model") if load is not None else None,
-        "offered_rps": load.offered_rps if load is not None else None,
-    }
-    rows = trial.rows()
-    if len(R.measured(rows)):  # a failed trial may hold only warm-up rows
-        duration = load.measured_duration_s if load is not None and math.isfinite(load.measured_duration_s) else None
-        row.update(summarize_trial(rows, duration_s=duration))
-    cpu = rec.server_cpu(rows)
-    if cpu is not None:
-        row["server_cpu_us_per_req"] = cpu.per_request_us
-        row["server_cpu_frac"] = cpu.fraction
-        if rec.front is not None:
-            row["front_cpu_us_per_req"] = cpu.front_per_request_us
-    row.update(cross_check_summary(trial.meta))
-    return row
+StopRule = Callable[[Run, int], "Collection[tuple[str, str]] | None"]
 
 
 def request_for(load: LoadSpec, endpoint: Endpoint) -> LoadSpec:
@@ -563,22 +470,6 @@ def run_cross_check(check: CrossCheck, url: str, cpus: Sequence[int], *, order: 
     return {**out, "tool": check.tool, "order": order}
 
 
-def cross_check_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The cross-check's headline figures for the summaries table: ``xcheck_tool``,
-    ``xcheck_rps``, ``xcheck_p50_ms``, ``xcheck_p99_ms``, ``xcheck_error`` (read through
-    :func:`benchlib.records.peer_report`; NaN where the tool does not report a figure)."""
-    from benchlib.records.peer import ADAPTERS, peer_report
-
-    x = meta.get("cross_check")
-    if not x:
-        return {}
-    if x.get("error") or x.get("tool") not in ADAPTERS:
-        return {"xcheck_tool": x.get("tool"), "xcheck_error": x.get("error")}
-    p = peer_report(x)
-    return {"xcheck_tool": p.tool, "xcheck_order": x.get("order"), "xcheck_rps": p.requests_per_s,
-            "xcheck_p50_ms": p.figure("p50"), "xcheck_p99_ms": p.figure("p99"), "xcheck_error": None}
-
-
 def _check_same_plan(store: RunStore, old: Mapping[str, Any], plan: list[PlannedTrial],
                      params: Mapping[str, Any]) -> None:
     if not old:
@@ -636,8 +527,9 @@ def run_experiment(
     cross_check: CrossCheckFunction | None = None,
     until: StopRule | None = None,
     decided: Callable[[Any], Sequence[str]] | None = None,
-) -> ExperimentResult:
-    """Run (or resume) ``experiment`` and return its result.
+) -> Run:
+    """Run (or resume) ``experiment`` and return the run, read (:class:`benchlib.results.Run`:
+    its trials, summaries, provenance; ``ran`` and ``skipped`` count this execution's trials).
 
     Parameters
     ----------
@@ -654,12 +546,13 @@ def run_experiment(
     load: the function that runs a trial's load (default :func:`benchlib.loadgen.run_load`).
     cross_check: the function that runs a cross-check's peer tool (default :func:`run_cross_check`).
     until: a stopping rule (e.g. :class:`benchlib.analysis.stopping.StopWhenSettled`), called
-        after each complete block as ``until(result, blocks_done)``; it returns the
+        after each complete block as ``until(run, blocks_done)`` (``run``: the trials so far,
+        a :class:`~benchlib.results.Run`); it returns the
         ``(condition, arm)`` pairs that still need blocks (``None``: all). Later trials of the
         other pairs are not run (a ``settled`` progress event each); when none is left the
         run ends, and run.json records ``stopped_after_blocks``.
     decided: called once each block completes with the per-trial summaries of the trials so
-        far (a DataFrame, as :meth:`ExperimentResult.summaries`); returns the questions already
+        far (a DataFrame, as :meth:`benchlib.results.Run.summaries`); returns the questions already
         decided, in words, for the progress line of that block (e.g.
         :func:`benchlib.analysis.questions.decided_questions`). Each trial is summarized once.
 
@@ -698,7 +591,7 @@ class _Decided:
         for t in self.store.trials():
             key = (t.condition, t.arm, t.block)
             if key not in self.rows:
-                self.rows[key] = trial_summary(t)
+                self.rows[key] = trial_summary(TrialRecord.from_meta(t.meta, path=t.path))
         try:
             return list(self.hook(pd.DataFrame(list(self.rows.values()))))
         except Exception as exc:  # noqa: BLE001 - an interim look for the progress display never stops a run
@@ -708,7 +601,7 @@ class _Decided:
 def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[str] | None, cpus: CpuPlan,
          progress: bool | ProgressCallback, notebook_parameters: Mapping[str, Any] | None,
          runtimes: Callable[[str], Runtime], load: LoadFunction, cross_check: CrossCheckFunction,
-         until: StopRule | None = None, decided: Callable[[Any], Sequence[str]] | None = None) -> ExperimentResult:
+         until: StopRule | None = None, decided: Callable[[Any], Sequence[str]] | None = None) -> Run:
     runtime = runtimes(experiment.runtime)
     runtime.check()  # before the run folder is made
     store = RunStore.open(experiment.study, run_id, root=out_dir)
@@ -736,7 +629,7 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
             **({"runtimes": {n: r.provenance() for n, r in ex.runtimes.items()}} if len(ex.runtimes) > 1 else {}),
         })
     conditions = {c.name: c for c in experiment.conditions}
-    result = ExperimentResult(experiment, store, dict(ex.unavailable))
+    ran = skipped = 0
     show({"event": "start", "study": experiment.study, "run_id": store.run_id, "total": len(plan),
           "blocks": experiment.trials if plan else 0,
           "plan": [(p.condition, p.arm, ex.cross_check_for(p, conditions[p.condition]) is not None) for p in plan]})
@@ -752,7 +645,7 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                       "decided": decide()})
             ev = {"study": experiment.study, "total": len(plan), **planned.to_dict()}
             if until is not None and i and planned.block != plan[i - 1].block:
-                wanted = until(result, planned.block)
+                wanted = until(open_run(store, experiment=experiment, unavailable=ex.unavailable), planned.block)
                 needed = None if wanted is None else {(str(c), str(a)) for c, a in wanted}
                 if needed is not None and not needed:
                     stopped_after = planned.block
@@ -764,7 +657,7 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
             old = stored.get((planned.condition, planned.arm, planned.block))
             if old is not None:
                 if not (experiment.retry_failed and old.meta.get("status") == "failed"):
-                    result.skipped += 1
+                    skipped += 1
                     show({**ev, "event": "skip"})
                     continue
                 store.set_aside(planned.condition, planned.arm, planned.block)
@@ -778,7 +671,7 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                 if experiment.between_trials_s:
                     time.sleep(experiment.between_trials_s)
                 rec = ex.run_trial(planned, conditions[planned.condition], attempts)
-            result.ran += 1
+            ran += 1
             done = rec.load.raw if rec.load is not None else {}
             if experiment.between_trials_s:
                 time.sleep(experiment.between_trials_s)
@@ -790,6 +683,5 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                   "decided": decide()})
     store.update_run(status="complete", finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      **({"stopped_after_blocks": stopped_after} if stopped_after is not None else {}))
-    show({"event": "done", "study": experiment.study, "run_id": store.run_id, "ran": result.ran,
-          "skipped": result.skipped})
-    return result
+    show({"event": "done", "study": experiment.study, "run_id": store.run_id, "ran": ran, "skipped": skipped})
+    return replace(open_run(store, experiment=experiment, unavailable=ex.unavailable), ran=ran, skipped=skipped)

@@ -1,4 +1,4 @@
-"""The stored trial and run, as typed, versioned records (reading only; nothing is migrated).
+"""The stored trial as a typed, versioned record (nothing is migrated).
 
 A trial's metadata (``benchlib.trial`` in its Parquet file, written by the runner) grew over
 time; :class:`TrialRecord` reads every form stored so far and keeps the dictionary itself in
@@ -16,7 +16,7 @@ typed fields, the runtime's, the load generator's and the peer tool's dictionari
 produced them (``raw``), keys this reader does not know from ``extra``. Empty optional values
 are not written: every reader takes a missing key for an empty one.
 
-:func:`read_run` gives a :class:`RunRecord`: run.json's facts and every trial's record.
+A whole stored run is read by :func:`benchlib.results.open_run`.
 """
 
 from __future__ import annotations
@@ -37,8 +37,7 @@ from benchlib.records.limits import EnforcedLimits
 from benchlib.records.load import LoadMeta
 from benchlib.records.peer import PeerReport, peer_report
 
-__all__ = ["Attempt", "DependencyRecord", "FrontRecord", "RunRecord", "ServiceLog", "TRIAL_RECORD_VERSION", "TrialRecord",
-           "read_run", "read_trials"]
+__all__ = ["Attempt", "DependencyRecord", "FrontRecord", "ServiceLog", "TRIAL_RECORD_VERSION", "TrialRecord"]
 
 #: The trial metadata format the runner writes (see the module docstring for the history).
 TRIAL_RECORD_VERSION = 2
@@ -385,78 +384,3 @@ class TrialRecord:
         if self.path is None:
             raise StorageError(f"trial {self.condition}/{self.arm}/b{self.block:03d} has no stored file")
         return StoredTrial(self.path, self.meta).rows()
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """One stored run: run.json's facts and its trials.
-
-    Attributes
-    ----------
-    study, run_id, path: which run, and where it is stored.
-    trials: every stored trial (set-aside attempts excluded), in execution order.
-    unavailable: arms that did not run, with why.
-    arms, conditions: names in the experiment's order.
-    parameters, notebook_parameters, cpus, provenance, runtime: as run.json stores them.
-    run: run.json itself.
-    """
-
-    study: str
-    run_id: str
-    path: Path
-    trials: tuple[TrialRecord, ...]
-    unavailable: Mapping[str, str] = field(default_factory=dict)
-    arms: tuple[str, ...] = ()
-    conditions: tuple[str, ...] = ()
-    parameters: Mapping[str, Any] = field(default_factory=dict)
-    notebook_parameters: Mapping[str, Any] = field(default_factory=dict)
-    cpus: Mapping[str, Any] = field(default_factory=dict)
-    provenance: Mapping[str, Any] = field(default_factory=dict)
-    runtime: Mapping[str, Any] = field(default_factory=dict)
-    run: Mapping[str, Any] = field(default_factory=dict)
-
-    def arm_order(self, names: Any) -> list[str]:
-        """``names`` in the experiment's arm order (unknown names last, sorted)."""
-        names = list(dict.fromkeys(str(n) for n in names))
-        known = [a for a in self.arms if a in names]
-        return known + sorted(set(names) - set(known))
-
-
-def _store_of(source: Any) -> Any:
-    from benchlib.store import RunStore
-
-    if isinstance(source, (str, Path)):
-        return RunStore(Path(source))
-    return getattr(source, "store", source)
-
-
-def read_trials(source: Any) -> list[TrialRecord]:
-    """Every stored trial of ``source`` (an :class:`~benchlib.runner.ExperimentResult`, a
-    :class:`~benchlib.store.RunStore` or a run folder), in execution order."""
-    store = _store_of(source)
-    return [TrialRecord.from_meta(t.meta, path=t.path, log_path=store.log_path(t.condition, t.arm, t.block))
-            for t in store.trials()]
-
-
-def read_run(source: Any) -> RunRecord:
-    """The :class:`RunRecord` of ``source`` (a :class:`RunRecord` is returned as is; an
-    :class:`~benchlib.runner.ExperimentResult`, a :class:`~benchlib.store.RunStore` or a run
-    folder is read)."""
-    if isinstance(source, RunRecord):
-        return source
-    store = _store_of(source)
-    run = store.read_run()
-    params = run.get("parameters") or {}
-    exp = getattr(source, "experiment", None)
-    arms = tuple(a.name for a in exp.arms) if exp is not None else tuple(
-        str(a.get("name")) for a in params.get("arms") or ())
-    conds = tuple(c.name for c in exp.conditions) if exp is not None else tuple(
-        str(c.get("name")) for c in params.get("conditions") or ())
-    unavailable = getattr(source, "unavailable", None)
-    return RunRecord(
-        study=store.study, run_id=store.run_id, path=store.path, trials=tuple(read_trials(store)),
-        unavailable=dict(unavailable if unavailable is not None else run.get("unavailable") or {}),
-        arms=arms, conditions=conds, parameters=params, notebook_parameters=run.get("notebook_parameters") or {},
-        cpus=run.get("cpus") or {}, provenance=run.get("provenance") or {}, runtime=run.get("runtime") or {},
-        run=run,
-    )
