@@ -51,17 +51,10 @@ from benchlib.errors import (
 from benchlib.manifest import Endpoint, ResolvedService, get_manifest
 from benchlib.model import CROSS_CHECK_TOOLS, Arm, Condition, CrossCheck, Experiment, LoadSpec, Target
 from benchlib.progress import ProgressCallback, make_progress
-from benchlib.records import EnforcedLimits, LoadMeta, peer_report
+from benchlib.records import (TRIAL_RECORD_VERSION, Attempt, DependencyRecord, EnforcedLimits, FrontRecord, LoadMeta,
+                              ServiceLog, TrialRecord, peer_report)
+from benchlib.records.trial import utc_now
 from benchlib.results import Run, open_run, trial_summary
-from benchlib.records.trial import (
-    TRIAL_RECORD_VERSION,
-    Attempt,
-    DependencyRecord,
-    FrontRecord,
-    ServiceLog,
-    TrialRecord,
-    utc_now,
-)
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
 from benchlib.runtime.base import handle_ports, reset_service
 from benchlib.runtime.ports import free_port
