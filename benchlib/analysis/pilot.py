@@ -281,7 +281,7 @@ def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None
 def main(argv: Sequence[str] | None = None) -> int:
     """Print a stored run's variance components and design plans (Markdown)."""
     ap = argparse.ArgumentParser(prog="python -m benchlib.analysis.pilot", description=main.__doc__)
-    ap.add_argument("run", help="a stored run's folder")
+    ap.add_argument("run", help="a stored run: its folder, <study>/<run_id>, or its run id (looked up under data/runs)")
     ap.add_argument("--condition", action="append", help="condition(s) to plan (default: each)")
     ap.add_argument("--baseline", help="arm the others are compared with (default: the run's baseline)")
     ap.add_argument("--metric", action="append", help="metrics (default: throughput_rps, p50_ms, p99_ms)")
