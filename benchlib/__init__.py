@@ -17,10 +17,12 @@ _EXPORTS: dict[str, str] = {
     "BenchlibError": "benchlib.errors",
     "Limits": "benchlib.model",
     "LoadSpec": "benchlib.model",
+    "Run": "benchlib.results",
     "Stage": "benchlib.model",
     "Target": "benchlib.model",
     "UserError": "benchlib.errors",
     "load_manifest": "benchlib.manifest",
+    "open_run": "benchlib.results",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

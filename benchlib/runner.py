@@ -26,11 +26,10 @@ it are kept for a resume.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import time
 import traceback
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator, Mapping, Protocol, Sequence, Union
 
 import numpy as np
@@ -52,7 +51,10 @@ from benchlib.errors import (
 from benchlib.manifest import Endpoint, ResolvedService, get_manifest
 from benchlib.model import CROSS_CHECK_TOOLS, Arm, Condition, CrossCheck, Experiment, LoadSpec, Target
 from benchlib.progress import ProgressCallback, make_progress
-from benchlib.records.trial import TRIAL_RECORD_VERSION
+from benchlib.records import (TRIAL_RECORD_VERSION, Attempt, DependencyRecord, EnforcedLimits, FrontRecord, LoadMeta,
+                              ServiceLog, TrialRecord, peer_report)
+from benchlib.records.trial import utc_now
+from benchlib.results import Run, open_run, trial_summary
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
 from benchlib.runtime.base import handle_ports, reset_service
 from benchlib.runtime.ports import free_port
@@ -64,108 +66,15 @@ if TYPE_CHECKING:
     from benchlib.loadgen import LoadResult
 
 __all__ = ["CrossCheckFunction", "ExperimentResult", "LoadFunction", "RuntimeChoice", "StopRule", "cross_check_for",
-           "cross_check_summary", "request_for", "run_cross_check", "run_experiment", "trial_summary"]
+           "request_for", "run_cross_check", "run_experiment"]
 
-#: A stopping rule: ``rule(result, blocks_done)`` -> the ``(condition, arm)`` pairs that still
+#: What :func:`run_experiment` returns: the run, read (:class:`benchlib.results.Run`; the
+#: name older imports use).
+ExperimentResult = Run
+
+#: A stopping rule: ``rule(run, blocks_done)`` -> the ``(condition, arm)`` pairs that still
 #: need blocks (``None``: all); see :func:`run_experiment`'s ``until``.
-StopRule = Callable[["ExperimentResult", int], "Collection[tuple[str, str]] | None"]
-
-
-@dataclass
-class ExperimentResult:
-    """What a run produced: the store, arms not run (with why), and helpers for analysis."""
-
-    experiment: Experiment
-    store: RunStore
-    unavailable: dict[str, str] = field(default_factory=dict)
-    ran: int = 0
-    skipped: int = 0
-
-    @property
-    def run_id(self) -> str:
-        return self.store.run_id
-
-    def trials(self) -> list[StoredTrial]:
-        return self.store.trials()
-
-    def summaries(self) -> Any:
-        """Per-trial summaries (one row per stored trial); see :func:`trial_summary`."""
-        return self.store.summaries(trial_summary, version=SUMMARY_VERSION)
-
-    def latencies(self, *, max_per_arm: int | None = 200_000, seed: int = 0) -> Any:
-        """Latencies of the successful measured requests (:func:`benchlib.records.rows.ok_measured`)
-        of the valid trials, pooled per condition and arm, for plots only (uniformly subsampled
-        to about ``max_per_arm`` rows per arm, taken evenly from its trials; ``None`` keeps
-        all). Columns: condition, arm, block, latency_ms (from the due time), service_ms (from
-        the send time). Reads one trial at a time, so memory stays bounded."""
-        import pandas as pd
-
-        from benchlib.records import read_trials
-        from benchlib.records import rows as R
-
-        rng = np.random.default_rng(seed)
-        trials = [t for t in read_trials(self.store) if t.valid]
-        per_arm: dict[tuple[str, str], int] = {}
-        for t in trials:
-            per_arm[(t.condition, t.arm)] = per_arm.get((t.condition, t.arm), 0) + 1
-        frames = []
-        for t in trials:
-            ok = R.ok_measured(t.rows())
-            if max_per_arm is not None:
-                quota = max(1, max_per_arm // per_arm[(t.condition, t.arm)])
-                if len(ok) > quota:
-                    ok = ok[np.sort(rng.choice(len(ok), quota, replace=False))]
-            frames.append(pd.DataFrame({
-                "condition": t.condition, "arm": t.arm, "block": t.block,
-                "latency_ms": R.latency_ms(ok, "intended"), "service_ms": R.latency_ms(ok, "sent"),
-            }))
-        if not frames:
-            return pd.DataFrame(columns=["condition", "arm", "block", "latency_ms", "service_ms"])
-        return pd.concat(frames, ignore_index=True)
-
-    def not_run_table(self) -> Any:
-        """Arms that did not run, with the reason, as a DataFrame (empty if all ran)."""
-        import pandas as pd
-
-        return pd.DataFrame([{"arm": a, "status": f"not run: {why}"} for a, why in self.unavailable.items()],
-                            columns=["arm", "status"])
-
-
-#: Version of :func:`trial_summary`'s columns (keys the summaries cache of a stored run).
-SUMMARY_VERSION = "3: read through benchlib.records (offered_rps NaN for a closed load)"
-
-
-def trial_summary(trial: StoredTrial) -> dict[str, Any]:
-    """One row of the summaries table, read through :mod:`benchlib.records`: design columns,
-    status, the stats module's per-trial summary of the measured phase, the server's CPU time
-    per request over that phase (``server_cpu_us_per_req``, µs, service and front;
-    ``front_cpu_us_per_req``; and ``server_cpu_frac``, CPUs busy; see
-    :meth:`benchlib.records.TrialRecord.server_cpu`) and the cross-check's headline figures."""
-    from benchlib.records import TrialRecord
-    from benchlib.records import rows as R
-    from benchlib.stats import summarize_trial
-
-    rec = TrialRecord.from_meta(trial.meta, path=trial.path)
-    load = rec.load
-    row: dict[str, Any] = {
-        "condition": rec.condition, "arm": rec.arm, "block": rec.block, "position": rec.position,
-        "seq": trial.meta.get("seq"), "status": trial.meta.get("status"), "valid": rec.valid, "reason": rec.reason,
-        "service": trial.meta.get("service"), "variant": trial.meta.get("variant"),
-        "load_model": load.loadspec.get("model") if load is not None else None,
-        "offered_rps": load.offered_rps if load is not None else None,
-    }
-    rows = trial.rows()
-    if len(R.measured(rows)):  # a failed trial may hold only warm-up rows
-        duration = load.measured_duration_s if load is not None and math.isfinite(load.measured_duration_s) else None
-        row.update(summarize_trial(rows, duration_s=duration))
-    cpu = rec.server_cpu(rows)
-    if cpu is not None:
-        row["server_cpu_us_per_req"] = cpu.per_request_us
-        row["server_cpu_frac"] = cpu.fraction
-        if rec.front is not None:
-            row["front_cpu_us_per_req"] = cpu.front_per_request_us
-    row.update(cross_check_summary(trial.meta))
-    return row
+StopRule = Callable[[Run, int], "Collection[tuple[str, str]] | None"]
 
 
 def request_for(load: LoadSpec, endpoint: Endpoint) -> LoadSpec:
@@ -401,75 +310,79 @@ class _Executor:
             yield handle, svc, list(deps.values()), front
 
     def run_trial(self, planned: PlannedTrial, condition: Condition,
-                  extra_meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Run one planned trial and store it (with ``extra_meta`` in its metadata); returns its metadata."""
+                  attempts: Sequence[Attempt] = ()) -> TrialRecord:
+        """Run one planned trial and store it (``attempts``: those set aside before it, kept in
+        its record); returns the stored record."""
         arm = self.exp.arm(planned.arm)
-        meta: dict[str, Any] = {
-            "record_version": TRIAL_RECORD_VERSION,
-            **planned.to_dict(), **dict(extra_meta or {}), "service": arm.service, "variant": arm.variant,
-            "log_sink": arm.log_sink,
-            "runtime": self.runtime_for(arm).name, "limits": asdict(arm.limits or self.exp.limits),
-            "cpus": self.cpus.to_dict(),
-            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
+        rt_name = self.runtime_for(arm).name
+        rec = TrialRecord(
+            condition=planned.condition, arm=planned.arm, block=planned.block, position=planned.position,
+            seq=planned.seq, service=arm.service, variant=arm.variant or "", log_sink=arm.log_sink, runtime=rt_name,
+            limits=asdict(arm.limits or self.exp.limits), cpus={k: tuple(v) for k, v in self.cpus.to_dict().items()},
+            started=utc_now(), attempts=tuple(attempts), version=TRIAL_RECORD_VERSION)
         rows = np.zeros(0, dtype=ROW_DTYPE)
         status, reason = "ok", None
+        got: dict[str, Any] = {}  # the record's fields as the trial gets them (TrialRecord's names)
+
+        def enforced(h: ServiceHandle) -> EnforcedLimits | None:
+            return EnforcedLimits.from_dict(dict(h.enforced), runtime=rt_name)
+
         try:
             with self.services(arm, planned.condition, planned.block) as (handle, svc, deps, front):
-                meta["variant"] = svc.variant
-                meta["enforced"] = dict(handle.enforced)
+                got.update(variant=svc.variant, enforced=enforced(handle))
                 if len(handle_ports(handle)) > 1:
-                    meta["ports"] = list(handle_ports(handle))
-                meta["dependencies"] = {d.name: {"port": d.port, "enforced": dict(d.enforced)} for d in deps}
-                if self.exp.dependencies == "block":
-                    for d in deps:
-                        meta["dependencies"][d.name].update(shared="block", reset_s=self.dep_reset_s.get(d.name))
+                    got["ports"] = tuple(handle_ports(handle))
+                shared = self.exp.dependencies == "block"
+                got["dependencies"] = {d.name: DependencyRecord(
+                    port=d.port, enforced=enforced(d), shared="block" if shared else "",
+                    reset_s=self.dep_reset_s.get(d.name) if shared else None) for d in deps}
+                front_rec: FrontRecord | None = None
                 if front is not None:
-                    meta["front"] = {"service": arm.front, "variant": self.resolve_front(arm).variant,  # type: ignore[union-attr]
-                                     "port": front.port, "enforced": dict(front.enforced)}
+                    front_rec = FrontRecord(service=str(arm.front), variant=self.resolve_front(arm).variant,  # type: ignore[union-attr]
+                                            port=front.port, enforced=enforced(front))
+                    got["front"] = front_rec
                 endpoint = svc.endpoint(condition.endpoint or arm.endpoint)
-                meta["endpoint"] = {"name": endpoint.name, "method": endpoint.method, "path": endpoint.path,
-                                    "protocol": endpoint.protocol}
+                got["endpoint"] = {"name": endpoint.name, "method": endpoint.method, "path": endpoint.path,
+                                   "protocol": endpoint.protocol}
                 target = front if front is not None else handle
                 target_url = f"http://{target.host}:{target.port}"
-                meta["contract"] = verify(target_url, endpoint).to_dict()
+                got["contract"] = verify(target_url, endpoint).to_dict()
                 spec = request_for(condition.load, endpoint)
                 check = self.cross_check_for(planned, condition)
                 # first in every other block the peer runs in (with "all": the odd blocks)
                 peer_first = check is not None and self.check_blocks.index(planned.block) % 2 == 1
                 if check is not None and peer_first:
-                    meta["cross_check"] = self.run_check(check, target_url + endpoint.path, endpoint,
-                                                         order="before")
+                    got["peer"] = peer_report(self.run_check(check, target_url + endpoint.path, endpoint,
+                                                             order="before"))
                 _sample_now(handle, front)  # CPU and memory as the load starts ...
                 result = self.load(spec, Target(target.host, target.port), client_cpus=self.cpus.client,
                                    seed=self.exp.seed * 1_000_003 + planned.seq)
                 _sample_now(handle, front)  # ... and as it ends
                 if check is not None and not peer_first:
-                    meta["cross_check"] = self.run_check(check, target_url + endpoint.path, endpoint,
-                                                         order="after")
+                    got["peer"] = peer_report(self.run_check(check, target_url + endpoint.path, endpoint,
+                                                             order="after"))
                 rows = result.rows
-                meta["load"] = result.meta
+                got["load"] = LoadMeta.from_dict(result.meta)
                 alive = handle.alive()
                 front_alive = front.alive() if front is not None else True
-                meta["resources"] = handle.resource_samples()
-                if front is not None:  # the front first: it forwards to the service
-                    meta["front"]["resources"] = front.resource_samples()
+                got["resources"] = tuple(handle.resource_samples())
+                if front is not None and front_rec is not None:  # the front first: it forwards to the service
+                    front_resources = tuple(front.resource_samples())
                     front_stop = front.stop()
-                    meta["front"]["stop"] = asdict(front_stop)
-                    meta["front"]["log"] = {"lines": getattr(front, "log_lines", None),
-                                            "bytes": getattr(front, "log_bytes", None)}
+                    got["front"] = replace(front_rec, resources=front_resources, stop=asdict(front_stop), log=ServiceLog(
+                        "pipe", getattr(front, "log_lines", None), getattr(front, "log_bytes", None)))
                 stop = handle.stop()
-                meta["stop"] = asdict(stop)
-                meta["service_log"] = {"sink": arm.log_sink, "lines": getattr(handle, "log_lines", None),
-                                       "bytes": getattr(handle, "log_bytes", None)}
+                got["stop"] = asdict(stop)
+                got["service_log"] = ServiceLog(arm.log_sink, getattr(handle, "log_lines", None),
+                                                getattr(handle, "log_bytes", None))
                 if not alive:
                     status = "failed"
                     reason = f"service died during the trial ({stop.detail})"
-                    meta["log_tail"] = handle.logs_tail(40)
+                    got["log_tail"] = handle.logs_tail(40)
                 elif not front_alive:
                     status = "failed"
                     reason = f"front {arm.front} died during the trial ({front_stop.detail})"
-                    meta["log_tail"] = front.logs_tail(40)  # type: ignore[union-attr]
+                    got["log_tail"] = front.logs_tail(40)  # type: ignore[union-attr]
                 elif result.meta.get("failed"):
                     # the load generator failed mid-trial: its rows so far are stored, as evidence
                     status = "failed"
@@ -482,16 +395,14 @@ class _Executor:
             reason = f"{type(exc).__name__}: {exc}"
             notes = getattr(exc, "__notes__", [])
             if notes:
-                meta["log_tail"] = "\n".join(notes)[-4000:]
+                got["log_tail"] = "\n".join(notes)[-4000:]
         except BenchlibError as exc:
             status = "failed"
             reason = f"{type(exc).__name__}: {exc}"
-            meta["traceback"] = traceback.format_exc()[-4000:]
-        meta["status"] = status
-        meta["reason"] = reason
-        meta["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        self.store.write_trial(rows, meta)
-        return meta
+            got["traceback"] = traceback.format_exc()[-4000:]
+        rec = replace(rec, **got, status=status, reason=reason, finished=utc_now())
+        self.store.write_trial(rows, rec.to_meta())
+        return rec
 
 
 def _sample_now(*handles: ServiceHandle | None) -> None:
@@ -552,22 +463,6 @@ def run_cross_check(check: CrossCheck, url: str, cpus: Sequence[int], *, order: 
     return {**out, "tool": check.tool, "order": order}
 
 
-def cross_check_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The cross-check's headline figures for the summaries table: ``xcheck_tool``,
-    ``xcheck_rps``, ``xcheck_p50_ms``, ``xcheck_p99_ms``, ``xcheck_error`` (read through
-    :func:`benchlib.records.peer_report`; NaN where the tool does not report a figure)."""
-    from benchlib.records.peer import ADAPTERS, peer_report
-
-    x = meta.get("cross_check")
-    if not x:
-        return {}
-    if x.get("error") or x.get("tool") not in ADAPTERS:
-        return {"xcheck_tool": x.get("tool"), "xcheck_error": x.get("error")}
-    p = peer_report(x)
-    return {"xcheck_tool": p.tool, "xcheck_order": x.get("order"), "xcheck_rps": p.requests_per_s,
-            "xcheck_p50_ms": p.figure("p50"), "xcheck_p99_ms": p.figure("p99"), "xcheck_error": None}
-
-
 def _check_same_plan(store: RunStore, old: Mapping[str, Any], plan: list[PlannedTrial],
                      params: Mapping[str, Any]) -> None:
     if not old:
@@ -625,8 +520,9 @@ def run_experiment(
     cross_check: CrossCheckFunction | None = None,
     until: StopRule | None = None,
     decided: Callable[[Any], Sequence[str]] | None = None,
-) -> ExperimentResult:
-    """Run (or resume) ``experiment`` and return its result.
+) -> Run:
+    """Run (or resume) ``experiment`` and return the run, read (:class:`benchlib.results.Run`:
+    its trials, summaries, provenance; ``ran`` and ``skipped`` count this execution's trials).
 
     Parameters
     ----------
@@ -643,12 +539,13 @@ def run_experiment(
     load: the function that runs a trial's load (default :func:`benchlib.loadgen.run_load`).
     cross_check: the function that runs a cross-check's peer tool (default :func:`run_cross_check`).
     until: a stopping rule (e.g. :class:`benchlib.analysis.stopping.StopWhenSettled`), called
-        after each complete block as ``until(result, blocks_done)``; it returns the
+        after each complete block as ``until(run, blocks_done)`` (``run``: the trials so far,
+        a :class:`~benchlib.results.Run`); it returns the
         ``(condition, arm)`` pairs that still need blocks (``None``: all). Later trials of the
         other pairs are not run (a ``settled`` progress event each); when none is left the
         run ends, and run.json records ``stopped_after_blocks``.
     decided: called once each block completes with the per-trial summaries of the trials so
-        far (a DataFrame, as :meth:`ExperimentResult.summaries`); returns the questions already
+        far (a DataFrame, as :meth:`benchlib.results.Run.summaries`); returns the questions already
         decided, in words, for the progress line of that block (e.g.
         :func:`benchlib.analysis.questions.decided_questions`). Each trial is summarized once.
 
@@ -687,7 +584,7 @@ class _Decided:
         for t in self.store.trials():
             key = (t.condition, t.arm, t.block)
             if key not in self.rows:
-                self.rows[key] = trial_summary(t)
+                self.rows[key] = trial_summary(TrialRecord.from_meta(t.meta, path=t.path))
         try:
             return list(self.hook(pd.DataFrame(list(self.rows.values()))))
         except Exception as exc:  # noqa: BLE001 - an interim look for the progress display never stops a run
@@ -697,7 +594,7 @@ class _Decided:
 def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[str] | None, cpus: CpuPlan,
          progress: bool | ProgressCallback, notebook_parameters: Mapping[str, Any] | None,
          runtimes: Callable[[str], Runtime], load: LoadFunction, cross_check: CrossCheckFunction,
-         until: StopRule | None = None, decided: Callable[[Any], Sequence[str]] | None = None) -> ExperimentResult:
+         until: StopRule | None = None, decided: Callable[[Any], Sequence[str]] | None = None) -> Run:
     runtime = runtimes(experiment.runtime)
     runtime.check()  # before the run folder is made
     store = RunStore.open(experiment.study, run_id, root=out_dir)
@@ -725,7 +622,7 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
             **({"runtimes": {n: r.provenance() for n, r in ex.runtimes.items()}} if len(ex.runtimes) > 1 else {}),
         })
     conditions = {c.name: c for c in experiment.conditions}
-    result = ExperimentResult(experiment, store, dict(ex.unavailable))
+    ran = skipped = 0
     show({"event": "start", "study": experiment.study, "run_id": store.run_id, "total": len(plan),
           "blocks": experiment.trials if plan else 0,
           "plan": [(p.condition, p.arm, ex.cross_check_for(p, conditions[p.condition]) is not None) for p in plan]})
@@ -741,7 +638,7 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                       "decided": decide()})
             ev = {"study": experiment.study, "total": len(plan), **planned.to_dict()}
             if until is not None and i and planned.block != plan[i - 1].block:
-                wanted = until(result, planned.block)
+                wanted = until(open_run(store, experiment=experiment, unavailable=ex.unavailable), planned.block)
                 needed = None if wanted is None else {(str(c), str(a)) for c, a in wanted}
                 if needed is not None and not needed:
                     stopped_after = planned.block
@@ -753,25 +650,25 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
             old = stored.get((planned.condition, planned.arm, planned.block))
             if old is not None:
                 if not (experiment.retry_failed and old.meta.get("status") == "failed"):
-                    result.skipped += 1
+                    skipped += 1
                     show({**ev, "event": "skip"})
                     continue
                 store.set_aside(planned.condition, planned.arm, planned.block)
             t_trial = time.monotonic()
-            meta = ex.run_trial(planned, conditions[planned.condition])
-            attempts: list[dict[str, Any]] = []
-            while meta["status"] == "invalid" and len(attempts) < experiment.repeat_invalid:
+            rec = ex.run_trial(planned, conditions[planned.condition])
+            attempts: list[Attempt] = []
+            while rec.status == "invalid" and len(attempts) < experiment.repeat_invalid:
                 # the client could not keep the load: run the same trial again, in its place
-                attempts.append({k: meta.get(k) for k in ("status", "reason", "started_utc", "finished_utc")})
+                attempts.append(Attempt(rec.status, rec.reason, rec.started, rec.finished))
                 store.set_aside(planned.condition, planned.arm, planned.block)
                 if experiment.between_trials_s:
                     time.sleep(experiment.between_trials_s)
-                meta = ex.run_trial(planned, conditions[planned.condition], {"previous_attempts": attempts})
-            result.ran += 1
-            done = meta.get("load") or {}
+                rec = ex.run_trial(planned, conditions[planned.condition], attempts)
+            ran += 1
+            done = rec.load.raw if rec.load is not None else {}
             if experiment.between_trials_s:
                 time.sleep(experiment.between_trials_s)
-            show({**ev, "event": "trial", "status": meta["status"], "reason": meta.get("reason"), "repeated": len(attempts),
+            show({**ev, "event": "trial", "status": rec.status, "reason": rec.reason, "repeated": len(attempts),
                   "achieved_rps": done.get("achieved_rps"), "p50_ms": done.get("p50_ms"),
                   "seconds": time.monotonic() - t_trial})
         if plan and stopped_after is None:
@@ -779,6 +676,5 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                   "decided": decide()})
     store.update_run(status="complete", finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      **({"stopped_after_blocks": stopped_after} if stopped_after is not None else {}))
-    show({"event": "done", "study": experiment.study, "run_id": store.run_id, "ran": result.ran,
-          "skipped": result.skipped})
-    return result
+    show({"event": "done", "study": experiment.study, "run_id": store.run_id, "ran": ran, "skipped": skipped})
+    return replace(open_run(store, experiment=experiment, unavailable=ex.unavailable), ran=ran, skipped=skipped)

@@ -144,7 +144,7 @@ def test_an_arm_behind_nginx_and_one_without(tmp_path: Path) -> None:
         Arm("go-http", "go-fcgi", variant="http"),
     ), (Condition("seed", load),), trials=1, between_trials_s=0)
     result = run_experiment(exp, out_dir=tmp_path, progress=False)
-    trials = {t.arm: t for t in result.trials()}
+    trials = {t.arm: t for t in result.trials}
     assert result.unavailable == {} and set(trials) == {"node-nginx", "go-http"}
     fronted, plain = trials["node-nginx"].meta, trials["go-http"].meta
     # the trials are measured: "ok", or "invalid" only because the client side of a busy
@@ -214,7 +214,7 @@ def test_an_arm_behind_nginx_in_containers(tmp_path: Path) -> None:
         Arm("go-nginx", "go-fcgi", variant="fcgi-4", front="nginx-fastcgi", front_variant="keep-conn-on"),
     ), (Condition("seed", load),), trials=1, between_trials_s=0, runtime="docker")
     result = run_experiment(exp, out_dir=tmp_path, progress=False)
-    (trial,) = result.trials()
+    (trial,) = result.trials
     meta = trial.meta
     assert meta["status"] == "ok" or (meta["status"] == "invalid" and client_side_only(meta.get("reason"))), \
         meta.get("reason")

@@ -61,11 +61,10 @@ def test_quickstart_runs_end_to_end_and_its_report_shows_this_runs_numbers(tmp_p
     assert run_json["notebook_parameters"]["trials"] == 2
 
     # the table in the report is the one computed from the stored trials of this run
-    from benchlib.runner import trial_summary
-
     from benchlib.notebook import verdict_table
+    from benchlib.results import open_run
 
-    expected = stats.compare(store.summaries(trial_summary), baseline="python-aiohttp",
+    expected = stats.compare(open_run(store).summaries(), baseline="python-aiohttp",
                              metrics=("p50_ms", "p99_ms", "throughput_rps"), seed=3)
     page = run.html.read_text()
     cells = verdict_table(expected)["arm / baseline [95% CI]"].tolist()

@@ -17,8 +17,10 @@ from benchlib.analysis.peers import peer_beside
 from benchlib.errors import ParameterError, StorageError
 from benchlib.peers import parse_ab, parse_h2load, parse_hey, parse_wrk
 from benchlib.peers.k6 import parse_k6_summary
-from benchlib.records import TRIAL_RECORD_VERSION, EnforcedLimits, LoadMeta, TrialRecord, peer_report, read_run
+from benchlib.records import TRIAL_RECORD_VERSION, EnforcedLimits, LoadMeta, TrialRecord, peer_report
 from benchlib.records import rows as R
+from benchlib.stats.quantiles import quantile_key
+from benchlib.results import open_run
 from benchlib.schema import ROW_DTYPE
 from benchlib.store import RunStore
 
@@ -37,12 +39,13 @@ def test_a_run_written_now_reads_back_through_the_records(tmp_path: Path) -> Non
                      (Condition("main", LoadSpec(connections=2, duration_s=0.6, warmup_s=0.2), cross_check=check),),
                      trials=1, seed=3, between_trials_s=0)
     res = run_experiment(exp, run_id="rec", out_dir=tmp_path / "runs", progress=False)
-    run = read_run(res)
+    run = res
     assert (run.study, run.run_id, run.arms, run.conditions) == ("t-records", "rec", ("a", "b"), ("main",))
-    stored = {t.arm: t for t in res.trials()}
-    assert [t.arm for t in run.trials] == [t.arm for t in res.trials()]
+    stored = {t.arm: t for t in res.store.trials()}
+    assert [t.arm for t in run.trials] == [t.arm for t in res.store.trials()]
     for t in run.trials:
         assert t.version == TRIAL_RECORD_VERSION and t.meta == stored[t.arm].meta  # nothing dropped
+        assert t.to_meta() == t.meta and TrialRecord.from_meta(t.to_meta()) == t  # written as to_meta()
         assert t.status == "ok" and t.valid and t.ran and t.runtime == "local" and not t.attempts
         assert t.log_sink == ("discard" if t.arm == "b" else "pipe") and t.service_log.sink == t.log_sink
         assert t.started is not None and t.finished is not None and t.started <= t.finished
@@ -66,8 +69,8 @@ def test_a_run_written_now_reads_back_through_the_records(tmp_path: Path) -> Non
         if check is not None:
             assert t.peer is not None and t.peer.tool == "wrk" and t.peer.ok and t.peer.requests_per_s > 0
             assert t.peer.order == "after" and t.peer.figure("p50") > 0 and t.peer.cpu_fraction >= 0
-    # the same run read from its folder alone (no ExperimentResult): run.json gives arms and reasons
-    again = read_run(res.store.path)
+    # the same run read from its folder alone: run.json gives the experiment, arms and reasons
+    again = open_run(res.path)
     assert again.arms == ("a", "b") and again.unavailable == {} and len(again.trials) == 2
     assert status_table(again)["ok"].tolist() == [1, 1]
 
@@ -108,9 +111,12 @@ def test_an_older_trial_reads_without_loss_and_the_tables_take_it(tmp_path: Path
     store.write_trial(rows, OLD_META)
     store.log_path("hello", "go", 0).parent.mkdir(parents=True)
     store.log_path("hello", "go", 0).write_text("GET /\n" * 48)
-    run = read_run(store.path)
+    run = open_run(store.path)
     (t,) = run.trials
     assert t.version == 1 and t.meta == OLD_META  # every stored field still there
+    again = TrialRecord.from_meta(t.to_meta())  # written again (from the typed fields), read the same
+    assert again == t and again.version == 1 and "record_version" not in t.to_meta()
+    assert again.peer == t.peer and again.load.extra == {"from_a_later_version": {"x": 2}}
     assert (t.log_sink, t.attempts, t.service_log, t.started, t.dependencies) == ("pipe", (), None, None, {})
     assert t.enforced.cpus == (1,) and t.enforced.note.startswith("not enforced") and t.enforced.cpu_quota is None
     assert t.load.extra == {"from_a_later_version": {"x": 2}} and t.load.requests_total == 48
@@ -235,4 +241,4 @@ def test_row_helpers_say_which_requests_count() -> None:
     assert (f["p50"], f["min"], f["max"], f["mean"]) == (2.5, 2.5, 2.5, 2.5)
     with pytest.raises(ParameterError, match="since='due'; valid: intended, sent"):
         R.latency_ms(rows, "due")
-    assert json.dumps(R.quantile_key(0.999)) == '"p999"'
+    assert json.dumps(quantile_key(0.999)) == '"p999"'

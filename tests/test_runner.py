@@ -33,7 +33,7 @@ from benchlib.errors import (
 )
 from benchlib.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
 from benchlib.notebook import status_table
-from benchlib.records import read_run
+from benchlib.records import TrialRecord
 from benchlib.runner import experiment_parameters, run_experiment
 from benchlib.signals import Interrupted
 from benchlib.store import RunStore
@@ -73,6 +73,13 @@ def _exp(name: str, arms: tuple[Arm, ...], *, trials: int = 1, conditions: tuple
                       between_trials_s=0, **kw)
 
 
+def _written_as_read(res) -> None:  # noqa: ANN001 - a run's result
+    """Every stored trial is its typed record's ``to_meta()``: read back and written again, the
+    same dictionary; and ``from_meta`` mirrors ``to_meta``."""
+    for t in res.trials:
+        assert t.to_meta() == t.meta and TrialRecord.from_meta(t.to_meta()) == t
+
+
 # -- orchestration, through the seams ----------------------------------------------------------
 
 def test_the_plan_runs_in_its_order_dependencies_first_front_last_and_everything_is_stopped(
@@ -82,7 +89,7 @@ def test_the_plan_runs_in_its_order_dependencies_first_front_last_and_everything
     exp = _exp("t-plan", (Arm("direct", "a"), Arm("db-backed", "web"), Arm("fronted", "b", front="proxy")),
                trials=2, conditions=(Condition("c1", TINY), Condition("c2", TINY.with_(connections=4))))
     res = _run(exp, tmp_path, rt, load, run_id="r1")
-    trials = res.trials()
+    trials = res.trials
     run = res.store.read_run()
     assert res.ran == len(trials) == 12 and run["status"] == "complete"
     assert [(p["condition"], p["arm"], p["block"]) for p in run["plan"]] == [(t.condition, t.arm, t.block)
@@ -103,7 +110,7 @@ def test_the_plan_runs_in_its_order_dependencies_first_front_last_and_everything
     by_service = {c["service"] for c in load.calls}
     assert by_service == {"a", "web", "b"} and len({c["seed"] for c in load.calls}) == 12
     # the stored trials read back through the records, the front and the server CPU included
-    recs = {(t.arm, t.condition, t.block): t for t in read_run(res).trials}
+    recs = {(t.arm, t.condition, t.block): t for t in res.trials}
     fronted = recs[("fronted", "c1", 0)]
     assert fronted.front is not None and fronted.front.service == "proxy" and fronted.front.stop
     assert fronted.load.worker_stats[0].runqueue_wait_s == 0.0 and fronted.load.t0_monotonic_ns is not None
@@ -119,6 +126,7 @@ def test_the_plan_runs_in_its_order_dependencies_first_front_last_and_everything
     lat = res.latencies()
     assert len(lat) == 12 * 200 and set(lat["arm"]) == {"direct", "db-backed", "fronted"}
     assert (lat["latency_ms"] >= 2.0).all() and (lat["service_ms"] < lat["latency_ms"]).all()
+    _written_as_read(res)  # fronts, dependencies
 
 
 def test_a_stopping_rule_ends_blocks_for_settled_pairs_and_then_the_run(fake_services: Path, tmp_path: Path) -> None:
@@ -128,7 +136,7 @@ def test_a_stopping_rule_ends_blocks_for_settled_pairs_and_then_the_run(fake_ser
     asked: list[tuple[int, int]] = []
 
     def rule(result, blocks_done):
-        asked.append((blocks_done, len(result.trials())))
+        asked.append((blocks_done, len(result.trials)))
         return {("main", "a")} if blocks_done == 1 else set()
 
     events: list[dict] = []
@@ -136,7 +144,7 @@ def test_a_stopping_rule_ends_blocks_for_settled_pairs_and_then_the_run(fake_ser
     res = run_experiment(exp, out_dir=tmp_path / "runs", progress=events.append, runtime=rt, load=FakeLoad(rt),
                          run_id="u1", until=rule)
     assert asked == [(1, 2), (2, 3)]  # called after each complete block, with what is stored
-    assert sorted((t.block, t.arm) for t in res.trials()) == [(0, "a"), (0, "b"), (1, "a")]
+    assert sorted((t.block, t.arm) for t in res.trials) == [(0, "a"), (0, "b"), (1, "a")]
     assert [e["arm"] for e in events if e["event"] == "settled" and "blocks" not in e] == ["b"]
     assert res.store.read_run()["stopped_after_blocks"] == 2
 
@@ -155,12 +163,12 @@ def test_retry_failed_runs_failed_trials_again_and_keeps_the_failed_files(fake_s
     exp = _exp("t-retry", (Arm("a", "a"), Arm("b", "b")), trials=2, retry_failed=True)
     rt = FakeRuntime()
     first = _run(exp, tmp_path, rt, FakeLoad(rt, {"b": ["failed"]}), run_id="r1")
-    status = {(t.arm, t.block): t.meta["status"] for t in first.trials()}
+    status = {(t.arm, t.block): t.meta["status"] for t in first.trials}
     assert sorted(status.values()) == ["failed", "ok", "ok", "ok"]
     (arm, block), = [k for k, v in status.items() if v == "failed"]
     again = _run(exp, tmp_path, run_id="r1")  # the failed trial runs again, in its place
     assert (again.ran, again.skipped) == (1, 3)
-    assert {t.meta["status"] for t in again.trials()} == {"ok"}
+    assert {t.meta["status"] for t in again.trials} == {"ok"}
     kept = again.store.path / "trials" / "main" / arm / f"b{block:03d}.failed-1.parquet"
     assert kept.is_file()  # what the failed attempt measured is kept aside
     without = _exp("t-retry", exp.arms, trials=2)
@@ -174,7 +182,7 @@ def test_an_invalid_trial_is_repeated_in_place_and_its_attempts_are_kept(fake_se
     events: list[dict] = []
     res = run_experiment(exp, run_id="r4", out_dir=tmp_path / "runs", progress=events.append, runtime=rt,
                          load=FakeLoad(rt, {"b": ["invalid", "invalid", "ok"], "a": ["invalid"] * 3}))
-    by_arm = {t.arm: t.meta for t in res.trials()}
+    by_arm = {t.arm: t.meta for t in res.trials}
     assert res.ran == 2 and by_arm["b"]["status"] == "ok" and by_arm["a"]["status"] == "invalid"
     for arm in ("a", "b"):
         attempts = by_arm[arm]["previous_attempts"]
@@ -184,11 +192,12 @@ def test_an_invalid_trial_is_repeated_in_place_and_its_attempts_are_kept(fake_se
                                                                                "b000.failed-2.parquet"]
     assert by_arm["a"]["reason"] == "client CPU 0 was busy 97% of the traffic (fake)"
     assert [e["repeated"] for e in events if e["event"] == "trial"] == [2, 2]
-    recs = {t.arm: t for t in read_run(res).trials}
+    recs = {t.arm: t for t in res.trials}
     assert recs["b"].repeated and len(recs["b"].attempts) == 2 and not recs["a"].valid
     s = res.summaries().set_index("arm")
     assert bool(s.loc["b", "valid"]) and not bool(s.loc["a", "valid"])
     assert res.store.read_run()["parameters"]["repeat_invalid"] == 2
+    _written_as_read(res)  # previous attempts
     with pytest.raises(ParameterError, match="repeat_invalid"):
         Experiment("x", exp.arms, exp.conditions, repeat_invalid=-1)
     # the default adds nothing to the stored parameters (runs stored before the option still resume)
@@ -200,8 +209,8 @@ def test_failures_are_stored_with_their_reason_and_what_was_measured(fake_servic
     rt = FakeRuntime(start_errors={"web": ServiceStartError("web: exited with code 1 before it was healthy")})
     load = FakeLoad(rt, {"a": ["failed"], "b": ["dies"], "c": ["raise"]})
     res = _run(_exp("t-fail", arms), tmp_path, rt, load)
-    meta = {t.arm: t.meta for t in res.trials()}
-    rows = {t.arm: t.rows() for t in res.trials()}
+    meta = {t.arm: t.meta for t in res.trials}
+    rows = {t.arm: t.rows() for t in res.trials}
     assert {m["status"] for m in meta.values()} == {"failed"} and res.ran == 4
     # the load generator failed mid-trial: its rows so far are stored, as evidence
     assert meta["lg-fails"]["reason"].startswith("LoadGenError: load worker 1 failed")
@@ -219,10 +228,11 @@ def test_failures_are_stored_with_their_reason_and_what_was_measured(fake_servic
     s = res.summaries().set_index("arm")
     assert not s["valid"].any() and s.loc["lg-fails", "n"] == 100 and s.loc["dies", "n"] == 200
     assert np.isnan(s.loc["refused"].get("n", np.nan))
+    _written_as_read(res)  # failures at every stage: log tails, tracebacks, no service
     # a service that breaks its contract: failed before any load
     bad = FakeRuntime(status=500)
     broken = _run(_exp("t-contract", (Arm("a", "a"),)), tmp_path, bad, FakeLoad(bad))
-    (t,) = broken.trials()
+    (t,) = broken.trials
     assert t.meta["status"] == "failed" and t.meta["reason"].startswith("ContractError") and "500" in t.meta["reason"]
     assert not any(h.alive() for h in bad.handles)
 
@@ -237,7 +247,7 @@ def test_arms_that_cannot_run_are_kept_with_the_reason(fake_services: Path, tmp_
     assert res.unavailable == {"b": "no dotnet toolchain (install the .NET 8 SDK)",
                                "c": "build failed: c: build failed with exit code 2",
                                "in-docker": "runtime 'docker' unavailable: no Docker engine answers"}
-    assert {t.arm for t in res.trials()} == {"a"} and res.ran == 2
+    assert {t.arm for t in res.trials} == {"a"} and res.ran == 2
     assert [p["arm"] for p in res.store.read_run()["plan"]] == ["a", "a"]
     assert res.store.read_run()["unavailable"] == res.unavailable
     reasons = " ".join(status_table(res)["reasons"])
@@ -268,7 +278,7 @@ def test_the_cross_check_runs_on_the_same_instance_before_the_load_in_odd_blocks
                conditions=(Condition("main", TINY, cross_check=check),), cross_check_blocks="all")
     res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False, runtime=rt, load=logged_load,
                          cross_check=logged_peer)
-    trials = res.trials()
+    trials = res.trials
     checked = [t for t in trials if t.arm == "a"]
     assert [t.meta["cross_check"]["order"] for t in checked] == ["after", "before", "after", "before"]
     assert all("cross_check" not in t.meta for t in trials if t.arm == "plain")
@@ -285,6 +295,7 @@ def test_the_cross_check_runs_on_the_same_instance_before_the_load_in_odd_blocks
     s = res.summaries()
     s = s[s["arm"] == "a"]
     assert (s["xcheck_tool"] == "wrk").all() and (s["xcheck_rps"] == 1234.0).all() and (s["xcheck_p50_ms"] == 1.0).all()
+    _written_as_read(res)  # cross-checks
 
 
 def test_a_stop_signal_mid_trial_keeps_the_stored_trials_and_stops_everything(
@@ -302,7 +313,7 @@ def test_a_stop_signal_mid_trial_keeps_the_stored_trials_and_stops_everything(
     # the resume runs the rest only
     rt2 = FakeRuntime()
     res = _run(exp, tmp_path, rt2, run_id="r1")
-    assert (res.ran, res.skipped) == (4, 2) and [t.meta["seq"] for t in res.trials()] == list(range(6))
+    assert (res.ran, res.skipped) == (4, 2) and [t.meta["seq"] for t in res.trials] == list(range(6))
     assert res.store.read_run()["status"] == "complete"
 
 
@@ -310,7 +321,7 @@ def test_a_resume_reads_everything_before_it_writes_and_refuses_what_it_cannot_t
         fake_services: Path, tmp_path: Path) -> None:
     exp = _exp("t-resume2", (Arm("a", "a"),), trials=2)
     res = _run(exp, tmp_path, run_id="r5")
-    first = res.trials()[0].path
+    first = res.trials[0].path
 
     # a damaged trial file: named, and nothing in the run folder changes (run.json included)
     data = bytearray(first.read_bytes())
@@ -386,7 +397,7 @@ def test_a_real_run_stores_its_plan_keeps_unrunnable_arms_records_a_dying_servic
                      trials=2, seed=5, between_trials_s=0)
     res = run_experiment(exp, run_id="r1", out_dir=tmp_path / "runs", progress=False)
     assert "dotnet" in res.unavailable and "install the .NET 8 SDK" in res.unavailable["dotnet"]
-    trials = res.trials()
+    trials = res.trials
     run = res.store.read_run()
     assert res.ran == 6 and [t.meta["seq"] for t in trials] == list(range(6)) and run["status"] == "complete"
     assert [p["arm"] for p in run["plan"]] == [t.arm for t in trials]
@@ -419,13 +430,13 @@ def test_a_load_generator_failure_stores_what_was_measured(services: Path, tmp_p
     res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False)
     watcher.join()
     assert "killed" in state
-    (trial,) = res.trials()
+    (trial,) = res.trials
     meta = trial.meta
     assert meta["status"] == "failed" and "LoadGenError" in meta["reason"] and "died" in meta["reason"]
     rows = trial.rows()
     assert len(rows) > 100 and len(np.unique(rows["worker"])) == 1
     assert meta["load"]["failed"] is True and meta["load"]["requests"]["total"] == len(rows)
-    (rec,) = read_run(res).trials
+    (rec,) = res.trials
     assert rec.load.failed and rec.load.failure.startswith("load worker ") and len(rec.load.worker_errors) == 1
     summaries = res.summaries()
     assert len(summaries) == 1 and not summaries["valid"].iloc[0] and summaries["n"].iloc[0] > 0
@@ -450,9 +461,9 @@ def test_the_peer_runs_in_the_chosen_blocks_and_the_progress_counts_blocks_and_t
         return decided_questions([Family.against("ab", "a", ["b"], conditions=["main"], metrics=["p50_ms"])])(summaries)
 
     res = run_experiment(exp, out_dir=tmp_path / "runs", progress=events.append, decided=decided)
-    peer = {t.block: t.meta["cross_check"]["order"] for t in res.trials() if t.meta.get("cross_check")}
+    peer = {t.block: t.meta["cross_check"]["order"] for t in res.trials if t.meta.get("cross_check")}
     assert peer == {0: "after", 3: "before"}  # 2 of 4 blocks, first and last, the order alternating
-    assert all(t.arm == "a" for t in res.trials() if t.meta.get("cross_check"))
+    assert all(t.arm == "a" for t in res.trials if t.meta.get("cross_check"))
     assert looked == [2, 4, 6, 8]
     blocks = [e for e in events if e["event"] == "block"]
     assert [(e["block"], e["blocks_done"], e["trials_done"]) for e in blocks] == [(0, 1, 2), (1, 2, 4), (2, 3, 6),
@@ -461,7 +472,7 @@ def test_the_peer_runs_in_the_chosen_blocks_and_the_progress_counts_blocks_and_t
     trials = [e for e in events if e["event"] == "trial"]
     assert all(e["seconds"] > 0 and e["left_s"] >= 0 for e in trials) and trials[-1]["left_s"] == 0
     assert events[0]["plan"] == [(p["condition"], p["arm"], p["block"] in (0, 3) and p["arm"] == "a")
-                                 for p in (t.meta for t in sorted(res.trials(), key=lambda t: t.meta["seq"]))]
+                                 for p in (t.meta for t in sorted(res.trials, key=lambda t: t.meta["seq"]))]
     summary = peer_summary(peer_beside(res, summaries=res.summaries()))
     assert list(summary["peer_blocks"]) == ["2 of 4"]
     assert res.store.read_run()["parameters"]["cross_check_blocks"] == 2
@@ -520,7 +531,7 @@ def test_a_dependency_shared_by_a_block_starts_once_per_block_and_is_reset_befor
     exp = Experiment("t-shared", (Arm("x", "web"), Arm("y", "web")), (Condition("c1", spec), Condition("c2", spec)),
                      trials=2, seed=1, between_trials_s=0, dependencies="block")
     res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False)
-    trials = sorted(res.trials(), key=lambda t: t.meta["seq"])
+    trials = sorted(res.trials, key=lambda t: t.meta["seq"])
     assert len(trials) == 8 and all(t.meta["status"] == "ok" for t in trials)
     for block in (0, 1):
         in_block = [t.meta["dependencies"]["kv"] for t in trials if t.block == block]
@@ -532,6 +543,7 @@ def test_a_dependency_shared_by_a_block_starts_once_per_block_and_is_reset_befor
         assert len(hits) == 3 and all(h > 0 for h in hits)  # the trial before each reset reached this instance
     ports = {t.meta["dependencies"]["kv"]["port"] for t in trials}
     assert len(ports) == 2 and res.store.read_run()["parameters"]["dependencies"] == "block"
+    _written_as_read(res)  # shared dependencies
     from benchlib.runtime.ports import port_in_use
     assert not any(port_in_use("127.0.0.1", p) for p in ports)  # each block's instance was stopped
     # a dependency that cannot be reset is refused before anything runs

@@ -68,10 +68,10 @@ def test_the_example_notebook_cells_run_on_real_services(study: ModuleType, tmp_
     exec(compile(_block("notebook"), "docs/studies.md", "exec"), namespace)  # noqa: S102 - the page's own code
 
     result, answer = namespace["result"], namespace["answer"]
-    assert {t.arm for t in result.trials()} == {"python-aiohttp", "go-nethttp"} and len(result.trials()) == 8
+    assert {t.arm for t in result.trials} == {"python-aiohttp", "go-nethttp"} and len(result.trials) == 8
     assert "**Run** `guide` of study `hello_example`" in shown[0]
     t = answer.comparison.table if answer.comparison is not None else pd.DataFrame()
-    valid = {(s.meta["condition"], s.arm) for s in result.trials() if s.meta["status"] == "ok"}
+    valid = {(s.meta["condition"], s.arm) for s in result.trials if s.meta["status"] == "ok"}
     compared = {g for g in ("c4", "c32") if {(g, "python-aiohttp"), (g, "go-nethttp")} <= valid}
     assert set(t.get("condition", [])) == compared and len(t) == 3 * len(compared)
     kinds = {(v.labels["condition"], v.kind) for v in answer.missing}

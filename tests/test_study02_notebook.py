@@ -251,7 +251,7 @@ SMALL = {"trials": 2, "scale": 0.004, "warmup_s": 0.3, "endpoints": "random,fixe
 def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_bombardier_and_the_server_cpu(
         tmp_path: Path, executed_notebook: Any) -> None:
     from benchlib.analysis import verdict_table
-    from benchlib.runner import trial_summary
+    from benchlib.results import open_run
     from benchlib.store import RunStore
     from benchlib.toolchains import which
 
@@ -283,7 +283,7 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_bombardier_and_t
             assert x["bytes_read"] / requests == pytest.approx(1190 if t.arm.startswith("node") else 1143, abs=1)
         else:
             assert not x, t.arm
-    summaries = store.summaries(trial_summary)
+    summaries = open_run(store).summaries()
     ok = summaries[summaries["valid"].astype(bool)]
     assert len(ok) and (ok["server_cpu_us_per_req"] > 0).all() and (ok["server_cpu_frac"] > 0).all()
 

@@ -200,7 +200,8 @@ def test_the_seeds_best_of_10_sits_beside_our_best_and_median() -> None:
 
 
 def test_limits_found_come_from_the_run_s_records() -> None:
-    from benchlib.records import RunRecord, TrialRecord
+    from benchlib.records import TrialRecord
+    from benchlib.results import Run
 
     def trial(arm: str, block: int, *, client: float, statuses: dict[str, int], ab: dict[str, int] | None) -> Any:
         meta = {"condition": "c20", "arm": arm, "block": block, "seq": block, "status": "ok", "runtime": "local",
@@ -214,8 +215,8 @@ def test_limits_found_come_from_the_run_s_records() -> None:
                     ab={"failed": 10, "non_2xx": 990} if b < 2 else None) for b in range(4)]
     trials += [trial("go-http", b, client=0.85, statuses={"200": 1000}, ab={"failed": 0, "non_2xx": 0} if b < 2 else None)
                for b in range(4)]
-    run = RunRecord(study.STUDY, "r", Path("."), tuple(trials), {"dotnet-nginx-off": "no dotnet toolchain"},
-                    arms=("node-nginx-on", "go-http"), conditions=("c20",))
+    run = Run(study.STUDY, "r", Path("."), tuple(trials), unavailable={"dotnet-nginx-off": "no dotnet toolchain"},
+              arms=("node-nginx-on", "go-http"), conditions=("c20",))
     responses = pd.DataFrame([{"condition": "c20", "arm": "node-nginx-on", "HTTP statuses": "502: 4,000", "trials": 4,
                                "error rate, median": 1.0},
                               {"condition": "c20", "arm": "go-http", "HTTP statuses": "200: 4,000", "trials": 4,
@@ -245,7 +246,7 @@ def test_notebook_runs_end_to_end_behind_nginx_with_ab_beside_benchlib(tmp_path:
     from benchlib import toolchains
     from benchlib.analysis import run_family, verdict_table
     from benchlib.manifest import get_manifest
-    from benchlib.runner import trial_summary
+    from benchlib.results import open_run
     from benchlib.store import RunStore
 
     for name in ("node-fastcgi", "go-fcgi", "php-fpm-hello", "nginx-fastcgi"):
@@ -298,7 +299,7 @@ def test_notebook_runs_end_to_end_behind_nginx_with_ab_beside_benchlib(tmp_path:
             assert statuses == {"200": n} and x["non_2xx"] == 0 and x["failed"] == 0, (t.arm, statuses, x["failed"])
 
     # the comparison tables stored with the run hold the expected rows
-    summaries = store.summaries(trial_summary)
+    summaries = open_run(store).summaries()
     derived = store.path / "derived"
     fams = {f.key: f for f in study.families(list(arms), ["c20", "c400"])}
     stored = {k: json.loads((derived / f"comparison-{k}.json").read_text())["rows"]

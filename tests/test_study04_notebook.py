@@ -160,7 +160,7 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
     from benchlib.analysis import client_cpu_table, log_lines_table, stopping_rule, verdict_table
     from benchlib.analysis.peers import peer_beside
     from benchlib.report import run_notebook
-    from benchlib.runner import trial_summary
+    from benchlib.results import open_run
     from benchlib.store import RunStore
     from benchlib.sweep import capacity
 
@@ -211,7 +211,7 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
             assert x["latency_percentiles_ms"]["99"] > 0
         else:
             assert not x, t.arm
-    summaries = store.summaries(trial_summary)
+    summaries = open_run(store).summaries()
     beside = peer_beside(store, summaries=summaries, tool="wrk")
     assert sorted(beside["arm"].unique()) == sorted(rvg.SEED_ARMS) and len(beside) == 2 * len(rvg.SEED_ARMS)
     assert (beside["peer_rps"] > 0).all() and (beside["bl_rps"] > 0).all()

@@ -27,7 +27,8 @@ original's numbers and its conclusion's facts; everything else comes from here
 * :mod:`~benchlib.analysis.fmt` and :mod:`~benchlib.analysis.display`: numbers, metric words,
   showing tables and text.
 
-The run's stored facts are read through :mod:`benchlib.records`.
+Every function that reads a run takes a :class:`benchlib.results.Run` (what the runner returns,
+or :func:`benchlib.results.open_run` of a stored run).
 """
 
 from __future__ import annotations

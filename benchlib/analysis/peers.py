@@ -35,9 +35,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchlib.analysis.fmt import signed_pct
-from benchlib.records import read_run
 from benchlib.records import rows as R
-from benchlib.records.rows import quantile_of
+from benchlib.results import Run
+from benchlib.stats.quantiles import quantile_of
 
 __all__ = ["peer_beside", "peer_labels", "peer_notes", "peer_setup", "peer_summary", "peer_tables", "peer_view"]
 
@@ -50,7 +50,7 @@ def _latency(fig: str) -> bool:
 
 
 def _from_summary(s: Any, fig: str) -> float:
-    from benchlib.stats.summary import quantile_column
+    from benchlib.stats.quantiles import quantile_column
 
     q = quantile_of(fig)
     col = {"rps": "throughput_rps", "requests": "n_ok", "mean": "mean_ms", "max": "max_ms"}.get(
@@ -58,14 +58,14 @@ def _from_summary(s: Any, fig: str) -> float:
     return float(s[col]) if s is not None and col in s.index and s[col] == s[col] else math.nan
 
 
-def peer_beside(run: Any, *, summaries: Any = None, figures: Sequence[str] = ("rps", "p50", "p99"),
+def peer_beside(run: Run, *, summaries: Any = None, figures: Sequence[str] = ("rps", "p50", "p99"),
                 since: str = "summary", tool: str | None = None, unit: str = "ms") -> Any:
     """One row per trial that ran a peer tool: its figures beside benchlib's for the same
     service instance (see the module docstring for the columns).
 
     Parameters
     ----------
-    run: the run (anything :func:`benchlib.records.read_run` reads).
+    run: the run (:func:`benchlib.results.open_run`).
     summaries: the per-trial summaries (needed for ``since="summary"``).
     figures: what to set side by side: ``rps``, ``p<percentile>``, ``min``, ``mean``, ``max``.
     since: benchlib's latencies from the summaries (due time, the summaries' quantiles), or
@@ -77,7 +77,6 @@ def peer_beside(run: Any, *, summaries: Any = None, figures: Sequence[str] = ("r
     import pandas as pd
 
     scale = {"ms": 1.0, "µs": 1e3, "us": 1e3}[unit]
-    run = read_run(run)
     index = summaries.set_index(["condition", "arm", "block"]) if summaries is not None and len(summaries) else None
     qs = tuple(q for q in (quantile_of(f) for f in figures) if q is not None)
     blocks_run: dict[tuple[str, str], set[int]] = {}
@@ -254,7 +253,7 @@ TRIAL_COLUMNS = ("arm", "block", "order", "status", "bl_rps", "peer_rps", "rps_r
                  "peer_cpu", "bl_client_cpu", "peer_errors")
 
 
-def peer_tables(run: Any, summaries: Any, tool: str, *, why: str = "", why_latency: str = "",
+def peer_tables(run: Run, summaries: Any, tool: str, *, why: str = "", why_latency: str = "",
                 absent: str = "") -> dict[str, Any]:
     """A peer tool beside benchlib as a report shows it, benchlib's figures from the
     summaries: ``beside`` (:func:`peer_beside`, per trial), ``by_arm`` (:func:`peer_summary`,

@@ -25,12 +25,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from benchlib.records import read_run
+from benchlib.results import Run, open_run
 
 __all__ = ["design_section", "design_table", "pilot_windows", "plan_from_run", "trial_costs", "main"]
 
 
-def pilot_windows(run: Any, *, splits: Sequence[int] = (1, 2, 4, 8), prefixes: Sequence[float] = (0.5, 0.25),
+def pilot_windows(run: Run, *, splits: Sequence[int] = (1, 2, 4, 8), prefixes: Sequence[float] = (0.5, 0.25),
                   quantiles: Sequence[float] = (0.5, 0.99), conditions: Sequence[str] | None = None) -> Any:
     """One row per window of every stored trial that sent measured requests: ``condition``,
     ``arm``, ``block``, ``valid`` (status ``ok``) and :func:`window_metrics`'s columns."""
@@ -38,7 +38,7 @@ def pilot_windows(run: Any, *, splits: Sequence[int] = (1, 2, 4, 8), prefixes: S
 
     from benchlib.stats.variance import window_metrics
 
-    rec = read_run(run)
+    rec = run
     out = []
     for t in rec.trials:
         if not t.ran or (conditions is not None and t.condition not in conditions):
@@ -56,14 +56,14 @@ def pilot_windows(run: Any, *, splits: Sequence[int] = (1, 2, 4, 8), prefixes: S
     return pd.DataFrame.from_records(out)
 
 
-def trial_costs(run: Any) -> Any:
+def trial_costs(run: Run) -> Any:
     """One row per stored trial slot, in run order: ``condition``, ``arm``, ``block``, ``seq``,
     ``started`` (first attempt), ``finished``, ``next_started`` (the next slot's start; NaT
     for the last), ``warmup_s``, ``duration_s`` (measured), ``peer_s`` (the peer tool's run),
     ``between_s`` (the run's pause between trials), ``attempts``."""
     import pandas as pd
 
-    rec = read_run(run)
+    rec = run
     between = float(rec.parameters.get("between_trials_s") or 0.0)
     rows = []
     for t in sorted(rec.trials, key=lambda x: x.seq):
@@ -85,7 +85,7 @@ def trial_costs(run: Any) -> Any:
     return df
 
 
-def plan_from_run(run: Any, *, condition: str, baseline: str | None = None,
+def plan_from_run(run: Run, *, condition: str, baseline: str | None = None,
                   contrasts: Sequence[tuple[str, str]] | None = None,
                   metrics: Sequence[str] = ("throughput_rps", "p50_ms", "p99_ms"), target_mde: float = 0.05,
                   n_comparisons: int | None = None, current: tuple[int, float] | None = None,
@@ -96,9 +96,9 @@ def plan_from_run(run: Any, *, condition: str, baseline: str | None = None,
     out and named in the plan's notes."""
     from benchlib.stats.variance import cost_model, pair_components, plan_design
 
-    rec = read_run(run)
+    rec = run
     if windows is None:
-        from benchlib.records.rows import quantile_of
+        from benchlib.stats.quantiles import quantile_of
 
         qs = tuple(q for q in (quantile_of(m) for m in metrics) if q is not None) or (0.5,)
         windows = pilot_windows(rec, conditions=[condition], quantiles=qs)
@@ -147,7 +147,7 @@ def _pairs(answers: Sequence[Any]) -> list[tuple[str, str, str, str, str, int, f
     return out
 
 
-def design_table(run: Any, answers: Sequence[Any], *, pilot: Any = None, target_mde: float = 0.05,
+def design_table(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, target_mde: float = 0.05,
                  power: float = 0.8, alpha: float = 0.05, windows: Any = None) -> Any:
     """One row per (condition, metric) of the compared rows of ``answers``: the design the run
     used and the MDEs predicted and achieved, relative, at ``power``.
@@ -170,14 +170,14 @@ def design_table(run: Any, answers: Sequence[Any], *, pilot: Any = None, target_
     from benchlib.stats.power import mde_shift, planning_alpha
     from benchlib.stats.variance import cost_model, pair_components, plan_design
 
-    rec = read_run(run)
-    src = read_run(pilot) if pilot is not None else rec
+    rec = run
+    src = pilot if pilot is not None else rec
     rows = _pairs(answers)
     if not rows:
         return pd.DataFrame()
     metrics = tuple(dict.fromkeys(r[4] for r in rows))
     if windows is None:
-        from benchlib.records.rows import quantile_of
+        from benchlib.stats.quantiles import quantile_of
 
         qs = tuple(q for q in (quantile_of(m) for m in metrics) if q is not None) or (0.5,)
         windows = pilot_windows(src, quantiles=qs)
@@ -230,7 +230,7 @@ def design_table(run: Any, answers: Sequence[Any], *, pilot: Any = None, target_
     return pd.DataFrame.from_records(out)
 
 
-def design_section(run: Any, answers: Sequence[Any], *, pilot: Any = None, target_mde: float = 0.05,
+def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, target_mde: float = 0.05,
                    power: float = 0.8, stopping: Any = None, windows: Any = None) -> str:
     """The report's "design" section (Markdown): per condition and metric, the design run,
     the MDE predicted from the variance components and the MDE achieved, and the design the
@@ -240,9 +240,9 @@ def design_section(run: Any, answers: Sequence[Any], *, pilot: Any = None, targe
     :class:`~benchlib.analysis.stopping.StopWhenSettled` (its looks are said)."""
     from benchlib.analysis.fmt import num
 
-    rec = read_run(run)
+    rec = run
     t = design_table(rec, answers, pilot=pilot, target_mde=target_mde, power=power, windows=windows)
-    src = "the pilot run `" + read_run(pilot).run_id + "`" if pilot is not None else "this run's own trials"
+    src = "the pilot run `" + pilot.run_id + "`" if pilot is not None else "this run's own trials"
     lines = [f"**Design.** Variance components (between trials vs within a trial) from {src}; MDEs at "
              f"{power:.0%} power, each row at α = 0.05 / its Holm family; the planner's choice is the least wall "
              f"time reaching {target_mde:.0%} on every row of the metric (Kalibera & Jones 2013)."]
@@ -281,7 +281,7 @@ def design_section(run: Any, answers: Sequence[Any], *, pilot: Any = None, targe
 def main(argv: Sequence[str] | None = None) -> int:
     """Print a stored run's variance components and design plans (Markdown)."""
     ap = argparse.ArgumentParser(prog="python -m benchlib.analysis.pilot", description=main.__doc__)
-    ap.add_argument("run", help="a stored run's folder")
+    ap.add_argument("run", help="a stored run: its folder, <study>/<run_id>, or its run id (looked up under data/runs)")
     ap.add_argument("--condition", action="append", help="condition(s) to plan (default: each)")
     ap.add_argument("--baseline", help="arm the others are compared with (default: the run's baseline)")
     ap.add_argument("--metric", action="append", help="metrics (default: throughput_rps, p50_ms, p99_ms)")
@@ -292,9 +292,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from benchlib.stats.variance import components_table
 
-    from benchlib.records.rows import quantile_of
+    from benchlib.stats.quantiles import quantile_of
 
-    rec = read_run(args.run)
+    rec = open_run(args.run)
     metrics = tuple(args.metric or ("throughput_rps", "p50_ms", "p99_ms"))
     qs = tuple(q for q in (quantile_of(m) for m in metrics) if q is not None) or (0.5,)
     wins = pilot_windows(rec, quantiles=qs)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlib.errors import ParameterError
+from benchlib.results import Run
 from benchlib.stats.verdict import Verdict
 
 __all__ = ["Answer", "Contrast", "Family", "blocks_needed", "compare_valid", "decided_questions", "planned_rows",
@@ -323,7 +324,7 @@ def planned_rows(family: Family, requests: Mapping[str, float], unavailable: Map
     """Rows the family will have: each runnable row times the metrics its condition's trials
     support (``requests``: successful requests per trial, by condition; a quantile needs 50
     beyond it)."""
-    from benchlib.records.rows import quantile_of
+    from benchlib.stats.quantiles import quantile_of
     from benchlib.stats import required_requests
 
     total = 0
@@ -345,8 +346,8 @@ def blocks_needed(family: Family, requests: Mapping[str, float], unavailable: Ma
     return rows, min_trials(alpha=alpha, n_comparisons=max(rows, 1), paired=True)
 
 
-def compare_valid(result: Any, summaries: Any, *, baseline: str | None = None, **kwargs: Any) -> Any:
-    """Every arm of ``result``'s experiment against ``baseline`` (default: the experiment's),
+def compare_valid(run: Run, summaries: Any, *, baseline: str | None = None, **kwargs: Any) -> Any:
+    """Every arm of ``run`` against ``baseline`` (default: the experiment's),
     in each condition, as one family (:func:`run_family`); what could not be compared is shown.
     Returns the :class:`~benchlib.stats.Comparison`, or ``None`` when nothing could be.
 
@@ -354,12 +355,10 @@ def compare_valid(result: Any, summaries: Any, *, baseline: str | None = None, *
     from benchlib.analysis.display import show
     from benchlib.stats.compare import DEFAULT_METRICS
 
-    exp = result.experiment
-    base = baseline or exp.baseline_arm
+    base = baseline or run.baseline
     metrics = tuple(kwargs.pop("metrics", DEFAULT_METRICS))
-    fam = Family.against("all", base, [a.name for a in exp.arms], conditions=[c.name for c in exp.conditions],
-                         metrics=metrics)
-    answer = run_family(summaries, fam, unavailable=result.unavailable, **kwargs)
+    fam = Family.against("all", base, list(run.arms), conditions=list(run.conditions), metrics=metrics)
+    answer = run_family(summaries, fam, unavailable=run.unavailable, **kwargs)
     if answer.notes:
         show("**Left out of the comparison**: " + "; ".join(answer.notes))
     return answer.comparison

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlib.records import read_run
+from benchlib.results import Run
 
 __all__ = ["design_markdown", "provenance_markdown"]
 
@@ -20,19 +20,18 @@ def _limits_text(lim: Any) -> str:
     return ", ".join(p for p in parts if p) or "none requested"
 
 
-def design_markdown(result: Any) -> str:
+def design_markdown(run: Run) -> str:
     """How the run was measured: arms (runtime, limits as requested and as enforced), load,
-    design, CPUs, where stored. ``result``: an :class:`~benchlib.runner.ExperimentResult`."""
+    design, CPUs, where stored."""
     from benchlib.manifest import get_manifest
 
-    exp = result.experiment
-    run = read_run(result)
+    exp = run.require_experiment()
     enforced = {}
     for t in run.trials:
         if t.arm not in enforced and t.enforced is not None:
             enforced[t.arm] = t.enforced.describe()
     cpus = run.cpus
-    lines = [f"**Run** `{result.run_id}` of study `{exp.study}`, stored in `{run.path}`.", ""]
+    lines = [f"**Run** `{run.run_id}` of study `{exp.study}`, stored in `{run.path}`.", ""]
     lines.append("| arm | service | variant | language | framework | log sink | runtime | limits asked | enforced (read back) |")
     lines.append("|---|---|---|---|---|---|---|---|---|")
     for arm in exp.arms:
@@ -56,9 +55,8 @@ def design_markdown(result: Any) -> str:
     return "\n".join(lines)
 
 
-def provenance_markdown(result: Any) -> str:
+def provenance_markdown(run: Run) -> str:
     """The machine and software facts of the run, from run.json."""
-    run = read_run(result)
     p = run.provenance
     git = p.get("git", {})
     tools = ", ".join(f"{k}: {v}" for k, v in p.get("toolchains", {}).items()) or "none"
@@ -66,7 +64,7 @@ def provenance_markdown(result: Any) -> str:
     pkgs = ", ".join(f"{k} {pk[k]}" for k in ("benchlib", "numpy", "scipy", "pandas", "uvloop") if k in pk)
     default = run.runtime.get("runtime")
     own: dict[str, list[str]] = {}
-    for arm in result.experiment.arms:
+    for arm in run.require_experiment().arms:
         if arm.runtime and arm.runtime != default:
             own.setdefault(arm.runtime, []).append(arm.name)
     per_arm = "".join(f", arms {', '.join(names)} on {name}" for name, names in own.items())

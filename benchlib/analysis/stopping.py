@@ -29,6 +29,8 @@ from typing import Any
 
 from benchlib.analysis.questions import Family, run_family
 from benchlib.errors import ParameterError
+from benchlib.model import Experiment
+from benchlib.results import Run
 from benchlib.stats.sequential import SequentialDesign, status
 
 __all__ = ["SEQUENTIAL_CHOICES", "Look", "StopWhenSettled", "Stopping", "open_questions", "saved_trials",
@@ -84,11 +86,11 @@ class StopWhenSettled:
     looks: list[Look] = field(default_factory=list)
     prepare: Callable[[Any], Any] | None = None
 
-    def __call__(self, result: Any, blocks_done: int) -> set[tuple[str, str]] | None:
+    def __call__(self, run: Run, blocks_done: int) -> set[tuple[str, str]] | None:
         """At a look, the pairs still needed; between looks, those of the last look before
         ``blocks_done`` (a settled question stays settled: decisions never revert), and
         ``None`` (run everything) before the first look."""
-        exp = result.experiment
+        exp = run.require_experiment()
         if exp.trials != self.design.max_blocks:
             raise ParameterError(f"the sequential design's looks {list(self.design.looks)} end at "
                                  f"{self.design.max_blocks} blocks, the experiment plans {exp.trials}; make them equal")
@@ -97,10 +99,10 @@ class StopWhenSettled:
             return self._need(exp, before[-1].open) if before else None
         self.looks = [lk for lk in self.looks if lk.blocks != blocks_done]  # a resumed run looks again
         try:
-            summaries = result.summaries()
+            summaries = run.summaries()
             if self.prepare is not None:
                 summaries = self.prepare(summaries)
-            still = open_questions(self.families, summaries, self.design, unavailable=result.unavailable,
+            still = open_questions(self.families, summaries, self.design, unavailable=run.unavailable,
                                    **self.compare_kwargs)
         except Exception as exc:  # noqa: BLE001 - a look that fails stops nothing; the report says why
             self.looks.append(Look(blocks_done, tuple(f.key for f in self.families), (),
@@ -110,7 +112,7 @@ class StopWhenSettled:
         self.looks.append(Look(blocks_done, keys, tuple(f.key for f in self.families if f.key not in keys)))
         return self._need(exp, keys)
 
-    def _need(self, exp: Any, open_keys: Sequence[str]) -> set[tuple[str, str]]:
+    def _need(self, exp: Experiment, open_keys: Sequence[str]) -> set[tuple[str, str]]:
         """The ``(condition, arm)`` pairs of the questions ``open_keys``."""
         conds = [c.name for c in exp.conditions]
         need: set[tuple[str, str]] = set()
@@ -176,14 +178,12 @@ class Stopping:
         """One line: on or off, and why."""
         return ("on: " if self.on else "off: ") + self.why
 
-    def markdown(self, run: Any) -> str:
+    def markdown(self, run: Run) -> str:
         """The design section's paragraph on stopping (Markdown): on or off and why, the looks
         (blocks done, questions settled and open at each), and the blocks, trials and minutes
-        stopping saved in ``run`` (a result or a stored run; the minutes at the median seconds
+        stopping saved in ``run`` (the minutes at the median seconds
         between its trials' starts)."""
-        from benchlib.records import read_run
-
-        rec = read_run(run)
+        rec = run
         head = f"**Sequential stopping** (`sequential={self.choice}`): {self.describe()}"
         if not self.on or self.rule is None or self.design is None:
             return head
@@ -208,7 +208,7 @@ class Stopping:
         return "\n".join(x for x in lines if x != "")
 
 
-def saved_trials(run: Any) -> dict[str, Any]:
+def saved_trials(run: Run) -> dict[str, Any]:
     """What stopping saved in a stored run: ``planned`` trials, ``trials`` not run because
     their questions were settled (planned, not stored, not of an arm that could not run),
     ``blocks_text`` (the blocks the run stopped after, or each arm that stopped before the
@@ -217,9 +217,7 @@ def saved_trials(run: Any) -> dict[str, Any]:
     import numpy as np
 
     from benchlib.analysis.pilot import trial_costs
-    from benchlib.records import read_run
-
-    rec = read_run(run)
+    rec = run
     plan = list(rec.run.get("plan") or ())
     stored = {(t.condition, t.arm, t.block) for t in rec.trials}
     skipped = [p for p in plan if (p.get("condition"), p.get("arm"), p.get("block")) not in stored

@@ -1,8 +1,7 @@
 """The tables every study report shows about its run, from the stored records.
 
-Each function takes the run (an :class:`~benchlib.runner.ExperimentResult`, a
-:class:`~benchlib.store.RunStore`, a run folder or a :class:`~benchlib.records.RunRecord`)
-and returns a DataFrame; arms that did not run appear as "not run: why" wherever a table
+Each function takes the run (a :class:`~benchlib.results.Run`: what the runner returns, or
+:func:`~benchlib.results.open_run` of a stored one) and returns a DataFrame; arms that did not run appear as "not run: why" wherever a table
 lists arms. Rows follow the experiment's arm order.
 
 * :func:`status_table`: trials ok / failed / invalid per condition and arm, with reasons;
@@ -37,8 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from benchlib.records import RunRecord, TrialRecord, read_run
+from benchlib.records import TrialRecord
 from benchlib.records import rows as R
+from benchlib.results import Run
 
 __all__ = ["CLIENT_NEAR_LIMIT", "SERVER_BUSY", "add_trial_metric", "client_cpu_table", "client_limited", "contracts_table",
            "limits_table", "log_lines_table", "logged_lines", "measured_minutes", "median_of_trials", "percentile_support",
@@ -53,7 +53,7 @@ CLIENT_NEAR_LIMIT = 0.8
 SERVER_BUSY = 0.9
 
 
-def _sorted(df: Any, run: RunRecord, by: Sequence[str] = ("condition", "arm")) -> Any:
+def _sorted(df: Any, run: Run, by: Sequence[str] = ("condition", "arm")) -> Any:
     """``df`` sorted by condition name, then in the experiment's arm order."""
     import pandas as pd
 
@@ -66,11 +66,10 @@ def _sorted(df: Any, run: RunRecord, by: Sequence[str] = ("condition", "arm")) -
     return df
 
 
-def status_table(run: Any) -> Any:
+def status_table(run: Run) -> Any:
     """Per condition and arm: trials ok / failed / invalid (with reasons), and arms not run."""
     import pandas as pd
 
-    run = read_run(run)
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for t in run.trials:
         r = rows.setdefault((t.condition, t.arm), {"condition": t.condition, "arm": t.arm, "ok": 0, "failed": 0,
@@ -85,11 +84,10 @@ def status_table(run: Any) -> Any:
     return pd.DataFrame(out, columns=["condition", "arm", "ok", "failed", "invalid", "reasons"])
 
 
-def contracts_table(run: Any) -> Any:
+def contracts_table(run: Run) -> Any:
     """What each arm answered at its contract check (first stored trial per arm and condition)."""
     import pandas as pd
 
-    run = read_run(run)
     seen = set()
     out = []
     for t in run.trials:
@@ -105,13 +103,12 @@ def contracts_table(run: Any) -> Any:
     return pd.DataFrame(out).fillna("")
 
 
-def repeats_table(run: Any) -> Any:
+def repeats_table(run: Run) -> Any:
     """Per condition and arm: how many trials the load generator's guard invalidated and the
     runner repeated in place (``Experiment.repeat_invalid``), the attempts set aside, and the
     trials still invalid after their repeats (left out of the analysis). Empty when none."""
     import pandas as pd
 
-    run = read_run(run)
     acc: dict[tuple[str, str], dict[str, int]] = {}
     for t in run.trials:
         d = acc.setdefault((t.condition, t.arm), {"trials": 0, "repeated": 0, "attempts set aside": 0,
@@ -125,7 +122,7 @@ def repeats_table(run: Any) -> Any:
     return _sorted(pd.DataFrame(rows, columns=cols), run)
 
 
-def limits_table(run: Any, *, unavailable: Mapping[str, str] | None = None) -> Any:
+def limits_table(run: Run, *, unavailable: Mapping[str, str] | None = None) -> Any:
     """What the runtime enforced on each arm's service, as read back in its trials (CPU set,
     CPU quota, memory cap, swap), where its dependencies ran (``<name> cpus``), and the
     runtime; arms not run say why (``unavailable`` overrides the run's reasons, e.g. shorter)."""
@@ -133,7 +130,6 @@ def limits_table(run: Any, *, unavailable: Mapping[str, str] | None = None) -> A
 
     from benchlib.stats.verdict import Verdict, render
 
-    run = read_run(run)
     acc: dict[str, dict[str, set[str]]] = {}
     for t in run.trials:
         e = t.enforced
@@ -154,13 +150,12 @@ def limits_table(run: Any, *, unavailable: Mapping[str, str] | None = None) -> A
     return pd.DataFrame(rows).fillna("")
 
 
-def warmup_table(run: Any) -> Any:
+def warmup_table(run: Run) -> Any:
     """What the warm-up kept out of the analysis, per condition and arm (medians over valid
     trials): the first request of a fresh instance (what a run without warm-up would have
     included), the warm-up's median and the measured median, all from the due time, in ms."""
     import pandas as pd
 
-    run = read_run(run)
     acc: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     for t in run.trials:
         if not t.valid:
@@ -179,14 +174,13 @@ def warmup_table(run: Any) -> Any:
     return _sorted(pd.DataFrame(out), run).round(3)
 
 
-def client_cpu_table(run: Any, *, condition: str | None = None) -> Any:
+def client_cpu_table(run: Run, *, condition: str | None = None) -> Any:
     """Per arm: how busy benchlib's client CPU was in its trials (share of one CPU, the load
     generator's workers summed; median and max over trials), how many trials came near the
     limit (:data:`CLIENT_NEAR_LIMIT`) and how many the guard marked invalid for it.
     ``condition``: only that condition's trials."""
     import pandas as pd
 
-    run = read_run(run)
     per: dict[str, list[float]] = {}
     invalid: dict[str, int] = {}
     for t in run.trials:
@@ -215,7 +209,7 @@ def client_limited(table: Any) -> list[str]:
     return list(table.loc[near | (table["invalid (client CPU ≥ 90%)"] > 0), "arm"])
 
 
-def server_cpu_table(run: Any, summaries: Any, *, condition: str | None = None) -> Any:
+def server_cpu_table(run: Run, summaries: Any, *, condition: str | None = None) -> Any:
     """Per condition and arm, over the valid trials: the server's CPU time per request
     (``server_cpu_us_per_req``, the service and its front, µs), median with its 95%
     interval (:func:`median_of_trials`), and how busy the server's CPUs were over the
@@ -228,7 +222,6 @@ def server_cpu_table(run: Any, summaries: Any, *, condition: str | None = None) 
 
     from benchlib.analysis.fmt import median_ci
 
-    run = read_run(run)
     cpus = max(1, len(run.cpus.get("server") or ()))
     cols = ["condition", "arm", "trials", "server CPU per request (µs), median [95% CI]",
             f"server CPUs busy (share of {cpus}), median", "busy, min", f"trials below {SERVER_BUSY:.0%}"]
@@ -273,14 +266,13 @@ def short_reasons(unavailable: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def responses_table(run: Any, *, condition: str | None = None) -> Any:
+def responses_table(run: Run, *, condition: str | None = None) -> Any:
     """Per condition and arm, over the trials that ran (ok or invalid): the measured requests,
     their HTTP statuses summed (``200: 49,990; 502: 10``), transport errors by kind, the error
     rate (median and max over trials; a non-2xx/3xx answer or a transport error is an error),
     and, when a peer tool ran, its requests and errors (for ab: failed plus non-2xx)."""
     import pandas as pd
 
-    run = read_run(run)
     acc: dict[tuple[str, str], dict[str, Any]] = {}
     for t in run.trials:
         if not t.ran or t.load is None or (condition is not None and t.condition != condition):
@@ -319,7 +311,7 @@ def responses_table(run: Any, *, condition: str | None = None) -> Any:
     return _sorted(pd.DataFrame(rows), run)
 
 
-def saturation_table(run: Any, summaries: Any, *, condition: str | None = None,
+def saturation_table(run: Run, summaries: Any, *, condition: str | None = None,
                      near: float = CLIENT_NEAR_LIMIT) -> Any:
     """Which side set the rate? Per condition and arm, medians over the trials that ran (ok or
     invalid: a client the guard stopped is part of the answer):
@@ -336,7 +328,6 @@ def saturation_table(run: Any, summaries: Any, *, condition: str | None = None,
     """
     import pandas as pd
 
-    run = read_run(run)
     index = summaries.set_index(["condition", "arm", "block"]) if summaries is not None and len(summaries) else None
     acc: dict[tuple[str, str], dict[str, list[float]]] = {}
     tools: dict[tuple[str, str], str] = {}
@@ -384,10 +375,9 @@ def saturation_table(run: Any, summaries: Any, *, condition: str | None = None,
     return _sorted(pd.DataFrame(rows), run)
 
 
-def measured_minutes(run: Any) -> float:
+def measured_minutes(run: Run) -> float:
     """Minutes from the first stored trial's start to the last one's end (NaN when nothing
     is stored)."""
-    run = read_run(run)
     starts = [t.started for t in run.trials if t.started]
     ends = [t.finished for t in run.trials if t.finished]
     if not starts or not ends:
@@ -418,14 +408,13 @@ def logged_lines(trial: TrialRecord) -> int | None:
     return n
 
 
-def log_lines_table(run: Any, *, expected: Mapping[str, float], condition: str | None = None) -> Any:
+def log_lines_table(run: Run, *, expected: Mapping[str, float], condition: str | None = None) -> Any:
     """Per arm: the log lines its service wrote per request it was sent (benchlib's warm-up and
     measured requests plus a peer tool's), median over trials, against ``expected`` (arm ->
     lines per request); discarded logs are reported as such. Trials the guard marked invalid
     count (they sent real requests and their service logged them); failed ones do not."""
     import pandas as pd
 
-    run = read_run(run)
     per_arm: dict[str, list[float]] = {}
     sinks: dict[str, str] = {}
     for t in run.trials:
@@ -475,13 +464,12 @@ def median_of_trials(values: Iterable[float], confidence: float = 0.95) -> tuple
     return med, float(ci.low), float(ci.high), int(x.size)
 
 
-def add_trial_metric(summaries: Any, run: Any, name: str, value: Callable[[TrialRecord], float]) -> Any:
+def add_trial_metric(summaries: Any, run: Run, name: str, value: Callable[[TrialRecord], float]) -> Any:
     """``summaries`` with one more per-trial column ``name``: ``value(trial)`` of each stored
     trial's record (NaN where it gives none), matched by condition, arm and block. For a
     study's own metric, compared like any other (e.g. the server's CPU time per request from
     the trial's resource samples; give its direction with ``Family(better=...)`` unless its
     name says it: ``*_ms``, ``*_us``, ``*_rps``)."""
-    run = read_run(run)
     got = {(t.condition, t.arm, t.block): value(t) for t in run.trials}
     out = summaries.copy()
     out[name] = [float(got.get((c, a, int(b)), math.nan))

@@ -14,16 +14,17 @@ from typing import Any
 
 from benchlib.analysis.display import metric_words
 from benchlib.analysis.questions import Answer
+from benchlib.results import Run
 from benchlib.stats.verdict import Verdict, VerdictKind, render
 
 __all__ = ["answer_table", "answer_tables", "family_markdown", "footnotes_markdown", "verdict_sentences",
            "verdict_table"]
 
 
-def verdict_table(comparison: Any, result: Any | None = None) -> Any:
+def verdict_table(comparison: Any, run: Run | None = None) -> Any:
     """The comparison as a readable table for HTML reports (formatted strings), one row per
     condition x metric x arm; footnote marks refer to ``comparison.footnotes``. With
-    ``result``, arms that did not run are added as rows "not run: <why>" (never dropped)."""
+    ``run``, arms that did not run are added as rows "not run: <why>" (never dropped)."""
     import pandas as pd
 
     from benchlib.analysis.fmt import fmt_centre, fmt_p, fmt_pct
@@ -50,11 +51,11 @@ def verdict_table(comparison: Any, result: Any | None = None) -> Any:
             f"p ({r.get('correction', 'adj')})": fmt_p(r["p_adj"]),
             "verdict": str(r["verdict"]) + (f" ({r['notes']})" if r.get("notes") else ""),
         })
-    if result is not None:
-        for arm, why in result.unavailable.items():
-            for c in result.experiment.conditions:
-                v = Verdict.not_run(why, arm=arm, labels={"condition": c.name})
-                rows.append({"condition": c.name, "metric": v.metric, "arm": arm, "verdict": render(v)})
+    if run is not None:
+        for arm, why in run.unavailable.items():
+            for c in run.conditions:
+                v = Verdict.not_run(why, arm=arm, labels={"condition": c})
+                rows.append({"condition": c, "metric": v.metric, "arm": arm, "verdict": render(v)})
     return pd.DataFrame(rows).fillna("")
 
 

@@ -1,8 +1,9 @@
 """Typed, versioned records of what a run stored, and the row helpers.
 
-* :mod:`benchlib.records.trial`: :class:`TrialRecord` (one trial's metadata; its front,
-  :class:`FrontRecord`, and its server CPU, :meth:`TrialRecord.server_cpu`), :class:`RunRecord`
-  (run.json and every trial), :func:`read_run`, :func:`read_trials`;
+* :mod:`benchlib.records.trial`: :class:`TrialRecord` (one trial's metadata, read by
+  :meth:`TrialRecord.from_meta` and written by its mirror :meth:`TrialRecord.to_meta`; its front,
+  :class:`FrontRecord`, its dependencies, :class:`DependencyRecord`, and its server CPU,
+  :meth:`TrialRecord.server_cpu`); a whole run is read by :func:`benchlib.results.open_run`;
 * :mod:`benchlib.records.load`: :class:`LoadMeta` (the load generator's account of a trial) and
   :class:`WorkerStats` (each load worker's);
 * :mod:`benchlib.records.cpu`: :class:`ServerCpu`, the server's CPU time over the measured
@@ -27,14 +28,11 @@ from benchlib.records.peer import ADAPTERS, PeerReport, peer_report
 from benchlib.records.trial import (
     TRIAL_RECORD_VERSION,
     Attempt,
+    DependencyRecord,
     FrontRecord,
-    RunRecord,
     ServiceLog,
     TrialRecord,
-    read_run,
-    read_trials,
 )
 
-__all__ = ["ADAPTERS", "Attempt", "EnforcedLimits", "FrontRecord", "LoadMeta", "PeerReport", "RunRecord", "ServerCpu",
-           "ServiceLog", "TRIAL_RECORD_VERSION", "TrialRecord", "WorkerStats", "peer_report", "read_run",
-           "read_trials"]
+__all__ = ["ADAPTERS", "Attempt", "DependencyRecord", "EnforcedLimits", "FrontRecord", "LoadMeta", "PeerReport",
+           "ServerCpu", "ServiceLog", "TRIAL_RECORD_VERSION", "TrialRecord", "WorkerStats", "peer_report"]

@@ -18,7 +18,7 @@ from typing import Any
 
 from benchlib.errors import ParameterError
 from benchlib.records._convert import as_float as _f
-from benchlib.records.rows import quantile_of
+from benchlib.stats.quantiles import quantile_of
 
 __all__ = ["ADAPTERS", "PEER_REPORT_VERSION", "PeerReport", "peer_report"]
 

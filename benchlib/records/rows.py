@@ -15,15 +15,15 @@ per-trial summaries in :mod:`benchlib.stats.summary` apply the same rules):
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
 from benchlib.errors import ParameterError
 from benchlib.schema import ERROR_CODES, PHASE_CODES
+from benchlib.stats.quantiles import quantile_key
 
-__all__ = ["SINCE", "figures", "quantile_key", "quantile_of", "latency_ms", "measured", "ok", "ok_measured", "warmup"]
+__all__ = ["SINCE", "figures", "latency_ms", "measured", "ok", "ok_measured", "warmup"]
 
 #: Where a latency starts: the due time or the send time.
 SINCE: tuple[str, ...] = ("intended", "sent")
@@ -60,24 +60,6 @@ def latency_ms(rows: np.ndarray, since: str = "intended") -> np.ndarray:
         raise ParameterError(f"since={since!r}; valid: {', '.join(SINCE)}")
     start = rows["t_intended_ns"] if since == "intended" else rows["t_sent_ns"]
     return (rows["t_done_ns"] - start).astype(np.float64) / 1e6
-
-
-_QUANTILE = re.compile(r"^p(\d+)(?:_[a-z]+)?$")
-
-
-def quantile_of(name: str) -> float | None:
-    """The quantile a figure or metric name stands for: ``p50`` and ``p50_ms`` -> 0.5,
-    ``p999_us`` -> 0.999, ``p95`` -> 0.95; ``None`` for other names (``max``, ``throughput_rps``)."""
-    m = _QUANTILE.match(name)
-    if m is None:
-        return None
-    d = m.group(1)
-    return int(d) / 10 ** len(d) if len(d) > 2 else int(d) / 100
-
-
-def quantile_key(q: float) -> str:
-    """The figure name of quantile ``q``: 0.5 -> ``p50``, 0.999 -> ``p999``."""
-    return "p" + f"{q * 100:.6g}".replace(".", "")
 
 
 def figures(rows: np.ndarray, *, since: str = "sent", quantiles: Sequence[float] = (0.5, 0.95, 0.99),

@@ -1,4 +1,4 @@
-"""The stored trial and run, as typed, versioned records (reading only; nothing is migrated).
+"""The stored trial as a typed, versioned record (nothing is migrated).
 
 A trial's metadata (``benchlib.trial`` in its Parquet file, written by the runner) grew over
 time; :class:`TrialRecord` reads every form stored so far and keeps the dictionary itself in
@@ -10,7 +10,13 @@ time; :class:`TrialRecord` reads every form stored so far and keeps the dictiona
   ``resources``, the Docker keys of ``enforced``. Each reads as empty when missing.
 * format 2: the same fields, stamped ``record_version: 2`` by the runner.
 
-:func:`read_run` gives a :class:`RunRecord`: run.json's facts and every trial's record.
+The runner writes a trial as :meth:`TrialRecord.to_meta`, the mirror of
+:meth:`TrialRecord.from_meta` (``from_meta(r.to_meta()) == r``): the record's own keys from its
+typed fields, the runtime's, the load generator's and the peer tool's dictionaries as they
+produced them (``raw``), keys this reader does not know from ``extra``. Empty optional values
+are not written: every reader takes a missing key for an empty one.
+
+A whole stored run is read by :func:`benchlib.results.open_run`.
 """
 
 from __future__ import annotations
@@ -25,12 +31,13 @@ from typing import Any
 import numpy as np
 
 from benchlib.errors import StorageError
+from benchlib.records._convert import as_float_or_none
 from benchlib.records.cpu import ServerCpu, server_cpu
 from benchlib.records.limits import EnforcedLimits
 from benchlib.records.load import LoadMeta
 from benchlib.records.peer import PeerReport, peer_report
 
-__all__ = ["Attempt", "FrontRecord", "RunRecord", "ServiceLog", "TRIAL_RECORD_VERSION", "TrialRecord", "read_run", "read_trials"]
+__all__ = ["Attempt", "DependencyRecord", "FrontRecord", "ServiceLog", "TRIAL_RECORD_VERSION", "TrialRecord"]
 
 #: The trial metadata format the runner writes (see the module docstring for the history).
 TRIAL_RECORD_VERSION = 2
@@ -47,6 +54,20 @@ def _when(v: Any) -> dt.datetime | None:
         return None
 
 
+def utc_stamp(when: dt.datetime) -> str:
+    """``when`` as stored (``2026-12-03T16:29:19Z``, UTC, to the second)."""
+    return when.astimezone(dt.timezone.utc).strftime(_STAMP)
+
+
+def utc_now() -> dt.datetime:
+    """Now, in UTC, to the second (what a stored time keeps)."""
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def _enforced_dict(e: EnforcedLimits | None) -> dict[str, Any]:
+    return dict(e.raw) if e is not None else {}
+
+
 @dataclass(frozen=True)
 class Attempt:
     """An attempt of a trial set aside and run again (the guard invalidated it)."""
@@ -56,6 +77,17 @@ class Attempt:
     started: dt.datetime | None
     finished: dt.datetime | None
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Attempt:
+        """Read one stored ``previous_attempts`` entry."""
+        return cls(str(d.get("status")), d.get("reason"), _when(d.get("started_utc")), _when(d.get("finished_utc")))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (the mirror of :meth:`from_dict`)."""
+        return {"status": self.status, "reason": self.reason,
+                "started_utc": utc_stamp(self.started) if self.started else None,
+                "finished_utc": utc_stamp(self.finished) if self.finished else None}
+
 
 @dataclass(frozen=True)
 class ServiceLog:
@@ -64,6 +96,48 @@ class ServiceLog:
     sink: str
     lines: int | None
     bytes: int | None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> ServiceLog | None:
+        """Read a stored ``service_log``; ``None`` when not recorded."""
+        return cls(str(d.get("sink") or ""), d.get("lines"), d.get("bytes")) if d else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (the mirror of :meth:`from_dict`)."""
+        return {"sink": self.sink, "lines": self.lines, "bytes": self.bytes}
+
+
+@dataclass(frozen=True)
+class DependencyRecord:
+    """A dependency (``requires``) of the service in one trial.
+
+    Attributes
+    ----------
+    port: where it listened. enforced: what the runtime enforced on it (``None``: not recorded).
+    shared: ``"block"`` when the block's trials shared it (``Experiment(dependencies="block")``),
+        else "". reset_s: seconds its reset steps took before this trial (``None``: it was
+        started for this trial, or not shared).
+    """
+
+    port: int | None = None
+    enforced: EnforcedLimits | None = None
+    shared: str = ""
+    reset_s: float | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None, *, runtime: str = "") -> DependencyRecord:
+        """Read one stored ``dependencies.<name>``."""
+        d = d or {}
+        return cls(port=None if d.get("port") is None else int(d["port"]),
+                   enforced=EnforcedLimits.from_dict(d.get("enforced"), runtime=runtime),
+                   shared=str(d.get("shared") or ""), reset_s=as_float_or_none(d.get("reset_s")))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (the mirror of :meth:`from_dict`)."""
+        out: dict[str, Any] = {"port": self.port, "enforced": _enforced_dict(self.enforced)}
+        if self.shared:
+            out.update(shared=self.shared, reset_s=self.reset_s)
+        return out
 
 
 @dataclass(frozen=True)
@@ -77,7 +151,7 @@ class FrontRecord:
     resources: its CPU and memory samples (``t_monotonic_ns``, ``cpu_s``, ...).
     stop: how it ended (``exit_code``, ``oom_killed``, ``died_early``, ``detail``).
     log: its log's line and byte counts (``None`` when not recorded).
-    raw: the stored dictionary.
+    raw: the stored dictionary (not compared: two fronts are equal when their fields are).
     """
 
     service: str
@@ -87,7 +161,7 @@ class FrontRecord:
     resources: tuple[Mapping[str, Any], ...] = ()
     stop: Mapping[str, Any] = field(default_factory=dict)
     log: ServiceLog | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict)
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None, *, runtime: str = "") -> FrontRecord | None:
@@ -100,6 +174,28 @@ class FrontRecord:
                    enforced=EnforcedLimits.from_dict(d.get("enforced"), runtime=runtime),
                    resources=tuple(d.get("resources") or ()), stop=dict(d.get("stop") or {}),
                    log=ServiceLog("pipe", log.get("lines"), log.get("bytes")) if log else None, raw=dict(d))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (the mirror of :meth:`from_dict`): the front as started, then, once
+        the load ran, its resource samples, how it stopped and its log's counts."""
+        out: dict[str, Any] = {"service": self.service, "variant": self.variant, "port": self.port,
+                               "enforced": _enforced_dict(self.enforced)}
+        if self.resources or self.stop:
+            out["resources"] = [dict(r) for r in self.resources]
+        if self.stop:
+            out["stop"] = dict(self.stop)
+        if self.log is not None:
+            out["log"] = {"lines": self.log.lines, "bytes": self.log.bytes}
+        return out
+
+
+#: The keys :class:`TrialRecord` reads into its fields (any other lands in ``extra``).
+_TRIAL_KEYS = frozenset({
+    "record_version", "seq", "condition", "block", "position", "arm", "previous_attempts", "service", "variant",
+    "log_sink", "runtime", "limits", "cpus", "started_utc", "enforced", "ports", "dependencies", "front", "endpoint",
+    "contract", "cross_check", "load", "resources", "stop", "service_log", "log_tail", "traceback", "status", "reason",
+    "finished_utc",
+})
 
 
 @dataclass(frozen=True)
@@ -114,7 +210,7 @@ class TrialRecord:
     limits: the limits asked for (``cpus``, ``memory_mb``).
     cpus: the CPU plan (``server``, ``client``, ``dependencies``).
     enforced: what the runtime enforced on the service (``None`` when it never started);
-        dependencies: each dependency's enforced limits, by name.
+        dependencies: each dependency (port, enforced limits, shared), by name.
     load: the load generator's account (``None`` when the load never ran).
     front: the front before the service (``None`` for an arm without one).
     ports: every port of a multi-process service (``()`` for a service with one port).
@@ -124,8 +220,13 @@ class TrialRecord:
     contract, endpoint: the contract check and the endpoint loaded (as stored).
     started, finished: UTC times. attempts: attempts set aside before this one.
     service_log: the service's log sink and line count.
-    version: the metadata format read (1 or 2). meta: the stored metadata, unchanged.
+    log_tail: the log's last lines of a trial that failed; traceback: the error's traceback
+        when the runner caught one ("" when none).
+    version: the metadata format (1 or 2). extra: stored keys this reader does not know.
+    meta: the stored metadata, unchanged (``{}`` for a record not read from a store).
     path: the trial's Parquet file; log_path: the service's log for the trial.
+    ``meta``, ``path`` and ``log_path`` say where a record was read from, not what it holds:
+    they are not compared.
     """
 
     condition: str
@@ -142,7 +243,7 @@ class TrialRecord:
     limits: Mapping[str, Any] = field(default_factory=dict)
     cpus: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     enforced: EnforcedLimits | None = None
-    dependencies: Mapping[str, EnforcedLimits | None] = field(default_factory=dict)
+    dependencies: Mapping[str, DependencyRecord] = field(default_factory=dict)
     load: LoadMeta | None = None
     front: FrontRecord | None = None
     ports: tuple[int, ...] = ()
@@ -155,10 +256,13 @@ class TrialRecord:
     finished: dt.datetime | None = None
     attempts: tuple[Attempt, ...] = ()
     service_log: ServiceLog | None = None
+    log_tail: str = ""
+    traceback: str = ""
     version: int = 1
-    meta: Mapping[str, Any] = field(default_factory=dict)
-    path: Path | None = None
-    log_path: Path | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    path: Path | None = field(default=None, compare=False)
+    log_path: Path | None = field(default=None, compare=False)
 
     @classmethod
     def from_meta(cls, meta: Mapping[str, Any], *, path: Path | None = None,
@@ -173,9 +277,7 @@ class TrialRecord:
         if missing:
             raise StorageError(f"{path or 'trial metadata'}: not a trial record, {missing} missing")
         runtime = str(meta.get("runtime") or "")
-        sl = meta.get("service_log")
         x = meta.get("cross_check")
-        deps = meta.get("dependencies") or {}
         return cls(
             condition=str(meta["condition"]), arm=str(meta["arm"]), block=int(meta["block"]),
             position=None if meta.get("position") is None else int(meta["position"]), seq=int(meta.get("seq") or 0),
@@ -184,18 +286,65 @@ class TrialRecord:
             limits=dict(meta.get("limits") or {}),
             cpus={str(k): tuple(int(c) for c in v or ()) for k, v in (meta.get("cpus") or {}).items()},
             enforced=EnforcedLimits.from_dict(meta.get("enforced"), runtime=runtime),
-            dependencies={str(n): EnforcedLimits.from_dict((d or {}).get("enforced"), runtime=runtime)
-                          for n, d in deps.items()},
+            dependencies={str(n): DependencyRecord.from_dict(d, runtime=runtime)
+                          for n, d in (meta.get("dependencies") or {}).items()},
             load=LoadMeta.from_dict(meta.get("load")), front=FrontRecord.from_dict(meta.get("front"), runtime=runtime),
             ports=tuple(int(p) for p in meta.get("ports") or ()), resources=tuple(meta.get("resources") or ()),
             stop=dict(meta.get("stop") or {}), peer=peer_report(x) if x else None,
             contract=dict(meta.get("contract") or {}), endpoint=dict(meta.get("endpoint") or {}),
             started=_when(meta.get("started_utc")), finished=_when(meta.get("finished_utc")),
-            attempts=tuple(Attempt(str(a.get("status")), a.get("reason"), _when(a.get("started_utc")),
-                                   _when(a.get("finished_utc"))) for a in meta.get("previous_attempts") or ()),
-            service_log=ServiceLog(str(sl.get("sink") or ""), sl.get("lines"), sl.get("bytes")) if sl else None,
-            version=int(meta.get("record_version") or 1), meta=dict(meta), path=path, log_path=log_path,
+            attempts=tuple(Attempt.from_dict(a) for a in meta.get("previous_attempts") or ()),
+            service_log=ServiceLog.from_dict(meta.get("service_log")),
+            log_tail=str(meta.get("log_tail") or ""), traceback=str(meta.get("traceback") or ""),
+            version=int(meta.get("record_version") or 1),
+            extra={k: v for k, v in meta.items() if k not in _TRIAL_KEYS},
+            meta=dict(meta), path=path, log_path=log_path,
         )
+
+    def to_meta(self) -> dict[str, Any]:
+        """The trial's stored metadata (``benchlib.trial``), the mirror of :meth:`from_meta`:
+        ``TrialRecord.from_meta(r.to_meta()) == r``. Optional values that are empty are left
+        out (a reader takes a missing key for an empty one), except ``dependencies``, written
+        once the service started; a variant not known (the service never started) is written
+        ``null``; ``record_version`` is written from format 2 on (format 1 had none)."""
+        out: dict[str, Any] = {"record_version": self.version} if self.version >= 2 else {}
+        out.update(seq=self.seq, condition=self.condition, block=self.block, position=self.position, arm=self.arm)
+        if self.attempts:
+            out["previous_attempts"] = [a.to_dict() for a in self.attempts]
+        out.update(service=self.service, variant=self.variant or None, log_sink=self.log_sink, runtime=self.runtime,
+                   limits=dict(self.limits), cpus={k: list(v) for k, v in self.cpus.items()})
+        if self.started is not None:
+            out["started_utc"] = utc_stamp(self.started)
+        if self.enforced is not None:
+            out["enforced"] = _enforced_dict(self.enforced)
+        if self.ports:
+            out["ports"] = list(self.ports)
+        if self.dependencies or self.enforced is not None:  # recorded once the service started
+            out["dependencies"] = {n: d.to_dict() for n, d in self.dependencies.items()}
+        if self.front is not None:
+            out["front"] = self.front.to_dict()
+        for key, value in (("endpoint", self.endpoint), ("contract", self.contract)):
+            if value:
+                out[key] = dict(value)
+        if self.peer is not None:
+            out["cross_check"] = dict(self.peer.raw)
+        if self.load is not None:
+            out["load"] = dict(self.load.raw)
+        if self.resources:
+            out["resources"] = [dict(r) for r in self.resources]
+        if self.stop:
+            out["stop"] = dict(self.stop)
+        if self.service_log is not None:
+            out["service_log"] = self.service_log.to_dict()
+        if self.log_tail:
+            out["log_tail"] = self.log_tail
+        if self.traceback:
+            out["traceback"] = self.traceback
+        out.update(status=self.status, reason=self.reason)
+        if self.finished is not None:
+            out["finished_utc"] = utc_stamp(self.finished)
+        out.update({k: v for k, v in self.extra.items() if k not in out})
+        return out
 
     @property
     def valid(self) -> bool:
@@ -235,78 +384,3 @@ class TrialRecord:
         if self.path is None:
             raise StorageError(f"trial {self.condition}/{self.arm}/b{self.block:03d} has no stored file")
         return StoredTrial(self.path, self.meta).rows()
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """One stored run: run.json's facts and its trials.
-
-    Attributes
-    ----------
-    study, run_id, path: which run, and where it is stored.
-    trials: every stored trial (set-aside attempts excluded), in execution order.
-    unavailable: arms that did not run, with why.
-    arms, conditions: names in the experiment's order.
-    parameters, notebook_parameters, cpus, provenance, runtime: as run.json stores them.
-    run: run.json itself.
-    """
-
-    study: str
-    run_id: str
-    path: Path
-    trials: tuple[TrialRecord, ...]
-    unavailable: Mapping[str, str] = field(default_factory=dict)
-    arms: tuple[str, ...] = ()
-    conditions: tuple[str, ...] = ()
-    parameters: Mapping[str, Any] = field(default_factory=dict)
-    notebook_parameters: Mapping[str, Any] = field(default_factory=dict)
-    cpus: Mapping[str, Any] = field(default_factory=dict)
-    provenance: Mapping[str, Any] = field(default_factory=dict)
-    runtime: Mapping[str, Any] = field(default_factory=dict)
-    run: Mapping[str, Any] = field(default_factory=dict)
-
-    def arm_order(self, names: Any) -> list[str]:
-        """``names`` in the experiment's arm order (unknown names last, sorted)."""
-        names = list(dict.fromkeys(str(n) for n in names))
-        known = [a for a in self.arms if a in names]
-        return known + sorted(set(names) - set(known))
-
-
-def _store_of(source: Any) -> Any:
-    from benchlib.store import RunStore
-
-    if isinstance(source, (str, Path)):
-        return RunStore(Path(source))
-    return getattr(source, "store", source)
-
-
-def read_trials(source: Any) -> list[TrialRecord]:
-    """Every stored trial of ``source`` (an :class:`~benchlib.runner.ExperimentResult`, a
-    :class:`~benchlib.store.RunStore` or a run folder), in execution order."""
-    store = _store_of(source)
-    return [TrialRecord.from_meta(t.meta, path=t.path, log_path=store.log_path(t.condition, t.arm, t.block))
-            for t in store.trials()]
-
-
-def read_run(source: Any) -> RunRecord:
-    """The :class:`RunRecord` of ``source`` (a :class:`RunRecord` is returned as is; an
-    :class:`~benchlib.runner.ExperimentResult`, a :class:`~benchlib.store.RunStore` or a run
-    folder is read)."""
-    if isinstance(source, RunRecord):
-        return source
-    store = _store_of(source)
-    run = store.read_run()
-    params = run.get("parameters") or {}
-    exp = getattr(source, "experiment", None)
-    arms = tuple(a.name for a in exp.arms) if exp is not None else tuple(
-        str(a.get("name")) for a in params.get("arms") or ())
-    conds = tuple(c.name for c in exp.conditions) if exp is not None else tuple(
-        str(c.get("name")) for c in params.get("conditions") or ())
-    unavailable = getattr(source, "unavailable", None)
-    return RunRecord(
-        study=store.study, run_id=store.run_id, path=store.path, trials=tuple(read_trials(store)),
-        unavailable=dict(unavailable if unavailable is not None else run.get("unavailable") or {}),
-        arms=arms, conditions=conds, parameters=params, notebook_parameters=run.get("notebook_parameters") or {},
-        cpus=run.get("cpus") or {}, provenance=run.get("provenance") or {}, runtime=run.get("runtime") or {},
-        run=run,
-    )

@@ -23,6 +23,7 @@ from benchlib.stats.estimate import BOOTSTRAP_MIN_TRIALS, estimate, test_name
 from benchlib.stats.exact import min_p_paired, min_p_unpaired
 from benchlib.stats.metrics import MetricInfo, metric_info
 from benchlib.stats.multiplicity import CORRECTIONS, adjust, best_case_adjusted
+from benchlib.stats.quantiles import quantile_of
 from benchlib.stats.power import METHODS, mde_shift, min_trials, planning_alpha
 from benchlib.stats.pairing import Pair, pair_design
 from benchlib.stats.report import Comparison, PairInfo
@@ -400,7 +401,7 @@ def _row(
     if n_missing:
         q = None
         if "omitted" in group.columns and group["omitted"].astype(str).str.contains(metric, regex=False).any():
-            q = _quantile_of(metric)
+            q = quantile_of(metric)
         book.add("omitted", fn.omitted_note(metric, n_missing, len(a_all) + len(b_all), q), [idx])
     a = a_s.to_numpy()
     b = b_s.to_numpy()
@@ -560,15 +561,6 @@ def _context(trials: pd.DataFrame) -> dict[str, Any]:
     if "duration_s" in trials.columns and trials["duration_s"].notna().any():
         ctx["duration"] = f"{float(trials['duration_s'].median()):.3g} s/trial measured"
     return ctx
-
-
-def _quantile_of(metric: str) -> float | None:
-    from benchlib.stats.summary import QUANTILES, quantile_column
-
-    for q in (*QUANTILES, 0.75, 0.95, 0.9999):
-        if quantile_column(q) == metric:
-            return q
-    return None
 
 
 def _adjust_and_decide(

@@ -243,6 +243,6 @@ def simulate_summaries(
 
 
 def _qname(q: float) -> str:
-    from benchlib.stats.summary import quantile_column
+    from benchlib.stats.quantiles import quantile_column
 
     return quantile_column(q)

@@ -35,6 +35,7 @@ from benchlib.errors import ParameterError
 from benchlib.schema import ERROR_CODES, ERROR_NAMES, PHASE_CODES, PHASE_NAMES, ROW_DTYPE
 from benchlib.stats import diagnostics
 from benchlib.stats.changepoint import MIN_SHIFT, detect_changes
+from benchlib.stats.quantiles import quantile_column
 
 __all__ = [
     "QUANTILES",
@@ -59,12 +60,6 @@ HD_BELOW = 1000
 DECILES: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 10))
 
 _INT_COLUMNS = ("t_intended_ns", "t_sent_ns", "t_done_ns", "status")
-
-
-def quantile_column(q: float) -> str:
-    """Column name of a latency quantile: 0.5 -> ``p50_ms``, 0.999 -> ``p999_ms``."""
-    pct = f"{q * 100:.6g}".replace(".", "")
-    return f"p{pct}_ms"
 
 
 def required_requests(q: float) -> int:

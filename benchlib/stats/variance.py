@@ -39,11 +39,11 @@ import pandas as pd
 from scipy import stats
 
 from benchlib.errors import ParameterError
-from benchlib.records.rows import quantile_of
 from benchlib.schema import ERROR_CODES, PHASE_CODES
 from benchlib.stats._checks import probability
 from benchlib.stats.power import mde_shift, min_trials, planning_alpha
-from benchlib.stats.summary import MIN_TAIL_COUNT, quantile_column, required_requests, trial_columns, trial_quantiles
+from benchlib.stats.quantiles import quantile_column, quantile_of
+from benchlib.stats.summary import MIN_TAIL_COUNT, required_requests, trial_columns, trial_quantiles
 
 __all__ = [
     "DEFAULT_DURATIONS",

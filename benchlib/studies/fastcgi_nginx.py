@@ -19,6 +19,7 @@ from benchlib.analysis import Answer, Contrast, Family, fmt, params, tables
 from benchlib.analysis import conclusion as say
 from benchlib.errors import ParameterError
 from benchlib.model import Arm, Condition, CrossCheck, LoadSpec
+from benchlib.results import Run
 
 __all__ = ["ARMS", "BASELINE", "DEFAULT_ARMS", "FULL_SCALE", "LIBRARY_ARMS", "MAX_ERROR_RATE", "METRICS", "SEED_LOADS",
            "STUDY", "best_of_n_markdown", "conclusion_markdown", "families", "limits_markdown", "original_vs_ours",
@@ -255,16 +256,14 @@ def plateau_markdown(sat: Any, responses: Any) -> str:
 
 # -- limits found -------------------------------------------------------------------------------
 
-def limits_markdown(run: Any, responses: Any, requests: Mapping[str, int]) -> str:
+def limits_markdown(run: Run, responses: Any, requests: Mapping[str, int]) -> str:
     """What limits this run's answers, each item from the run's own records: arms that could
     not run, arms that answered errors (their rates are those of error pages), what ab's
     "Failed requests" left out, arms whose client came near its CPU limit (their rates are
     lower bounds), the trials ab ran in, and what the request counts (``requests``:
     condition -> measured requests per trial) leave unsupported."""
     from benchlib.analysis.tables import client_cpu_table, client_limited
-    from benchlib.records import read_run
 
-    run = read_run(run)
     out = [f"- **not run**: {arm}: {why}" for arm, why in run.unavailable.items()]
     if responses is not None and len(responses):
         for _, r in responses[responses["error rate, median"] > MAX_ERROR_RATE].iterrows():

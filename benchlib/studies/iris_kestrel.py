@@ -28,6 +28,7 @@ from benchlib.analysis import Answer, Family, blocks_needed
 from benchlib.analysis import conclusion as say
 from benchlib.analysis import fmt, params, peers, tables
 from benchlib.model import Arm, Condition, CrossCheck, LoadSpec
+from benchlib.results import Run
 from benchlib.stats.verdict import VerdictKind
 
 __all__ = [
@@ -226,21 +227,19 @@ BOMBARDIER_WHY = (
     "of request rates bombardier samples every 20 ms, the table's requests/s is requests over the run's time.")
 
 
-def bombardier_tables(result: Any, summaries: Any) -> dict[str, Any]:
+def bombardier_tables(result: Run, summaries: Any) -> dict[str, Any]:
     """bombardier beside benchlib (:func:`benchlib.analysis.peers.peer_tables`)."""
     return peers.peer_tables(result, summaries, "bombardier", why=BOMBARDIER_WHY, absent=(
         "_bombardier did not run (bombardier_check is off, it could not be built, or no arm ran on the random "
         "endpoint)._"))
 
 
-def _per_stack(result: Any, summaries: Any) -> dict[str, dict[str, list[float]]]:
+def _per_stack(result: Run, summaries: Any) -> dict[str, dict[str, list[float]]]:
     """For each random-endpoint arm: bombardier's sampled Reqs/sec mean, mean and max latency
     (trials whose benchlib load was valid and whose bombardier ran), and benchlib's rate,
     mean and max latency (valid trials)."""
-    from benchlib.records import read_run
-
     out: dict[str, dict[str, list[float]]] = {}
-    for t in read_run(result).trials:
+    for t in result.trials:
         p = t.peer
         if t.valid and p is not None and p.ok and t.condition == CONDITION:
             d = out.setdefault(t.arm, {})

@@ -35,6 +35,7 @@ from benchlib.analysis import conclusion as say
 from benchlib.analysis import fmt, params, peers, tables
 from benchlib.errors import ParameterError
 from benchlib.model import Arm, Condition, CrossCheck, Limits, LoadSpec
+from benchlib.results import Run
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -207,7 +208,7 @@ def k6_setup(arms: Sequence[Arm], variants: Sequence[str], enabled: bool = True)
     return peers.peer_setup("k6", chosen, enabled, flag="k6_check")
 
 
-def k6_tables(result: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+def k6_tables(result: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
     """k6 beside benchlib (:mod:`benchlib.analysis.peers`), benchlib timed from the send time
     as k6 is: medians over the valid trials by k6's order, and one row per trial."""
     beside = peers.peer_beside(result, figures=("p50", "p95", "max"), since="sent", tool="k6")
@@ -219,7 +220,7 @@ def k6_tables(result: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
                                      "bl_p95", "bl_max", "bl_p50_due", "p50_ratio"], "k6", since="sent", digits=None))
 
 
-def original_vs_ours(result: Any, reference: pd.DataFrame) -> pd.DataFrame:
+def original_vs_ours(run: Run, reference: pd.DataFrame) -> pd.DataFrame:
     """The seed's k6 table beside ours, for the same cells (endpoint x implementation):
     the original's single run; our k6 runs on the faithful services (median over trials);
     benchlib on the faithful and on the fair services (median over trials [95% interval]),
@@ -227,11 +228,9 @@ def original_vs_ours(result: Any, reference: pd.DataFrame) -> pd.DataFrame:
     support are "–"; arms not run here say why."""
     import pandas as pd
 
-    from benchlib.records import read_run
     from benchlib.records.rows import figures
     from benchlib.stats.verdict import Verdict, render
 
-    run = read_run(result)
     cols = {"min": "min", "avg": "mean", "med": "p50", "max": "max", "p95": "p95", "p99": "p99"}
     ours: dict[tuple[str, str, str], list[dict[str, float]]] = {}
     for t in run.trials:
@@ -262,7 +261,7 @@ def original_vs_ours(result: Any, reference: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["endpoint", "implementation", "source", "trials", *cols]).fillna("")
 
 
-def database_info(result: Any, *, timeout_s: float = 60.0) -> dict[str, Any]:
+def database_info(result: Run, *, timeout_s: float = 60.0) -> dict[str, Any]:
     """Which MongoDB server ran: ``services/ferretdb/seed.py info`` against one extra start of
     the arms' dependency (same runtime, same build), plus the version line of the FerretDB
     log of every FerretDB instance (one per block, or per trial in runs before
@@ -273,15 +272,15 @@ def database_info(result: Any, *, timeout_s: float = 60.0) -> dict[str, Any]:
     from benchlib.runtime import StartOptions, get_runtime
     from benchlib.runtime.local import free_port
 
-    path = result.store.path / "derived" / "database.json"
+    path = result.path / "derived" / "database.json"
     if path.exists():
         return dict(json.loads(path.read_text()))
     info: dict[str, Any] = {}
     try:
         manifest = get_manifest("ferretdb")
         svc = manifest.resolve()
-        rt = get_runtime(result.experiment.runtime)
-        deps_cpus = tuple((result.store.read_run().get("cpus") or {}).get("dependencies") or plan_cpus().dependencies)
+        rt = get_runtime(result.require_experiment().runtime)
+        deps_cpus = tuple(result.cpus.get("dependencies") or plan_cpus().dependencies)
         with rt.start(rt.prepare(svc), StartOptions(port=free_port(), cpus=deps_cpus, log_sink="discard",
                                                      run_id=result.run_id)) as h:
             out = subprocess.run([sys.executable, str(manifest.directory / "seed.py"), "info", "--host", h.host,
@@ -294,7 +293,7 @@ def database_info(result: Any, *, timeout_s: float = 60.0) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - provenance must not break the report; the reason is shown
         info["error"] = f"{type(exc).__name__}: {exc}"
     versions: Counter[str] = Counter()
-    for log in sorted((result.store.path / "logs").rglob("*.ferretdb.log")):
+    for log in sorted((result.path / "logs").rglob("*.ferretdb.log")):
         m = re.search(r"Starting FerretDB (v\d+(?:\.\d+)*)", log.read_text(errors="replace")[:20_000])
         versions[m.group(1) if m else "no version line"] += 1
     info["trial_logs"] = dict(versions)

@@ -26,6 +26,7 @@ from benchlib.analysis import conclusion as say
 from benchlib.analysis import fmt, params, peers
 from benchlib.errors import ParameterError
 from benchlib.model import Arm
+from benchlib.results import Run
 
 __all__ = [
     "EXTRA_SERVERS", "LOG_LINES_PER_REQUEST", "METRICS", "SEED_ARMS", "SERVERS", "SINKS", "STUDY", "SWEEP_FRACTIONS", "DEFAULT_DESIGN", "FULL_DESIGN",
@@ -200,7 +201,7 @@ WRK_WHY_LATENCY = (
     "own histogram of every request of its run, the cold start included.")
 
 
-def wrk_tables(result: Any, summaries: Any) -> dict[str, Any]:
+def wrk_tables(result: Run, summaries: Any) -> dict[str, Any]:
     """wrk beside benchlib (:mod:`benchlib.analysis.peers`, benchlib's figures from the
     summaries): ``beside`` (per trial), ``by_arm`` (medians), for display ``rate``,
     ``latency`` (per arm) and ``trials`` (per trial), labelled, and ``notes`` in words."""

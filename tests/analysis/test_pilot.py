@@ -13,7 +13,7 @@ import pytest
 
 from benchlib.analysis.pilot import design_section, design_table, main, pilot_windows, plan_from_run, trial_costs
 from benchlib.analysis.questions import Family, run_family
-from benchlib.records import read_run
+from benchlib.results import open_run
 from benchlib.stats import summarize_trial
 from benchlib.stats.simulate import trial_latencies_ms, trial_rows
 from benchlib.store import RunStore
@@ -58,25 +58,25 @@ def _write_run(path: Path, load: dict) -> Path:
 
 
 def _summaries(path: Path) -> pd.DataFrame:
-    rec = read_run(path)
+    rec = open_run(path)
     rows = [{"condition": t.condition, "arm": t.arm, "block": t.block, "valid": True, **summarize_trial(t.rows())}
             for t in rec.trials]
     return pd.DataFrame.from_records(rows)
 
 
 def test_windows_and_costs_come_from_the_stored_trials(run_dir: Path) -> None:
-    w = pilot_windows(run_dir, quantiles=(0.5,))
+    w = pilot_windows(open_run(run_dir), quantiles=(0.5,))
     assert set(w["arm"]) == {"a", "b"} and w["block"].nunique() == 10
     whole = w[(w["kind"] == "split") & (w["k"] == 1)]
     assert len(whole) == 20 and np.allclose(whole["window_s"], SECONDS)
-    costs = trial_costs(run_dir)
+    costs = trial_costs(open_run(run_dir))
     assert len(costs) == 20 and (costs["duration_s"] == SECONDS).all() and (costs["warmup_s"] == WARMUP).all()
     cycle = (costs["next_started"] - costs["started"]).dt.total_seconds().dropna()
     assert np.allclose(cycle, FIXED + WARMUP + SECONDS)
 
 
 def test_plan_from_run_finds_between_trial_variance_and_prefers_short_trials(run_dir: Path) -> None:
-    plan = plan_from_run(run_dir, condition="main", metrics=("p50_ms",), target_mde=0.05, current=(10, SECONDS),
+    plan = plan_from_run(open_run(run_dir), condition="main", metrics=("p50_ms",), target_mde=0.05, current=(10, SECONDS),
                          sequential=False)
     (c,) = plan.components
     assert c.between_share > 0.7  # 4% per trial against about 1% within at 2 s
@@ -89,7 +89,7 @@ def test_plan_from_run_finds_between_trial_variance_and_prefers_short_trials(run
 def test_design_section_states_design_predicted_and_achieved_mde(run_dir: Path) -> None:
     fam = Family.against("q", "a", ["b"], conditions=["main"], metrics=("p50_ms", "throughput_rps"))
     ans = run_family(_summaries(run_dir), fam)
-    table = design_table(run_dir, [ans], target_mde=0.05).set_index("metric")
+    table = design_table(open_run(run_dir), [ans], target_mde=0.05).set_index("metric")
     row = table.loc["p50_ms"]
     assert (row["blocks_run"], row["blocks_planned"], row["duration_s"], row["family_size"]) == (10, 10, SECONDS, 2)
     v = ans.comparison.verdict("b", "p50_ms")
@@ -97,7 +97,7 @@ def test_design_section_states_design_predicted_and_achieved_mde(run_dir: Path) 
     # the components predict about what the run achieved (same data, the c/d model)
     assert 0.6 < row["predicted_mde_pct"] / row["achieved_mde_pct"] < 1.6
     assert row["chosen_blocks"] >= 6 and row["chosen_mde_pct"] <= 5.0
-    text = design_section(run_dir, [ans], target_mde=0.05)
+    text = design_section(open_run(run_dir), [ans], target_mde=0.05)
     assert text.startswith("**Design.**") and "| main | p50_ms | 1 (2) | 10 / 10 × 2 s |" in text
     assert f"{row['predicted_mde_pct']:.1f}%" in text and f"{row['achieved_mde_pct']:.1f}%" in text
 
@@ -106,9 +106,9 @@ def test_a_metric_in_other_units_is_predicted_from_its_windows(run_dir: Path) ->
     # study 05 compares p50_us (µs): the same log ratios as the windows' p50_ms
     summaries = _summaries(run_dir)
     summaries["p50_us"] = summaries["p50_ms"] * 1000.0
-    ms = design_table(run_dir, [run_family(summaries, Family.against("q", "a", ["b"], conditions=["main"],
+    ms = design_table(open_run(run_dir), [run_family(summaries, Family.against("q", "a", ["b"], conditions=["main"],
                                                                      metrics=("p50_ms",)))]).iloc[0]
-    us = design_table(run_dir, [run_family(summaries, Family.against("q", "a", ["b"], conditions=["main"],
+    us = design_table(open_run(run_dir), [run_family(summaries, Family.against("q", "a", ["b"], conditions=["main"],
                                                                      metrics=("p50_us",)))]).iloc[0]
     assert us["metric"] == "p50_us" and math.isfinite(us["predicted_mde_pct"])
     assert us["predicted_mde_pct"] == pytest.approx(ms["predicted_mde_pct"])
@@ -118,10 +118,10 @@ def test_a_metric_in_other_units_is_predicted_from_its_windows(run_dir: Path) ->
 def test_design_of_a_request_count_load_states_its_measured_seconds(count_run_dir: Path) -> None:
     fam = Family.against("q", "a", ["b"], conditions=["main"], metrics=("p50_ms",))
     ans = run_family(_summaries(count_run_dir), fam)
-    row = design_table(count_run_dir, [ans], target_mde=0.05).set_index("metric").loc["p50_ms"]
+    row = design_table(open_run(count_run_dir), [ans], target_mde=0.05).set_index("metric").loc["p50_ms"]
     # no duration was asked: the trials' median measured seconds stand for it, so the MDE is predicted
     assert row["duration_s"] == SECONDS and math.isfinite(row["predicted_mde_pct"])
-    assert "| main | p50_ms | 1 (1) | 10 / 10 × 2 s |" in design_section(count_run_dir, [ans], target_mde=0.05)
+    assert "| main | p50_ms | 1 (1) | 10 / 10 × 2 s |" in design_section(open_run(count_run_dir), [ans], target_mde=0.05)
 
 
 def test_cli_prints_components_and_plans(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -55,8 +55,8 @@ class _Cond:
 
 @dataclass
 class _Result:
-    """What the rule reads of an ExperimentResult: the experiment, the summaries so far, and
-    the arms that could not run."""
+    """What the rule reads of a Run: the experiment, the summaries so far, and the arms that
+    could not run."""
 
     frame: pd.DataFrame
     experiment: _Exp = field(default_factory=lambda: _Exp(12, (_Cond("main"),)))
@@ -65,6 +65,9 @@ class _Result:
 
     def summaries(self) -> pd.DataFrame:
         return self.frame[self.frame["block"] < self.blocks]
+
+    def require_experiment(self) -> _Exp:
+        return self.experiment
 
 
 def test_stop_rule_keeps_the_pairs_of_open_questions_only() -> None:
@@ -148,11 +151,10 @@ def test_a_settled_question_stops_getting_blocks_an_open_one_continues(tmp_path:
 def test_the_run_ends_when_every_question_is_settled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from benchlib.analysis.pilot import design_section
     from benchlib.analysis.stopping import saved_trials
-    from benchlib.records import read_run
 
     res, stopping = _fake_run(tmp_path, monkeypatch, ("a", "b"), [FAST])
     first = stopping.design.looks[0]
-    assert read_run(res).run["stopped_after_blocks"] == first
+    assert res.run["stopped_after_blocks"] == first
     assert {t.block for t in res.store.trials()} == set(range(first))
     saved = saved_trials(res)
     assert saved["trials"] == 2 * (12 - first) and saved["planned"] == 24

@@ -20,7 +20,8 @@ from benchlib.analysis.peers import (peer_beside, peer_labels, peer_notes, peer_
                                      peer_view)
 from benchlib.analysis.tables import (add_trial_metric, logged_lines, median_of_trials, responses_table,
                                       saturation_table)
-from benchlib.records import RunRecord, TrialRecord, read_run
+from benchlib.records import TrialRecord
+from benchlib.results import Run, open_run
 from benchlib.schema import ROW_DTYPE
 from benchlib.store import RunStore
 
@@ -45,8 +46,8 @@ def _meta(arm: str, block: int, status: str = "ok", **extra: Any) -> dict[str, A
             "runtime": "local", "log_sink": "pipe"} | extra
 
 
-def _run(trials: list[TrialRecord], unavailable: dict[str, str] | None = None) -> RunRecord:
-    return RunRecord("s", "r", Path("."), tuple(trials), unavailable or {}, arms=("fast", "odd", "slow", "gone"),
+def _run(trials: list[TrialRecord], unavailable: dict[str, str] | None = None) -> Run:
+    return Run("s", "r", Path("."), tuple(trials), unavailable=unavailable or {}, arms=("fast", "odd", "slow", "gone"),
                      conditions=("closed",))
 
 
@@ -105,7 +106,7 @@ def test_warmup_log_lines_and_peer_tables_read_the_stored_trials(tmp_path: Path)
                                        "measured_duration_s": 0.1, "client_cpu": {"per_cpu": {"0": 0.4}}},
                      cross_check={**WRK, "order": order}, service_log={"sink": "pipe", "lines": 1105})
         store.write_trial(_rows([30.0, 3.0, 3.0, 3.0, 3.0], measured, send_delay_ms=1.0), meta)
-    run = read_run(store.path)
+    run = open_run(store.path)
     assert run.arms == ("a", "b") and len(run.trials) == 3
 
     warm = warmup_table(run).set_index("arm")
@@ -137,7 +138,7 @@ def test_peer_tables_from_the_summaries_and_the_notes_say_where_the_tools_differ
     summaries = pd.DataFrame([{"condition": "closed", "arm": arm, "block": b, "throughput_rps": rps,
                                "p50_ms": 2.2, "p99_ms": 9.9}
                               for arm, rps in (("near", 2210.0), ("far", 1000.0)) for b in (0, 1, 2)])
-    run = RunRecord("s", "r", Path("."), tuple(trials), arms=("near", "far"))
+    run = Run("s", "r", Path("."), tuple(trials), arms=("near", "far"))
     beside = peer_beside(run, summaries=summaries)
     assert beside.loc[beside["arm"] == "far", "rps_ratio"].iloc[0] == pytest.approx(2.2)
     by_arm = peer_summary(beside)
@@ -190,7 +191,7 @@ def test_server_cpu_table_gives_the_cost_per_request_and_names_the_servers_with_
             for b in range(7)]
     rows.append({"condition": "closed", "arm": "nocpu", "block": 0, "valid": True, "server_cpu_us_per_req": math.nan,
                  "server_cpu_frac": math.nan})
-    run = RunRecord("s", "r", Path("."), (), arms=("idle", "busy", "nocpu"), conditions=("closed",),
+    run = Run("s", "r", Path("."), (), arms=("idle", "busy", "nocpu"), conditions=("closed",),
                     cpus={"server": [1], "client": [0]})
     table = server_cpu_table(run, pd.DataFrame(rows))
     assert list(table["arm"]) == ["idle", "busy"]  # the run's arm order; no samples, no row; invalid trials left out
@@ -198,7 +199,7 @@ def test_server_cpu_table_gives_the_cost_per_request_and_names_the_servers_with_
     assert busy["trials"] == 6 and busy["server CPUs busy (share of 1), median"] == 0.96
     assert busy["server CPU per request (µs), median [95% CI]"] == "20.5 [20, 21]" and busy["trials below 90%"] == 0
     assert server_unsaturated(table) == ["idle"]
-    two = RunRecord("s", "r", Path("."), (), arms=("idle", "busy"), cpus={"server": [0, 1], "client": [0, 1]})
+    two = Run("s", "r", Path("."), (), arms=("idle", "busy"), cpus={"server": [0, 1], "client": [0, 1]})
     shared = server_cpu_table(two, pd.DataFrame(rows)).set_index("arm")
     assert shared.loc["busy", "server CPUs busy (share of 2), median"] == 0.48 and server_unsaturated(
         shared.reset_index()) == ["idle", "busy"]
@@ -217,7 +218,7 @@ def test_peer_tables_bundle_the_tool_beside_benchlib() -> None:
               for b in (0, 1)]
     summaries = pd.DataFrame([{"condition": "closed", "arm": "a", "block": b, "throughput_rps": 2000.0, "p50_ms": 2.2,
                                "p99_ms": 9.9} for b in (0, 1)])
-    out = peer_tables(RunRecord("s", "r", Path("."), tuple(trials), arms=("a",)), summaries, "wrk", why="Why.")
+    out = peer_tables(Run("s", "r", Path("."), tuple(trials), arms=("a",)), summaries, "wrk", why="Why.")
     assert set(out) == {"beside", "by_arm", "rate", "trials", "notes"} and len(out["beside"]) == 2
     assert out["by_arm"].set_index("arm").loc["a", "rps_ratio"] == pytest.approx(1.1)
     assert {"wrk req/s", "benchlib req/s", "wrk / benchlib req/s, wrk first"} <= set(out["rate"].columns)

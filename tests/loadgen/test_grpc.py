@@ -184,7 +184,7 @@ def test_a_grpc_service_runs_through_run_experiment(tmp_path: Path, monkeypatch:
     exp = Experiment("t-grpc", (Arm("go", "grpc-go-test"),), (Condition("main", load, cross_check=check),),
                      trials=1, between_trials_s=0)
     res = run_experiment(exp, run_id="r1", out_dir=tmp_path / "runs", progress=False)
-    (trial,) = res.trials()
+    (trial,) = res.trials
     meta = trial.meta
     assert meta["status"] in ("ok", "invalid"), meta.get("reason")  # invalid only if the guard saw a busy client
     assert meta["endpoint"]["protocol"] == "grpc" and meta["contract"]["problems"] == []

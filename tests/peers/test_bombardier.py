@@ -150,13 +150,15 @@ def test_real_run_timed_and_failures_counted():
 def test_runs_as_a_cross_check_and_fills_the_summary():
     """The runner's cross-check path: ``run_bombardier`` with the CrossCheck's options, its
     headline figures in the trial summary."""
-    from benchlib.runner import cross_check_summary, run_cross_check
+    from benchlib.records import peer_report
+    from benchlib.results import cross_check_summary
+    from benchlib.runner import run_cross_check
 
     check = CrossCheck("bombardier", (("connections", 4), ("requests", 200)))
     with serve("hello", cpus=[1]) as (host, port):
         meta = run_cross_check(check, f"http://{host}:{port}/", [0], order="before")
     assert meta["tool"] == "bombardier" and meta["order"] == "before" and "error" not in meta
-    summary = cross_check_summary({"cross_check": meta})
+    summary = cross_check_summary(peer_report(meta))
     assert summary["xcheck_tool"] == "bombardier" and summary["xcheck_error"] is None
     assert summary["xcheck_rps"] == meta["requests_per_s"] > 0
     assert 0 < summary["xcheck_p50_ms"] <= summary["xcheck_p99_ms"]

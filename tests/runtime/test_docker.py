@@ -325,7 +325,7 @@ def test_runner_records_a_service_killed_mid_trial_and_leaves_no_container(
     result = run_experiment(exp, run_id=run_id, out_dir=tmp_path, progress=False)
     t.join(timeout=5)
     assert killed, "the service container never appeared"
-    (trial,) = result.trials()
+    (trial,) = result.trials
     meta = trial.meta
     assert meta["status"] == "failed" and "died" in meta["reason"], meta.get("reason")
     assert meta["stop"]["died_early"] and meta["stop"]["exit_code"] == 137
