@@ -8,8 +8,9 @@ or parses one: tables, one-line forms and the studies' conclusions read the
 
 The rules (statistics reference, section 5.6; ``docs/statistics.md``):
 
-* **insufficient**: the exact test cannot reach significance with this many trials (the
-  minimum-p guard), or there is one trial per arm (the between-run variance is not
+* **insufficient**: not significant, and the exact test cannot reach significance with this
+  many trials (the minimum-p guard; significance is decided first, since the guard's best
+  case assumes every row of the family at the floor, which Holm's step-down can beat), or there is one trial per arm (the between-run variance is not
   estimated, so no direction can be given); unless the equivalence test decides on its own.
 * **faster / slower**: adjusted p below alpha; the metric's words ("faster"/"slower" for
   latency and throughput, "fewer errors"/"more errors" for the error rate), qualified
@@ -386,10 +387,9 @@ def decide(
         log and margin > 0 and math.isfinite(tost_lo) and math.isfinite(tost_hi)
         and lo_m <= math.exp(tost_lo) and math.exp(tost_hi) <= hi_m
     )
-    if not best_adjusted < alpha:
-        if equiv:
-            return Verdict(VerdictKind.EQUIVALENT, equivalent=True, mde=scale_mde(mde), **nums, **base)
-        return Verdict(VerdictKind.INSUFFICIENT, need=need, mde=math.inf, **nums, **base)
+    # significance first: a row whose adjusted p is below alpha is decided, whatever the
+    # guard says (the guard's best case assumes every row of the family at the design's
+    # floor, which Holm's step-down can beat: issue 19, item 4)
     sig = bool(p_adj < alpha)
     if sig:
         good = info.is_good(effect)
@@ -401,6 +401,10 @@ def decide(
             qualifier = "" if outside else ("within" if inside else "possibly within")
         return Verdict(kind, word=info.good if good else info.bad, significant=True, practical=qualifier == "",
                        equivalent=equiv, qualifier=qualifier, mde=scale_mde(mde), **nums, **base)
+    if not best_adjusted < alpha:
+        if equiv:
+            return Verdict(VerdictKind.EQUIVALENT, equivalent=True, mde=scale_mde(mde), **nums, **base)
+        return Verdict(VerdictKind.INSUFFICIENT, need=need, mde=math.inf, **nums, **base)
     if equiv:
         return Verdict(VerdictKind.EQUIVALENT, equivalent=True, mde=scale_mde(mde), **nums, **base)
     return Verdict(VerdictKind.NO_DIFFERENCE, mde=scale_mde(mde), all_equal=float(all_equal), **nums, **base)

@@ -129,3 +129,32 @@ def test_the_plus_minus_beside_medians_says_its_achieved_level():
     c6 = compare(_blocks(a[:6], b[:6]), baseline="A", metrics=("p50_ms",))
     assert c6.table.iloc[0]["pm_confidence_baseline"] == pytest.approx(1 - 2 / 64)
     assert "± 96.9% CI" in c6.to_text()
+
+
+def _blocks_metrics(values_a, values_b):
+    """Two arms A and B in blocks 0..n-1 with several metrics (``{metric: values}``)."""
+    frames = [_blocks(values_a[m], values_b[m], m) for m in values_a]
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.merge(f, on=["condition", "arm", "block", "position", "seq", "valid"])
+    return out
+
+
+def test_significance_is_decided_before_the_minimum_p_guard():
+    """Issue 19, item 4: a row whose Holm-adjusted p is below alpha was printed "insufficient
+    trials" because the guard (every row of the family at the design's floor: 2 x 0.031)
+    ran first. p50: 10 blocks all slower (p = 0.002); p90: 4 of 10 blocks tied, the 6 that
+    differ all slower (p = 2/2^6 = 0.031, its floor). Holm: p90's adjusted p is
+    max(2 x 0.002, 0.031) = 0.031 < 0.05, so it is "slower". Before the fix: "insufficient
+    trials (need ≥ 7 blocks that differ; 4 of 10 tied)"."""
+    a = np.arange(10.0, 20.0)
+    up = np.array([1.05, 1.06, 1.07, 1.08, 1.09, 1.10, 1.11, 1.12, 1.13, 1.14])
+    b90 = a * np.where(np.arange(10) < 4, 1.0, up)  # blocks 0-3 tied exactly
+    c = compare(_blocks_metrics({"p50_ms": a, "p90_ms": a}, {"p50_ms": a * up, "p90_ms": b90}),
+                baseline="A", metrics=("p50_ms", "p90_ms"))
+    t = c.table.set_index("metric")
+    assert t.loc["p90_ms", "p_raw"] == pytest.approx(2 / 2**6)
+    assert t.loc["p90_ms", "p_adj"] == pytest.approx(2 / 2**6)
+    assert t.loc["p90_ms", "min_p"] == pytest.approx(2 / 2**6)
+    assert t.loc["p90_ms", "verdict"] == "slower"
+    assert t.loc["p50_ms", "verdict"] == "slower"
