@@ -21,6 +21,7 @@ from benchlib.stats import footnotes as fn
 from benchlib.stats._checks import choose, probability
 from benchlib.stats.estimate import BOOTSTRAP_MIN_TRIALS, estimate, test_name
 from benchlib.stats.exact import min_p_paired, min_p_unpaired
+from benchlib.stats.fmt import fmt_p
 from benchlib.stats.metrics import MetricInfo, metric_info
 from benchlib.stats.multiplicity import CORRECTIONS, adjust, best_case_adjusted
 from benchlib.stats.power import METHODS, mde_shift, min_trials, planning_alpha
@@ -508,6 +509,10 @@ def _row(
         n_tied=est.n_tied,
     )
     row["n_tied"] = est.n_tied
+    if method == "rank" and not paired and est.ties:
+        # the ties raise the exact test's floor above the untied 2 / C(m+n, n) (issue 19, item 10)
+        _, counts = np.unique(np.concatenate([x_a, x_b]), return_counts=True)
+        extra.update(min_p_untied=min_p_unpaired(a.size, b.size), n_in_ties=int(counts[counts > 1].sum()))
     return row, extra
 
 
@@ -627,6 +632,11 @@ def _adjust_and_decide(
                     need=need if need is not None else e["floor"] + 1,
                     all_equal=e.get("all_equal", math.nan),
                 )
+                if ("min_p_untied" in e and e["min_p"] > e["min_p_untied"]
+                        and best_case_adjusted(e["min_p_untied"], m, correction) < alpha):
+                    # enough trials, but their ties keep the exact p above what the family needs
+                    kw["reason"] = (f"{e['n_in_ties']} of {r['n_baseline'] + r['n_arm']} trials tied: "
+                                    f"smallest possible p {fmt_p(e['min_p'])}")
             v = decide(info, **kw)
             verdicts[i] = v
             _fill_row(r, v)
