@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from benchlib.stats.fmt import fmt_centre, fmt_level, fmt_p, fmt_pct, fmt_value
+from benchlib.stats.fmt import WITHIN_RUN, fmt_centre, fmt_level, fmt_p, fmt_pct, fmt_value, within_run
 
-__all__ = ["DASH", "fixed", "fmt_centre", "fmt_level", "fmt_p", "fmt_pct", "fmt_value", "inverse_ci", "median_ci",
-           "num", "ratio_ci", "signed_pct"]
+__all__ = ["DASH", "WITHIN_RUN", "fixed", "fmt_centre", "fmt_level", "fmt_p", "fmt_pct", "fmt_value", "inverse_ci", "median_ci",
+           "num", "ratio_ci", "signed_pct", "within_run"]
 
 #: What a missing value prints as.
 DASH = "–"

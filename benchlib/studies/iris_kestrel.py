@@ -334,13 +334,15 @@ def _list(answer: Answer | None, metric: str = "throughput_rps", *, label: str =
 
 
 def _beside_seed(v: Any, ratio: float) -> str:
-    """Where a ratio's interval lies against the seed's."""
+    """Where a ratio's interval lies against the seed's (a single-trial row's interval is
+    called within-run)."""
+    iv = "interval" if v.between_run_variance_estimated else "within-run interval"
     if v.ci_hi < ratio:
-        return f"below the seed's {ratio:.1f}× (interval up to {v.ci_hi:.2f}×)"
+        return f"below the seed's {ratio:.1f}× ({iv} up to {v.ci_hi:.2f}×)"
     if v.ci_lo > ratio:
-        return f"above the seed's {ratio:.1f}× (interval from {v.ci_lo:.2f}×)"
+        return f"above the seed's {ratio:.1f}× ({iv} from {v.ci_lo:.2f}×)"
     if 0 < v.ci_lo and v.ci_hi < float("inf"):
-        return f"consistent with the seed's {ratio:.1f}× (interval {v.ci_lo:.2f}-{v.ci_hi:.2f}×)"
+        return f"consistent with the seed's {ratio:.1f}× ({iv} {v.ci_lo:.2f}-{v.ci_hi:.2f}×)"
     return f"too uncertain at this design to set beside the seed's {ratio:.1f}×"
 
 
