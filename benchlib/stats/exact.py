@@ -47,6 +47,7 @@ __all__ = [
     "min_p_unpaired_tied",
     "min_p_paired",
     "walsh_averages",
+    "median_interval_rank",
 ]
 
 #: Exact two-sample distributions are used up to this many pairs (m * n); above it, the
@@ -163,6 +164,20 @@ def _t_cdf(n: int) -> np.ndarray:
     cdf[-1] = 1.0
     cdf.setflags(write=False)
     return cdf
+
+
+@lru_cache(maxsize=256)
+def median_interval_rank(n: int, confidence: float = 0.95) -> tuple[int, float]:
+    """The order-statistic interval of a median of ``n`` values: the 1-based rank ``k`` of
+    ``[x(k), x(n-k+1)]`` (0 if no such interval reaches ``confidence``) and its achieved
+    coverage ``1 - 2 P(Bin(n, 1/2) <= k - 1)`` (NaN if none): 96.9% for 6 values, 99.2% for
+    8, 97.9% for 10 at a nominal 95%. The same interval as
+    ``scipy.stats.quantile_test(x, p=0.5).confidence_interval(confidence)``."""
+    alpha2 = (1.0 - confidence) / 2.0
+    k = 0
+    while k + 1 <= n // 2 and float(special.bdtr(k, n, 0.5)) <= alpha2 * (1 + 1e-12):
+        k += 1
+    return k, (1.0 - 2.0 * float(special.bdtr(k - 1, n, 0.5)) if k else math.nan)
 
 
 def _two_sided(cdf_at: float, sf_at: float) -> float:

@@ -257,7 +257,7 @@ def original_vs_ours(result: Any, reference: Any, summaries: Any, *, unavailable
                      flags: str = "-c 125 -n 500000") -> Any:
     """The seed's two bombardier outputs (Reqs/sec mean, latency mean and max), then ours on
     the seed's endpoint for every stack: bombardier with the seed's flags and benchlib
-    (median over trials [95% interval]); stacks not run say why (``unavailable``)."""
+    (median over trials [interval], with its achieved level); stacks not run say why (``unavailable``)."""
     import pandas as pd
 
     from benchlib.stats.verdict import Verdict, render
@@ -271,7 +271,7 @@ def original_vs_ours(result: Any, reference: Any, summaries: Any, *, unavailable
     why = dict(unavailable or {})
 
     def mci(vals: list[float]) -> str:
-        return fmt.median_ci(*tables.median_of_trials(vals)[:3])
+        return tables.median_of_trials(vals).text
 
     for s in STACKS:
         arm = arm_name(s.key, "random")
