@@ -6,7 +6,9 @@ done of those planned, the seconds elapsed, and the seconds left, estimated from
 measured wall times (each (condition, arm, peer tool or not) by its own mean; the overall
 mean until it has one). A ``block`` event closes each block (every condition's trials of
 that block number) and may carry ``decided``: the questions already decided on the trials
-so far (see :func:`benchlib.analysis.questions.decided_questions`). ``settled`` trials (not
+so far, in words that say on what basis (see :func:`benchlib.analysis.questions.decided_questions`:
+what the sequential stopping rule says at its looks, or a fixed analysis marked
+"uncorrected", since looking after every block is not covered by any correction). ``settled`` trials (not
 run: sequential stopping found their questions settled) count as done and take no time. A renderer shows them:
 
 * in JupyterLab: a tqdm bar (``tqdm.auto``) with the time left, and one line per block;

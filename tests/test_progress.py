@@ -86,8 +86,35 @@ def test_decided_questions_name_the_questions_whose_rows_are_decided() -> None:
             rows.append({"condition": "main", "arm": arm, "block": b, "valid": True, "status": "ok", "p50_ms": p50})
     fam = Family.against("vs-a", "a", ["b", "c"], conditions=["main"], metrics=["p50_ms"], title="against a")
     words = decided_questions([fam])(pd.DataFrame(rows))
-    assert words == ["against a: 2/2 rows (all)"]  # b slower, c equivalent (within the ±2% margin)
+    assert words == ["against a: 2/2 rows (all; uncorrected)"]  # b slower, c equivalent (within the ±2% margin)
     slow_c = pd.DataFrame(rows).assign(p50_ms=lambda d: d["p50_ms"] * (1 + 0.3 * (d["arm"] == "c") * (d["block"] % 2)))
-    assert decided_questions([fam])(slow_c) == ["against a: 1/2 rows"]  # c: half its blocks 30% slower, undecided
+    assert decided_questions([fam])(slow_c) == ["against a: 1/2 rows (uncorrected)"]  # c: half its blocks 30% slower
     assert decided_questions([fam])(pd.DataFrame(rows[:6])) == []  # 2 blocks decide nothing
     assert decided_questions([fam])(pd.DataFrame()) == []
+
+
+def test_a_sequential_run_s_progress_says_what_the_stopping_rule_says() -> None:
+    """Issue 19, item 9: during a sequential run the progress line said "decided" from a fixed
+    analysis after every block (an invitation to stop by hand that the stopping rule does
+    not make: looking after every block is not corrected for). With the run's design the
+    hook now says what the rule says: nothing before its first look (9 of 12 blocks), then
+    what was settled at the last look; without one, the fixed figures say "uncorrected".
+    Parent commit: at 7 blocks the hook said "against a: 2/2 rows (all)"."""
+    from benchlib.stats.sequential import SequentialDesign
+
+    rows = [{"condition": "main", "arm": arm, "block": b, "valid": True, "status": "ok", "p50_ms": p50}
+            for b in range(12)
+            for arm, p50 in (("a", 1.0 + 0.01 * b), ("b", 2.0 + 0.02 * b), ("c", 1.0 + 0.01 * ((b * 7) % 5 - 2)))]
+    df = pd.DataFrame(rows)
+    fam = Family.against("vs-a", "a", ["b", "c"], conditions=["main"], metrics=["p50_ms"], title="against a")
+    design = SequentialDesign.every(12, step=2, n_comparisons=2)
+    assert design.looks == (9, 11, 12)
+    seq, fixed = decided_questions([fam], sequential=design), decided_questions([fam])
+    assert fixed(df[df["block"] < 7]) == ["against a: 2/2 rows (all; uncorrected)"]
+    assert seq(df[df["block"] < 7]) == ["no sequential look yet (the first after 9 blocks)"]
+    at9 = ["against a: 2/2 rows (all) settled at the sequential look after 9 blocks"]
+    assert seq(df[df["block"] < 9]) == at9
+    assert seq(df[df["block"] < 10]) == at9  # between looks the last look stands
+    base = {"study": "s", "total": 30, "blocks": 12, "elapsed_s": 75.0, "left_s": 200.0, "trials_done": 21}
+    line = format_event({**base, "event": "block", "block": 6, "decided": seq(df[df["block"] < 7])})
+    assert line.endswith("; decided so far: no sequential look yet (the first after 9 blocks)"), line

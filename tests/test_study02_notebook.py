@@ -315,6 +315,6 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_bombardier_and_t
     assert "Sequential stopping" in page and "sequential=auto" in page and "): off: " in page and "one look" in page
     assert "sequential" not in json.loads((derived / "comparison-seed.json").read_text())["params"]
     assert "99,891" in page and "7,501" in page and "13.32×" in page
-    assert "server CPU per request (µs), median [95% CI]" in page and "bombardier / benchlib req/s" in page
+    assert "server CPU per request (µs), median [CI]" in page and "bombardier / benchlib req/s" in page
     if unavailable:
         assert "not run: no dotnet toolchain" in page

@@ -184,12 +184,12 @@ def test_the_seeds_best_of_10_sits_beside_our_best_and_median() -> None:
                                    scales={"c20": 0.25})
     rows = table[(table["concurrency"] == 20) & (table["library"] == "NodeJS")].set_index("source")
     assert list(rows.index) == ["seed: ab -c 20 -n 20,000, best of 10", "ours: ab -c 20 -n 5,000, best of 6 trials",
-                                "ours: ab -c 20 -n 5,000, median [95% CI]",
-                                "ours: benchlib, the same load, median [95% CI]"]
+                                "ours: ab -c 20 -n 5,000, median [CI]",
+                                "ours: benchlib, the same load, median [CI]"]
     assert rows.loc["seed: ab -c 20 -n 20,000, best of 10", "req/s"] == "19,454"
     assert rows.loc["ours: ab -c 20 -n 5,000, best of 6 trials", "req/s"] == "2,000"
     assert rows.loc["ours: ab -c 20 -n 5,000, best of 6 trials", "longest (ms)"] == "35"
-    assert rows.loc["ours: ab -c 20 -n 5,000, median [95% CI]", "req/s"] == "1,625 [1,500, 2,000]"
+    assert rows.loc["ours: ab -c 20 -n 5,000, median [CI]", "req/s"] == "1,625 [1,500, 2,000] (96.9% CI)"
     dotnet = table[(table["library"] == "AsyncFastCGI.NET") & (table["concurrency"] == 20)]
     assert list(dotnet["req/s"]) == ["19,495", "not run: no .NET SDK"]
     assert "not reproduced: LB FastCGI" in " ".join(table.loc[table["library"] == "LB FastCGI", "req/s"])

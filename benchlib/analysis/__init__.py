@@ -17,8 +17,10 @@ original's numbers and its conclusion's facts; everything else comes from here
 * :mod:`~benchlib.analysis.peers`: a peer tool (wrk, k6, ab, hey, h2load...) beside benchlib;
 * :mod:`~benchlib.analysis.run_info`: the design and provenance in Markdown;
 * :mod:`~benchlib.analysis.pilot`: variance components of a stored run, the trials x duration
-  planner, and the report's design section (:func:`design_section`: design run, predicted and
-  achieved MDE);
+  planner, and the report's design section (:func:`design_section`: design run, MDE
+  predicted from a pilot or an earlier run (:class:`PilotComponents`,
+  :func:`components_from_run`) or from the run's own components, labelled as no prediction,
+  and achieved MDE);
 * :mod:`~benchlib.analysis.stopping`: sequential stopping of a study's questions
   (:func:`stopping_rule`: a notebook's ``sequential`` parameter -> the runner's ``until=`` rule
   and the :class:`~benchlib.stats.sequential.SequentialDesign` its analysis uses;
@@ -34,7 +36,7 @@ or :func:`benchlib.results.open_run` of a stored run).
 from __future__ import annotations
 
 from benchlib.analysis.display import metric_words, show, table
-from benchlib.analysis.pilot import design_section, design_table
+from benchlib.analysis.pilot import PilotComponents, components_from_run, design_section, design_table
 from benchlib.analysis.questions import (Answer, Contrast, Family, blocks_needed, compare_valid, decided_questions,
                                         planned_rows, run_family)
 from benchlib.analysis.run_info import design_markdown, provenance_markdown
@@ -66,8 +68,9 @@ from benchlib.analysis.verdicts import (
 )
 
 __all__ = [
-    "SEQUENTIAL_CHOICES", "Answer", "Contrast", "Family", "StopWhenSettled", "Stopping", "add_trial_metric",
-    "answer_table", "answer_tables", "blocks_needed", "client_cpu_table", "client_limited", "compare_valid",
+    "SEQUENTIAL_CHOICES", "Answer", "Contrast", "Family", "PilotComponents", "StopWhenSettled", "Stopping",
+    "add_trial_metric", "answer_table", "answer_tables", "blocks_needed", "client_cpu_table", "client_limited",
+    "compare_valid", "components_from_run",
     "contracts_table", "decided_questions", "design_markdown", "design_section", "design_table", "family_markdown",
     "footnotes_markdown", "limits_table", "log_lines_table", "measured_minutes", "metric_words", "open_questions",
     "percentile_support", "planned_rows", "provenance_markdown", "repeats_table", "run_family", "server_cpu_table",

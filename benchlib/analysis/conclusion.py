@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import TypeGuard
 
-from benchlib.analysis.fmt import fixed, inverse_ci, ratio_ci
+from benchlib.analysis.fmt import fixed, inverse_ci, ratio_ci, within_run
 from benchlib.stats.multiplicity import CORRECTION_LABELS
 from benchlib.stats.verdict import Verdict, VerdictKind
 
@@ -40,8 +40,9 @@ def direction(v: Verdict | None) -> str | None:
 
 
 def ratio(v: Verdict, digits: int = 2) -> str:
-    """The effect with its interval: ``1.23× [1.10, 1.40]``."""
-    return ratio_ci(v.estimate, v.ci_lo, v.ci_hi, digits)
+    """The effect with its interval: ``1.23× [1.10, 1.40]``; ``... (within-run)`` when the
+    interval leaves out the variation between runs (one trial per arm)."""
+    return ratio_ci(v.estimate, v.ci_lo, v.ci_hi, digits) + within_run(v.between_run_variance_estimated)
 
 
 def difference(v: Verdict) -> str:
@@ -52,12 +53,13 @@ def difference(v: Verdict) -> str:
     def one(x: float) -> str:
         return fixed(k * x, 1) if not math.isfinite(x) else f"{k * x:+.1f}" if v.unit == "%" else f"{k * x:+.3g}"
 
-    return f"{one(v.estimate)}{unit} [{one(v.ci_lo)}, {one(v.ci_hi)}]"
+    return f"{one(v.estimate)}{unit} [{one(v.ci_lo)}, {one(v.ci_hi)}]" + within_run(v.between_run_variance_estimated)
 
 
 def inverse(v: Verdict, digits: int = 2) -> str:
-    """The effect the other way round (baseline / arm): ``0.81× [0.71, 0.91]``."""
-    return inverse_ci(v.estimate, v.ci_lo, v.ci_hi, digits)
+    """The effect the other way round (baseline / arm): ``0.81× [0.71, 0.91]`` (with
+    ``(within-run)`` as :func:`ratio`)."""
+    return inverse_ci(v.estimate, v.ci_lo, v.ci_hi, digits) + within_run(v.between_run_variance_estimated)
 
 
 def _correction(v: Verdict) -> str:
@@ -81,7 +83,8 @@ def effect(v: Verdict | None) -> str:
     if not estimated(v):
         return f"**{v.text}**"
     size = difference(v) if v.effect == "difference" else ratio(v)
-    return f"{size}, {_correction(v)} p = {v.p_adj:.2g} → **{v.text}**"
+    test = f"{_correction(v)} p = {v.p_adj:.2g}" if v.p_adj == v.p_adj else "no test across runs"
+    return f"{size}, {test} → **{v.text}**"
 
 
 def says(v: Verdict, arm: str, baseline: str, *, latency: bool = False) -> str:

@@ -7,10 +7,15 @@
   for :func:`~benchlib.stats.variance.cost_model`;
 * :func:`plan_from_run`: both, then :func:`~benchlib.stats.variance.plan_design` for one
   condition;
+* :class:`PilotComponents` / :func:`components_from_run`: variance components the run did
+  not produce (a stored earlier run, or a pilot's), which alone can *predict* its MDE;
 * :func:`design_table` / :func:`design_section`: a report's "design" section: the design this
   run used (blocks planned and run, measured seconds per trial, sequential looks), the MDE
-  predicted for it by the variance components (of a pilot run, or of this run), the MDE
-  the run achieved (its verdicts'), and the design the planner would choose for a target;
+  predicted for it by the components of a pilot or an earlier run (without one: the MDE from
+  this run's own components, labelled as such, since it equals the achieved MDE by
+  construction), the MDE the run achieved (its verdicts'; a sequential run's are the
+  sequential test's, and so is the prediction), and the design the planner would choose for a
+  target;
 * ``python -m benchlib.analysis.pilot RUN_DIR --baseline ARM --target 0.10 --target 0.05``
   prints the components and the plans in Markdown.
 
@@ -23,11 +28,70 @@ import argparse
 import math
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from benchlib.results import Run, open_run
+from benchlib.stats.sequential import SequentialDesign
+from benchlib.stats.variance import VARIANCE_CONFIDENCE, CostModel, PairComponents
 
-__all__ = ["design_section", "design_table", "pilot_windows", "plan_from_run", "trial_costs", "main"]
+__all__ = ["OWN_MDE_LABEL", "PilotComponents", "components_from_run", "design_section", "design_table",
+           "pilot_windows", "plan_from_run", "trial_costs", "main"]
+
+#: The design section's heading for an MDE computed from the run's own trials: it equals the
+#: achieved MDE by construction (the same data), so it is no prediction.
+OWN_MDE_LABEL = "MDE from this run's own components (not a prediction)"
+
+
+@dataclass(frozen=True)
+class PilotComponents:
+    """Variance components from data the run did not produce: what a prediction of its MDE
+    may rest on (:func:`design_table`'s ``components=``).
+
+    Attributes
+    ----------
+    components:
+        One :class:`~benchlib.stats.variance.PairComponents` per (condition, baseline, arm,
+        metric) (``labels["condition"]`` names the condition; a metric in µs may use its ms
+        components, the log ratios are the same).
+    source:
+        Where they come from, in words for the report (``"the stored run `r1`"``, ``"the
+        pilot's 3 blocks"``).
+    cost:
+        The wall time of a block measured with them (for the planner); ``None``: the run's own.
+    """
+
+    components: tuple[PairComponents, ...]
+    source: str
+    cost: CostModel | None = None
+
+    def of(self, condition: str, metric: str, pairs: Sequence[tuple[str, str]]) -> list[PairComponents]:
+        """The components of ``metric`` (or its ``_ms`` twin for ``_us``) for ``pairs`` in ``condition``."""
+        names = {metric, f"{metric[:-3]}_ms"} if metric.endswith("_us") else {metric}
+        want = {(str(b), str(a)) for b, a in pairs}
+        return [c for c in self.components if str(c.labels.get("condition", condition)) == str(condition)
+                and c.metric in names and (c.baseline, c.arm) in want and math.isfinite(c.within_coef)]
+
+
+def components_from_run(run: Run, *, metrics: Sequence[str], pairs: Sequence[tuple[str, str]] | None = None,
+                        conditions: Sequence[str] | None = None) -> PilotComponents:
+    """The variance components of a stored run (an earlier run or a pilot), per condition,
+    for ``pairs`` ((baseline, arm); default every arm against the run's baseline), with its
+    cost model: what :func:`design_table` can predict another run's MDE from."""
+    from benchlib.stats.quantiles import quantile_of
+    from benchlib.stats.variance import cost_model, pair_components
+
+    rec = run
+    qs = tuple(q for q in (quantile_of(m) for m in metrics) if q is not None) or (0.5,)
+    wins = pilot_windows(rec, quantiles=qs, conditions=conditions)
+    comps: list[PairComponents] = []
+    for m in metrics:
+        if len(wins) and m in wins.columns:
+            comps += pair_components(wins, m, contrasts=pairs) if pairs is not None else pair_components(
+                wins, m, baseline=str(rec.parameters.get("baseline")))
+    costs = trial_costs(rec)
+    return PilotComponents(tuple(comps), f"the stored run `{rec.run_id}`",
+                           cost_model(costs) if len(costs) else None)
 
 
 def pilot_windows(run: Run, *, splits: Sequence[int] = (1, 2, 4, 8), prefixes: Sequence[float] = (0.5, 0.25),
@@ -147,41 +211,73 @@ def _pairs(answers: Sequence[Any]) -> list[tuple[str, str, str, str, str, int, f
     return out
 
 
-def design_table(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, target_mde: float = 0.05,
-                 power: float = 0.8, alpha: float = 0.05, windows: Any = None) -> Any:
+def _mde_of(c: PairComponents, duration_s: float, blocks: int, *, alpha: float, power: float,
+            sequential: SequentialDesign | None) -> float:
+    """Relative MDE of one row with components ``c`` at ``blocks`` x ``duration_s``: the
+    fixed paired rank test's, or over the looks of ``sequential`` (its maximum)."""
+    from benchlib.stats.power import mde_shift
+
+    if sequential is not None:
+        return sequential.mde(c.sd(duration_s), alpha=alpha, power=power)
+    return math.expm1(mde_shift(blocks, c.sd(duration_s), alpha=alpha, power=power, paired=True, method="rank"))
+
+
+def design_table(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, components: PilotComponents | None = None,
+                 sequential: SequentialDesign | None = None, target_mde: float = 0.05, power: float = 0.8,
+                 alpha: float = 0.05, windows: Any = None,
+                 variance_confidence: float | None = VARIANCE_CONFIDENCE) -> Any:
     """One row per (condition, metric) of the compared rows of ``answers``: the design the run
     used and the MDEs predicted and achieved, relative, at ``power``.
+
+    A prediction rests on data the run did not produce: ``components`` (a
+    :class:`PilotComponents`, e.g. a pilot's or :func:`components_from_run` of an earlier
+    run) or ``pilot`` (a stored earlier run, other than this one). Without either, the MDE
+    from this run's own components is given as ``own_mde_pct``: the same data as the
+    verdicts, so it equals the achieved MDE by construction and predicts nothing.
 
     Columns: ``condition``, ``metric``, ``rows`` (compared rows of that metric),
     ``family_size`` (largest Holm family they belong to), ``blocks_planned``, ``blocks_run``,
     ``duration_s`` (measured seconds per trial: the load's, or for a load of a request count the
-    median measured phase of the trials of ``pilot`` or the run), ``predicted_mde_pct`` (the largest over the
-    rows, from the variance components of ``pilot``, default the run itself, at this design and
-    each row's level ``alpha / family_size``), ``achieved_mde_pct`` (the largest of the
-    verdicts' MDEs, infinite for a row with too few blocks to be significant at all; median
-    in ``achieved_mde_median_pct``), ``between_share_pct`` (median share
-    of the between-trial variance), and the planner's choice for ``target_mde``:
-    ``chosen_blocks``, ``chosen_duration_s``, ``chosen_minutes``, ``chosen_mde_pct``,
-    ``minutes_now`` (the cost model's wall time of the run's own design).
+    median measured phase of the trials of ``pilot`` or the run), ``mde_source`` (where the
+    components come from, in words), ``predicted_mde_pct`` (the largest over the rows, from the
+    pilot's components, at this design and each row's level ``alpha / family_size``; NaN
+    without a pilot), ``own_mde_pct`` (the same from the run's own components; NaN with a
+    pilot), ``achieved_mde_pct`` (the largest of the verdicts' MDEs, infinite for a row with
+    too few blocks to be significant at all; median in ``achieved_mde_median_pct``),
+    ``between_share_pct`` (median share of the between-trial variance), and the planner's
+    choice for ``target_mde`` (on the ``variance_confidence`` upper bound of the between-trial
+    variance, :func:`~benchlib.stats.variance.plan_design`): ``chosen_blocks``,
+    ``chosen_duration_s``, ``chosen_minutes``, ``chosen_mde_pct``, ``chosen_blocks_point``
+    (the blocks the point estimates would need at that duration), ``minutes_now`` (the cost
+    model's wall time of the run's own design). With ``sequential`` (the run's
+    :class:`~benchlib.stats.sequential.SequentialDesign`) the predicted and own MDEs are the
+    sequential test's over its looks, as the verdicts' are.
     """
     import numpy as np
     import pandas as pd
 
-    from benchlib.stats.power import mde_shift, planning_alpha
+    from benchlib.stats.power import planning_alpha
     from benchlib.stats.variance import cost_model, pair_components, plan_design
 
     rec = run
     src = pilot if pilot is not None else rec
+    if pilot is not None and src.run_id == rec.run_id and src.study == rec.study:
+        src = rec  # the run itself given as its pilot: its own components, no prediction
+    own = components is None and src is rec
+    source = (components.source if components is not None else
+              f"the stored run `{src.run_id}`" if not own else "this run's own trials")
     rows = _pairs(answers)
     if not rows:
         return pd.DataFrame()
     metrics = tuple(dict.fromkeys(r[4] for r in rows))
-    if windows is None:
+    if components is not None:
+        windows = windows if windows is not None else pd.DataFrame()
+    elif windows is None:
         from benchlib.stats.quantiles import quantile_of
 
         qs = tuple(q for q in (quantile_of(m) for m in metrics) if q is not None) or (0.5,)
         windows = pilot_windows(src, quantiles=qs)
-    costs = trial_costs(src)
+    costs = trial_costs(src if components is None else rec)
     ran = {}
     for t in rec.trials:
         if t.ran:
@@ -196,7 +292,8 @@ def design_table(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, 
             d_now = float(costs.loc[costs["condition"] == cond, "duration_s"].median())
         n_now = ran.get(cond, 0)
         w = windows[windows["condition"] == cond] if len(windows) else windows
-        cm = cost_model(costs[costs["condition"] == cond]) if len(costs) else None
+        cm = (components.cost if components is not None and components.cost is not None else
+              cost_model(costs[costs["condition"] == cond]) if len(costs) else None)
         for m in dict.fromkeys(r[4] for r in here):
             mine = [r for r in here if r[4] == m]
             fam = max(r[5] for r in mine)
@@ -205,47 +302,70 @@ def design_table(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, 
                 "blocks_run": n_now, "duration_s": d_now,
                 "achieved_mde_pct": 100 * max(r[6] for r in mine),
                 "achieved_mde_median_pct": 100 * float(np.median([r[6] for r in mine])),
-                "predicted_mde_pct": math.nan, "between_share_pct": math.nan}
+                "mde_source": source, "predicted_mde_pct": math.nan, "own_mde_pct": math.nan,
+                "between_share_pct": math.nan}
             pairs = list(dict.fromkeys((r[2], r[3]) for r in mine))
             comps = []
             # a metric in other units (p50_us) has the log ratios of its windows' column (p50_ms)
             wm = f"{m[:-3]}_ms" if m.endswith("_us") and len(w) and m not in w.columns else m
-            if len(w) and wm in w.columns:
+            if components is not None:
+                comps = components.of(cond, m, pairs)
+                wm = comps[0].metric if comps else m
+            elif len(w) and wm in w.columns:
                 comps = [c for c in pair_components(w, wm, contrasts=pairs) if math.isfinite(c.within_coef)]
-            if comps and n_now >= 2 and math.isfinite(d_now):
+            blocks_at = sequential.max_blocks if sequential is not None else n_now
+            if comps and blocks_at >= 2 and math.isfinite(d_now):
                 ra = planning_alpha(alpha, fam, "holm")
-                pred = [math.expm1(mde_shift(n_now, c.sd(d_now), alpha=ra, power=power, paired=True, method="rank"))
-                        for c in comps]
-                rec_row["predicted_mde_pct"] = 100 * max(pred)
+                pred = [_mde_of(c, d_now, blocks_at, alpha=ra, power=power, sequential=sequential) for c in comps]
+                rec_row["own_mde_pct" if own else "predicted_mde_pct"] = 100 * max(pred)
                 shares = [c.between_share for c in comps if math.isfinite(c.between_share)]
                 rec_row["between_share_pct"] = 100 * float(np.median(shares)) if shares else math.nan
                 if cm is not None and cm.arms:
                     plan = plan_design(comps, cm, target_mde=target_mde, power=power, alpha=alpha, n_comparisons=fam,
-                                       current=(n_now, d_now) if n_now else None)
+                                       current=(n_now, d_now) if n_now else None,
+                                       variance_confidence=variance_confidence)
                     rec_row.update(chosen_blocks=plan.chosen.blocks, chosen_duration_s=plan.chosen.duration_s,
                                    chosen_minutes=plan.chosen.minutes, chosen_mde_pct=100 * plan.chosen.mde[wm],
                                    chosen_reaches=plan.chosen.reaches,
+                                   chosen_blocks_point=plan.point.blocks if plan.point is not None else math.nan,
                                    minutes_now=plan.current.minutes if plan.current else math.nan)
             out.append(rec_row)
     return pd.DataFrame.from_records(out)
 
 
-def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, target_mde: float = 0.05,
-                   power: float = 0.8, stopping: Any = None, windows: Any = None) -> str:
+def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, components: PilotComponents | None = None,
+                   target_mde: float = 0.05, power: float = 0.8, stopping: Any = None, windows: Any = None,
+                   variance_confidence: float | None = VARIANCE_CONFIDENCE) -> str:
     """The report's "design" section (Markdown): per condition and metric, the design run,
-    the MDE predicted from the variance components and the MDE achieved, and the design the
-    planner recommends for ``target_mde`` (:func:`design_table`); ``stopping``: the run's
-    :class:`~benchlib.analysis.stopping.Stopping` (:func:`~benchlib.analysis.stopping.stopping_rule`:
-    on or off and why, its looks, what it saved) or
+    the MDE predicted from the variance components of a pilot or an earlier run (``pilot``: a
+    stored run; ``components``: a :class:`PilotComponents`) or, without one, the MDE from
+    this run's own components (labelled :data:`OWN_MDE_LABEL`), the MDE achieved, and the
+    design the planner recommends for ``target_mde`` (:func:`design_table`); ``stopping``:
+    the run's :class:`~benchlib.analysis.stopping.Stopping`
+    (:func:`~benchlib.analysis.stopping.stopping_rule`: on or off and why, its looks, what it
+    saved; its design makes the MDEs the sequential test's) or
     :class:`~benchlib.analysis.stopping.StopWhenSettled` (its looks are said)."""
     from benchlib.analysis.fmt import num
 
     rec = run
-    t = design_table(rec, answers, pilot=pilot, target_mde=target_mde, power=power, windows=windows)
-    src = "the pilot run `" + pilot.run_id + "`" if pilot is not None else "this run's own trials"
+    design = getattr(stopping, "design", None) if stopping is not None else None
+    design = design if isinstance(design, SequentialDesign) else None
+    t = design_table(rec, answers, pilot=pilot, components=components, sequential=design, target_mde=target_mde,
+                     power=power, windows=windows, variance_confidence=variance_confidence)
+    src = str(t["mde_source"].iloc[0]) if len(t) else (
+        components.source if components is not None else
+        f"the stored run `{pilot.run_id}`" if pilot is not None else "this run's own trials")
+    own = len(t) > 0 and t["predicted_mde_pct"].isna().all() and not t["own_mde_pct"].isna().all()
+    bound = (f" on the {variance_confidence:.0%} upper confidence bound of the between-trial variance"
+             if variance_confidence is not None else " on the point estimates")
     lines = [f"**Design.** Variance components (between trials vs within a trial) from {src}; MDEs at "
-             f"{power:.0%} power, each row at α = 0.05 / its Holm family; the planner's choice is the least wall "
-             f"time reaching {target_mde:.0%} on every row of the metric (Kalibera & Jones 2013)."]
+             f"{power:.0%} power, each row at α = 0.05 / its Holm family"
+             + (f", over the sequential looks ({', '.join(map(str, design.looks))} blocks)" if design else "")
+             + f"; the planner's choice is the least wall time reaching {target_mde:.0%} on every row of the metric"
+             f"{bound} (Kalibera & Jones 2013)."
+             + (" The MDE from this run's own components uses the same trials as the verdicts, so it equals the "
+                "achieved MDE by construction: it is no prediction (a prediction needs a pilot or an earlier run: "
+                "`design_section(..., pilot=...)`)." if own else "")]
     stopped = rec.run.get("stopped_after_blocks")
     if stopping is not None and hasattr(stopping, "markdown"):
         lines.append(stopping.markdown(rec))
@@ -261,18 +381,23 @@ def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None
     def pct(x: Any) -> str:
         return "–" if x is None or math.isnan(float(x)) else mde_text(float(x) / 100.0)
 
-    lines += ["", "| condition | metric | rows (family) | blocks run / planned × measured s | predicted MDE | "
+    head = OWN_MDE_LABEL if own else "predicted MDE"
+    lines += ["", f"| condition | metric | rows (family) | blocks run / planned × measured s | {head} | "
               "achieved MDE (max, median) | between share | recommended for the target |",
               "|---|---|---|---|---|---|---|---|"]
     for r in t.to_dict("records"):
         rec_txt = "–"
         if math.isfinite(float(r.get("chosen_blocks", math.nan))):
-            rec_txt = (f"{int(r['chosen_blocks'])} × {num(r['chosen_duration_s'])} s, {r['chosen_minutes']:.1f} min, "
+            pt = float(r.get("chosen_blocks_point", math.nan))
+            rng = (f" (point estimate: {int(pt)} blocks)" if math.isfinite(pt) and int(pt) != int(r["chosen_blocks"])
+                   else "")
+            rec_txt = (f"{int(r['chosen_blocks'])} × {num(r['chosen_duration_s'])} s{rng}, {r['chosen_minutes']:.1f} min, "
                        f"MDE {pct(r['chosen_mde_pct'])}" + ("" if r.get("chosen_reaches") else " (target not reached)")
                        + (f" (now {r['minutes_now']:.1f} min)" if math.isfinite(float(r.get('minutes_now', math.nan)))
                           else ""))
+        mde_now = r["own_mde_pct"] if own else r["predicted_mde_pct"]
         lines.append(f"| {r['condition']} | {r['metric']} | {r['rows']} ({r['family_size']}) | {r['blocks_run']} / "
-                     f"{r['blocks_planned']} × {num(r['duration_s'])} s | {pct(r['predicted_mde_pct'])} | "
+                     f"{r['blocks_planned']} × {num(r['duration_s'])} s | {pct(mde_now)} | "
                      f"{pct(r['achieved_mde_pct'])}, {pct(r['achieved_mde_median_pct'])} | "
                      f"{pct(r['between_share_pct'])} | {rec_txt} |")
     return "\n".join(lines)

@@ -19,6 +19,7 @@ from typing import Any
 
 from benchlib.errors import ParameterError
 from benchlib.results import Run
+from benchlib.stats.sequential import SequentialDesign
 from benchlib.stats.verdict import Verdict
 
 __all__ = ["Answer", "Contrast", "Family", "blocks_needed", "compare_valid", "decided_questions", "planned_rows",
@@ -369,24 +370,34 @@ def compare_valid(run: Run, summaries: Any, *, baseline: str | None = None, **kw
 _DECIDING = ("faster", "slower", "equivalent")
 
 
-def decided_questions(families: Sequence[Family], *, unavailable: Mapping[str, str] | None = None, seed: int = 0,
-                      **compare_kwargs: Any) -> Any:
+def decided_questions(families: Sequence[Family], *, sequential: SequentialDesign | None = None,
+                      unavailable: Mapping[str, str] | None = None, seed: int = 0, **compare_kwargs: Any) -> Any:
     """The runner's ``decided`` hook for ``families``: a function of the summaries so far
     returning, per question with decided rows (each family, or each of its sub-questions),
-    ``"<question>: k/n rows"`` (``k`` rows faster, slower or equivalent of the ``n`` compared;
-    ``(all)`` when every row is). An interim look for the progress display only: the report's
-    verdicts come from all the blocks."""
+    its count of decided rows, in words for the progress line of each block.
+
+    Without ``sequential`` it is a fixed analysis of the blocks so far, repeated after every
+    block, which no correction covers (looking after every block and stopping when a row
+    reads decided inflates the error rate): ``"<question>: k/n rows (uncorrected)"`` (``k``
+    rows faster, slower or equivalent of the ``n`` compared; ``(all; uncorrected)`` when
+    every row is). With ``sequential`` (the run's
+    :class:`~benchlib.stats.sequential.SequentialDesign`, ``stopping.design``) it says what
+    the stopping rule says: at a planned look, ``"<question>: k/n rows settled at the
+    sequential look after b blocks"`` (the sequential analysis,
+    ``run_family(..., sequential=design)``), ``"none settled at the sequential look after b
+    blocks"``; between looks, the last look's words; before the first, ``"no sequential look
+    yet (the first after b blocks)"``. For the progress display only: the report's verdicts
+    come from the analysis of the run."""
+    from benchlib.stats.sequential import blocks_run
+
     fams = tuple(families)
 
-    def decided(summaries: Any) -> list[str]:
-        out: list[str] = []
-        if summaries is None or not len(summaries):
-            return out
+    def counts_of(summaries: Any, **kw: Any) -> dict[str, list[int]]:
+        counts: dict[str, list[int]] = {}
         for fam in fams:
-            answer = run_family(summaries, fam, unavailable=unavailable, seed=seed, **compare_kwargs)
+            answer = run_family(summaries, fam, unavailable=unavailable, seed=seed, **kw, **compare_kwargs)
             if answer.comparison is None:
                 continue
-            counts: dict[str, list[int]] = {}
             for v in answer.comparison.verdicts:
                 if v.kind.value in ("not_run", "no_valid_trial", "omitted"):
                     continue
@@ -394,7 +405,22 @@ def decided_questions(families: Sequence[Family], *, unavailable: Mapping[str, s
                 c = counts.setdefault(q or fam.title or fam.key, [0, 0])
                 c[0] += v.kind.value in _DECIDING
                 c[1] += 1
-            out += [f"{q}: {k}/{n} rows" + (" (all)" if k == n else "") for q, (k, n) in counts.items() if k]
-        return out
+        return counts
+
+    def decided(summaries: Any) -> list[str]:
+        if summaries is None or not len(summaries):
+            return []
+        if sequential is None:
+            return [f"{q}: {k}/{n} rows " + ("(all; uncorrected)" if k == n else "(uncorrected)")
+                    for q, (k, n) in counts_of(summaries).items() if k]
+        done = [n for n in sequential.looks if n <= blocks_run([summaries])]
+        if not done:
+            return [f"no sequential look yet (the first after {sequential.looks[0]} blocks)"]
+        look = done[-1]  # between looks, the last look stands (as the stopping rule has it)
+        at = f"settled at the sequential look after {look} blocks"
+        words = [f"{q}: {k}/{n} rows " + ("(all) " if k == n else "") + at
+                 for q, (k, n) in counts_of(summaries[summaries["block"] < look], sequential=sequential,
+                                            shift=False).items() if k]
+        return words or [f"none {at}"]
 
     return decided

@@ -22,7 +22,7 @@ lists arms. Rows follow the experiment's arm order.
 * :func:`log_lines_table`: log lines written per request sent;
 * :func:`measured_minutes`: how long the trials took;
 * :func:`short_reasons`: why arms did not run, short enough for verdict tables and sentences;
-* :func:`median_of_trials`: a median of per-trial values with its interval;
+* :func:`median_of_trials`: a median of per-trial values with its interval and its achieved level;
 * :func:`percentile_support`: which percentiles a trial supports at each size;
 * :func:`add_trial_metric`: a study's own per-trial metric as a summaries column.
 """
@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ from benchlib.records import TrialRecord
 from benchlib.records import rows as R
 from benchlib.results import Run
 
-__all__ = ["CLIENT_NEAR_LIMIT", "SERVER_BUSY", "add_trial_metric", "client_cpu_table", "client_limited", "contracts_table",
+__all__ = ["CLIENT_NEAR_LIMIT", "SERVER_BUSY", "TrialMedian", "add_trial_metric", "client_cpu_table", "client_limited", "contracts_table",
            "limits_table", "log_lines_table", "logged_lines", "measured_minutes", "median_of_trials", "percentile_support",
            "repeats_table", "responses_table", "saturation_table", "server_cpu_table", "server_unsaturated",
            "short_reasons", "status_table", "warmup_table"]
@@ -211,19 +212,19 @@ def client_limited(table: Any) -> list[str]:
 
 def server_cpu_table(run: Run, summaries: Any, *, condition: str | None = None) -> Any:
     """Per condition and arm, over the valid trials: the server's CPU time per request
-    (``server_cpu_us_per_req``, the service and its front, µs), median with its 95%
-    interval (:func:`median_of_trials`), and how busy the server's CPUs were over the
-    measured window (``server_cpu_frac`` over the run's server CPUs: 1.0 = all of them,
+    (``server_cpu_us_per_req``, the service and its front, µs), median with its
+    interval at its achieved level (:func:`median_of_trials`), and how busy the server's
+    CPUs were over the measured window (``server_cpu_frac`` over the run's server CPUs: 1.0 = all of them,
     median and minimum over trials) with the trials below :data:`SERVER_BUSY`: there the
     server had CPU to spare, so the client (or anything but the server's CPU) set the rate,
     and the arm compares on its CPU per request rather than on its throughput.
     ``condition``: only that condition's trials. Trials without CPU samples are left out."""
     import pandas as pd
 
-    from benchlib.analysis.fmt import median_ci
+    from benchlib.analysis.fmt import MEDIAN_CI
 
     cpus = max(1, len(run.cpus.get("server") or ()))
-    cols = ["condition", "arm", "trials", "server CPU per request (µs), median [95% CI]",
+    cols = ["condition", "arm", "trials", f"server CPU per request (µs), {MEDIAN_CI}",
             f"server CPUs busy (share of {cpus}), median", "busy, min", f"trials below {SERVER_BUSY:.0%}"]
     if summaries is None or not len(summaries) or "server_cpu_us_per_req" not in summaries.columns:
         return pd.DataFrame(columns=cols)
@@ -236,7 +237,7 @@ def server_cpu_table(run: Run, summaries: Any, *, condition: str | None = None) 
         if not len(g):
             continue
         busy = g["server_cpu_frac"].astype(float) / cpus
-        rows.append(dict(zip(cols, (cond, arm, len(g), median_ci(*median_of_trials(g["server_cpu_us_per_req"])[:3]),
+        rows.append(dict(zip(cols, (cond, arm, len(g), median_of_trials(g["server_cpu_us_per_req"]).text,
                                     round(float(busy.median()), 2), round(float(busy.min()), 2),
                                     int((busy < SERVER_BUSY).sum())), strict=True)))
     return _sorted(pd.DataFrame(rows, columns=cols), run)
@@ -449,19 +450,51 @@ def log_lines_table(run: Run, *, expected: Mapping[str, float], condition: str |
     return pd.DataFrame(rows)
 
 
-def median_of_trials(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float, float, int]:
-    """The median of per-trial values (NaN ignored) with its order-statistic interval
-    (``scipy.stats.quantile_test``; NaN when fewer than 6 values), and how many there were."""
-    from scipy.stats import quantile_test
+@dataclass(frozen=True)
+class TrialMedian:
+    """A median of per-trial values with its order-statistic interval.
 
-    x = np.asarray([v for v in values if v == v], dtype=float)
+    Attributes
+    ----------
+    median:
+        The median of the values (their unit; NaN when there is none).
+    lo, hi:
+        The interval ``[x(k), x(n-k+1)]`` (NaN when too few values: fewer than 6 at 95%).
+    level:
+        The interval's achieved confidence, at least the nominal one and never exactly it
+        (96.9% for 6 values, 99.2% for 8, 97.9% for 10 at 95%; NaN without interval).
+    n:
+        How many values there were (NaN left out).
+    """
+
+    median: float
+    lo: float
+    hi: float
+    level: float
+    n: int
+
+    @property
+    def text(self) -> str:
+        """As a table cell: ``0.509 [0.475, 2.23] (97.9% CI)`` (:func:`~benchlib.analysis.fmt.median_ci`)."""
+        from benchlib.analysis.fmt import median_ci
+
+        return median_ci(self.median, self.lo, self.hi, self.level)
+
+
+def median_of_trials(values: Iterable[float], confidence: float = 0.95) -> TrialMedian:
+    """The median of per-trial values (NaN ignored) with its order-statistic interval and
+    that interval's achieved level (:func:`benchlib.stats.exact.median_interval_rank`, the
+    interval the verdict tables' ``±`` come from)."""
+    from benchlib.stats.exact import median_interval_rank
+
+    x = np.sort(np.asarray([v for v in values if v == v], dtype=float))
     if not x.size:
-        return math.nan, math.nan, math.nan, 0
+        return TrialMedian(math.nan, math.nan, math.nan, math.nan, 0)
     med = float(np.median(x))
-    if x.size < 6:
-        return med, math.nan, math.nan, int(x.size)
-    ci = quantile_test(x, p=0.5).confidence_interval(confidence)
-    return med, float(ci.low), float(ci.high), int(x.size)
+    k, level = median_interval_rank(int(x.size), float(confidence))
+    if k == 0:
+        return TrialMedian(med, math.nan, math.nan, math.nan, int(x.size))
+    return TrialMedian(med, float(x[k - 1]), float(x[x.size - k]), float(level), int(x.size))
 
 
 def add_trial_metric(summaries: Any, run: Run, name: str, value: Callable[[TrialRecord], float]) -> Any:

@@ -27,14 +27,15 @@ def verdict_table(comparison: Any, run: Run | None = None) -> Any:
     ``run``, arms that did not run are added as rows "not run: <why>" (never dropped)."""
     import pandas as pd
 
-    from benchlib.analysis.fmt import fmt_centre, fmt_p, fmt_pct
+    from benchlib.analysis.fmt import fmt_centre, fmt_p, fmt_pct, within_run
 
     rows = []
     table = comparison.table if comparison is not None else pd.DataFrame()
     for _, r in table.iterrows():
         unit = str(r.get("unit", ""))
         if r.get("effect") == "ratio":
-            eff = f"{r['ratio']:.3g} [{r['ci_lo']:.3g}, {r['ci_hi']:.3g}]" if r["ratio"] == r["ratio"] else "–"
+            eff = (f"{r['ratio']:.3g} [{r['ci_lo']:.3g}, {r['ci_hi']:.3g}]"
+                   + within_run(bool(r.get("between_run_variance_estimated", True)))) if r["ratio"] == r["ratio"] else "–"
             change = fmt_pct(r["pct_change"], signed=True) if r["pct_change"] == r["pct_change"] else "–"
         else:
             eff = f"{r['diff']:+.3g} [{r['diff_lo']:+.3g}, {r['diff_hi']:+.3g}]" if r["diff"] == r["diff"] else "–"
@@ -148,12 +149,15 @@ def verdict_sentences(comparison: Any, *, metrics: Iterable[str] | None = None) 
     table = comparison.table
     if metrics is not None:
         table = table[table["metric"].isin(list(metrics))]
+    from benchlib.analysis.fmt import within_run
+
     lines = []
     for _, r in table.iterrows():
         what = metric_words(str(r["metric"]))
         cond = f" [{r['condition']}]" if "condition" in r and r["condition"] not in (None, "main") else ""
         if r.get("effect") == "ratio" and r.get("ratio") == r.get("ratio"):
-            eff = (f"ratio {r['ratio']:.2f} [{r['ci_lo']:.2f}, {r['ci_hi']:.2f}] "
+            eff = (f"ratio {r['ratio']:.2f} [{r['ci_lo']:.2f}, {r['ci_hi']:.2f}]"
+                   f"{within_run(bool(r.get('between_run_variance_estimated', True)))} "
                    f"({r['pct_change']:+.0f}%, {r['better']} is better)")
         elif r.get("diff") == r.get("diff") and r.get("diff") is not None:
             eff = f"difference {r['diff']:+.3g} [{r['diff_lo']:+.3g}, {r['diff_hi']:+.3g}]"

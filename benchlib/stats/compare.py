@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import math
 import zlib
-from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import stats
 
 from benchlib.errors import ParameterError
 from benchlib.stats import footnotes as fn
 from benchlib.stats._checks import choose, probability
 from benchlib.stats.estimate import BOOTSTRAP_MIN_TRIALS, estimate, test_name
-from benchlib.stats.exact import min_p_paired, min_p_unpaired
+from benchlib.stats.exact import median_interval_rank, min_p_paired, min_p_unpaired
+from benchlib.stats.fmt import fmt_p
 from benchlib.stats.metrics import MetricInfo, metric_info
 from benchlib.stats.multiplicity import CORRECTIONS, adjust, best_case_adjusted
 from benchlib.stats.quantiles import quantile_of
@@ -41,24 +41,13 @@ DEFAULT_METRICS: tuple[str, ...] = ("p50_ms", "p99_ms", "throughput_rps")
 IDENTITY_COLUMNS: tuple[str, ...] = ("condition", "endpoint", "offered_rps", "load_model", "connections", "study")
 
 
-@lru_cache(maxsize=256)
-def _median_ci_rank(n: int, confidence: float) -> tuple[int, float]:
-    """1-based rank k of the order-statistic CI [x(k), x(n-k+1)] of a median (0 if none),
-    and that interval's achieved coverage ``1 - 2 P(Bin(n, 1/2) <= k - 1)`` (NaN if none)."""
-    alpha2 = (1.0 - confidence) / 2.0
-    k = 0
-    while k + 1 <= n // 2 and float(special.bdtr(k, n, 0.5)) <= alpha2 * (1 + 1e-12):
-        k += 1
-    return k, (1.0 - 2.0 * float(special.bdtr(k - 1, n, 0.5)) if k else math.nan)
-
-
 def _centre(x: np.ndarray, confidence: float, log: bool) -> tuple[float, float, float]:
     """Median of trials, the half-width of its order-statistic CI (relative % for log
     metrics, absolute otherwise; as ``scipy.stats.quantile_test(...).confidence_interval``)
     and that interval's achieved confidence (at least ``confidence``: 97.9% for 10 trials
     at 95%); NaN half-width and level when there are too few trials for that CI."""
     c = float(np.median(x))
-    k, level = _median_ci_rank(int(x.size), float(confidence)) if x.size >= 2 else (0, math.nan)
+    k, level = median_interval_rank(int(x.size), float(confidence)) if x.size >= 2 else (0, math.nan)
     if k == 0:
         return c, math.nan, math.nan
     xs = np.sort(x)
@@ -509,6 +498,10 @@ def _row(
         n_tied=est.n_tied,
     )
     row["n_tied"] = est.n_tied
+    if method == "rank" and not paired and est.ties:
+        # the ties raise the exact test's floor above the untied 2 / C(m+n, n) (issue 19, item 10)
+        _, counts = np.unique(np.concatenate([x_a, x_b]), return_counts=True)
+        extra.update(min_p_untied=min_p_unpaired(a.size, b.size), n_in_ties=int(counts[counts > 1].sum()))
     return row, extra
 
 
@@ -619,6 +612,11 @@ def _adjust_and_decide(
                     need=need if need is not None else e["floor"] + 1,
                     all_equal=e.get("all_equal", math.nan),
                 )
+                if ("min_p_untied" in e and e["min_p"] > e["min_p_untied"]
+                        and best_case_adjusted(e["min_p_untied"], m, correction) < alpha):
+                    # enough trials, but their ties keep the exact p above what the family needs
+                    kw["reason"] = (f"{e['n_in_ties']} of {r['n_baseline'] + r['n_arm']} trials tied: "
+                                    f"smallest possible p {fmt_p(e['min_p'])}")
             v = decide(info, **kw)
             verdicts[i] = v
             _fill_row(r, v)

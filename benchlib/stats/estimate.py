@@ -29,6 +29,7 @@ from benchlib.stats.exact import (
     mann_whitney,
     min_p_paired,
     min_p_unpaired,
+    min_p_unpaired_tied,
     moses_interval,
     signed_rank,
     walsh_interval,
@@ -57,7 +58,9 @@ class Estimate:
     pvalue:
         Two-sided p-value of "no shift".
     min_p:
-        Smallest p-value this design and method can produce (0 when unbounded).
+        Smallest p-value this design and method can produce (0 when unbounded); unpaired
+        rank method with ties: the floor of the exact test given those ties
+        (:func:`benchlib.stats.exact.min_p_unpaired_tied`).
     sigma:
         Spread used for the minimum detectable effect: pooled within-arm SD (unpaired) or
         SD of the within-block differences (paired).
@@ -146,7 +149,8 @@ def estimate(
             iv = moses_interval(a, b, confidence)
             tv = mann_whitney(a, b)
             tost = moses_interval(a, b, tost_conf)
-            mp = min_p_unpaired(a.size, b.size)
+            # with ties the test's floor comes from the tied null (issue 19, item 10)
+            mp = min_p_unpaired_tied(a, b) if tv.ties else min_p_unpaired(a.size, b.size)
             sigma = _pooled_sd(a, b)
         return Estimate(
             iv.estimate, iv.lo, iv.hi, iv.achieved, tost.lo, tost.hi, tv.pvalue, mp, sigma,

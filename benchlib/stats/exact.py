@@ -44,8 +44,10 @@ __all__ = [
     "mann_whitney",
     "signed_rank",
     "min_p_unpaired",
+    "min_p_unpaired_tied",
     "min_p_paired",
     "walsh_averages",
+    "median_interval_rank",
 ]
 
 #: Exact two-sample distributions are used up to this many pairs (m * n); above it, the
@@ -164,6 +166,20 @@ def _t_cdf(n: int) -> np.ndarray:
     return cdf
 
 
+@lru_cache(maxsize=256)
+def median_interval_rank(n: int, confidence: float = 0.95) -> tuple[int, float]:
+    """The order-statistic interval of a median of ``n`` values: the 1-based rank ``k`` of
+    ``[x(k), x(n-k+1)]`` (0 if no such interval reaches ``confidence``) and its achieved
+    coverage ``1 - 2 P(Bin(n, 1/2) <= k - 1)`` (NaN if none): 96.9% for 6 values, 99.2% for
+    8, 97.9% for 10 at a nominal 95%. The same interval as
+    ``scipy.stats.quantile_test(x, p=0.5).confidence_interval(confidence)``."""
+    alpha2 = (1.0 - confidence) / 2.0
+    k = 0
+    while k + 1 <= n // 2 and float(special.bdtr(k, n, 0.5)) <= alpha2 * (1 + 1e-12):
+        k += 1
+    return k, (1.0 - 2.0 * float(special.bdtr(k - 1, n, 0.5)) if k else math.nan)
+
+
 def _two_sided(cdf_at: float, sf_at: float) -> float:
     return float(min(1.0, 2.0 * min(cdf_at, sf_at)))
 
@@ -181,6 +197,27 @@ def min_p_unpaired(m: int, n: int) -> float:
     if m < 1 or n < 1:
         return 1.0
     return float(min(1.0, 2.0 / special.comb(m + n, n, exact=True)))
+
+
+def min_p_unpaired_tied(a: np.ndarray, b: np.ndarray) -> float:
+    """Smallest two-sided p-value :func:`mann_whitney` can give for these trials' values,
+    ties kept: the p-value of the most extreme arrangement of the pooled values (the arm's
+    ``n`` trials holding the ``n`` largest, or the ``n`` smallest), under the exact
+    permutation distribution of the mid-rank sum conditional on the ties.
+
+    Without ties it equals :func:`min_p_unpaired`; ties raise it, up to 1 when the values
+    cannot be told apart, e.g. error rates of 0 in 19 of 20 trials (every arrangement gives
+    ``p = 1``), where the untied floor ``2 / C(20, 10)`` would promise significance.
+    """
+    a = finite_1d("a", a)
+    b = finite_1d("b", b)
+    m, n = a.size, b.size
+    if m < 1 or n < 1:
+        return 1.0
+    pooled = np.sort(np.concatenate([a, b]))
+    top = mann_whitney(pooled[:m], pooled[m:]).pvalue  # the arm holds the n largest values
+    bottom = mann_whitney(pooled[n:], pooled[:n]).pvalue  # ... or the n smallest
+    return float(min(top, bottom))
 
 
 def min_p_paired(n: int) -> float:

@@ -11,9 +11,21 @@ import math
 
 import numpy as np
 
-__all__ = ["fmt_centre", "fmt_level", "fmt_p", "fmt_pct", "fmt_ratio", "fmt_value"]
+__all__ = ["WITHIN_RUN", "fmt_centre", "fmt_level", "fmt_p", "fmt_pct", "fmt_ratio", "fmt_value", "within_run"]
 
 _MINUS = "\u2212"
+
+#: The mark printed after an interval that holds within one run only: one trial per arm,
+#: so the interval (a block bootstrap of the requests) leaves out the variation between
+#: runs and is not a confidence interval of the comparison (it excluded 1 in 59% of A/A
+#: pairs). Printed wherever such an interval is shown, under any "[95% CI]" heading.
+WITHIN_RUN = "(within-run)"
+
+
+def within_run(between_run_variance_estimated: bool) -> str:
+    """What follows an effect's interval: ``" (within-run)"`` when the between-run variance
+    was not estimated (one trial per arm), else ``""``."""
+    return "" if between_run_variance_estimated else f" {WITHIN_RUN}"
 
 
 def fmt_pct(x: float, signed: bool = False) -> str:

@@ -18,7 +18,7 @@ import pandas as pd
 from benchlib.errors import ParameterError
 from benchlib.stats.metrics import metric_info
 from benchlib.stats.multiplicity import CORRECTION_LABELS
-from benchlib.stats.fmt import fmt_ratio, fmt_centre, fmt_level, fmt_p, fmt_pct, fmt_value
+from benchlib.stats.fmt import fmt_ratio, fmt_centre, fmt_level, fmt_p, fmt_pct, fmt_value, within_run
 from benchlib.stats.verdict import Verdict, fmt_mde
 
 __all__ = ["Comparison", "PairInfo", "fmt_value", "fmt_p", "fmt_pct", "fmt_centre", "fmt_level", "JSON_FORMAT_VERSION"]
@@ -194,6 +194,8 @@ class Comparison:
                 return fmt_centre(r[f"centre_{side}"], r[f"pm_{side}"], unit, level)
             if r["effect"] == "ratio":
                 eff = fmt_ratio(r["ratio"], r["ci_lo"], r["ci_hi"])
+                if np.isfinite(r["ratio"]):
+                    eff += within_run(bool(r.get("between_run_variance_estimated", True)))
                 delta = fmt_pct(r["pct_change"], signed=True)
             else:
                 d = r["diff"]
@@ -232,7 +234,9 @@ class Comparison:
         labels = ", ".join(str(r[c]) for c in self.params["by"])
         head = f"{r['arm']} vs {r['baseline']}" + (f", {labels}" if labels else "") + f" {r['metric']}"
         if r["effect"] == "ratio" and np.isfinite(r["ratio"]):
-            eff = f"ratio {fmt_ratio(r['ratio'], r['ci_lo'], r['ci_hi'])} ({fmt_pct(r['pct_change'], True)})"
+            eff = (f"ratio {fmt_ratio(r['ratio'], r['ci_lo'], r['ci_hi'])}"
+                   f"{within_run(bool(r.get('between_run_variance_estimated', True)))} "
+                   f"({fmt_pct(r['pct_change'], True)})")
         elif np.isfinite(r["diff"]):
             eff = f"difference {100 * r['diff']:+.2g} pp [{100 * r['diff_lo']:+.2g}, {100 * r['diff_hi']:+.2g}]"
         else:

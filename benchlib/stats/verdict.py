@@ -8,9 +8,13 @@ or parses one: tables, one-line forms and the studies' conclusions read the
 
 The rules (statistics reference, section 5.6; ``docs/statistics.md``):
 
-* **insufficient**: the exact test cannot reach significance with this many trials (the
-  minimum-p guard), or there is one trial per arm (the between-run variance is not
-  estimated, so no direction can be given); unless the equivalence test decides on its own.
+* **insufficient**: not significant, and the exact test cannot reach significance with this
+  many trials (the minimum-p guard; significance is decided first, since the guard's best
+  case assumes every row of the family at the floor, which Holm's step-down can beat;
+  unpaired rank rows take the floor given their ties, so error rates that are 0 in nearly
+  every trial read "insufficient" with the ties as the reason, not "~"), or there is one
+  trial per arm (the between-run variance is not estimated, so no direction can be given);
+  unless the equivalence test decides on its own.
 * **faster / slower**: adjusted p below alpha; the metric's words ("faster"/"slower" for
   latency and throughput, "fewer errors"/"more errors" for the error rate), qualified
   "within ±2%" when the whole interval is inside the practical margin and "possibly within
@@ -116,7 +120,8 @@ class Verdict:
         Zero-spread rows: the value every trial of both arms had (NaN otherwise).
     reason:
         For ``NOT_RUN``: why the arm did not run; for ``NO_VALID_TRIAL``: what became of its
-        trials.
+        trials; for ``INSUFFICIENT``: why significance is impossible when it is not the
+        trial count (e.g. ``"19 of 20 trials tied: smallest possible p 1.00"``).
     blocks_run, blocks_max:
         Group-sequential analysis (``compare(..., sequential=design)``): the blocks of the run
         the row rests on and the design's maximum (both 0 for a fixed-size analysis). The
@@ -248,6 +253,7 @@ def render(v: Verdict) -> str:
     ``faster``, ``slower, within ±2%``, ``slower, possibly within ±2%``, ``equivalent (±2%)``,
     ``~ (MDE 9.0%)``, ``~ (all trials 0%, MDE 0 pp)``, ``insufficient trials (need ≥ 6 blocks)``,
     ``insufficient trials (need ≥ 4 per arm; between-run variance not estimated, MDE ≥ 1.2%)``,
+    ``insufficient trials (19 of 20 trials tied: smallest possible p 1.00)``,
     ``omitted (no values)``, ``not run: <reason>``, ``no valid trial: <reason>``. A
     group-sequential row adds how many blocks it rests on: ``faster (sequential, 8 of 12
     blocks)``, ``~ (MDE 9.0%; sequential, 12 of 12 blocks)``.
@@ -287,6 +293,8 @@ def _render(v: Verdict) -> str:
                 bit += f", MDE {'≥ ' if v.mde_is_lower_bound else ''}{fmt_mde(v)}"
             extra.append(bit)
         need = f"need ≥ {v.need} {unit}" if v.need is not None else "too few trials"
+        if v.reason:  # not the trial count: e.g. ties (issue 19, item 10)
+            need = v.reason
         return f"insufficient trials ({'; '.join([need, *extra])})"
     # no difference detected
     bits = []
@@ -328,6 +336,7 @@ def decide(
     labels: Mapping[str, Any] | None = None,
     blocks_run: int = 0,
     blocks_max: int = 0,
+    reason: str = "",
 ) -> Verdict:
     """Decide one row's verdict from its numbers.
 
@@ -358,6 +367,9 @@ def decide(
         common value.
     blocks_run, blocks_max:
         Group-sequential analysis: blocks of the run used and the design's maximum (0: fixed).
+    reason:
+        Why the guard says "insufficient" when it is not the trial count (e.g. ties that
+        keep the exact p-value from going below alpha); printed instead of the trials needed.
     """
     log = info.scale == "log"
     base = dict(
@@ -386,10 +398,9 @@ def decide(
         log and margin > 0 and math.isfinite(tost_lo) and math.isfinite(tost_hi)
         and lo_m <= math.exp(tost_lo) and math.exp(tost_hi) <= hi_m
     )
-    if not best_adjusted < alpha:
-        if equiv:
-            return Verdict(VerdictKind.EQUIVALENT, equivalent=True, mde=scale_mde(mde), **nums, **base)
-        return Verdict(VerdictKind.INSUFFICIENT, need=need, mde=math.inf, **nums, **base)
+    # significance first: a row whose adjusted p is below alpha is decided, whatever the
+    # guard says (the guard's best case assumes every row of the family at the design's
+    # floor, which Holm's step-down can beat: issue 19, item 4)
     sig = bool(p_adj < alpha)
     if sig:
         good = info.is_good(effect)
@@ -401,6 +412,10 @@ def decide(
             qualifier = "" if outside else ("within" if inside else "possibly within")
         return Verdict(kind, word=info.good if good else info.bad, significant=True, practical=qualifier == "",
                        equivalent=equiv, qualifier=qualifier, mde=scale_mde(mde), **nums, **base)
+    if not best_adjusted < alpha:
+        if equiv:
+            return Verdict(VerdictKind.EQUIVALENT, equivalent=True, mde=scale_mde(mde), **nums, **base)
+        return Verdict(VerdictKind.INSUFFICIENT, need=need, mde=math.inf, reason=reason, **nums, **base)
     if equiv:
         return Verdict(VerdictKind.EQUIVALENT, equivalent=True, mde=scale_mde(mde), **nums, **base)
     return Verdict(VerdictKind.NO_DIFFERENCE, mde=scale_mde(mde), all_equal=float(all_equal), **nums, **base)

@@ -176,14 +176,14 @@ def original_vs_ours(reference: Any, beside: Any, summaries: Any, *, unavailable
             rows.append({**cell, "source": f"ours: {n_ab}, best of {len(a)} trials", "runs": len(a),
                          "req/s": fmt.num(float(best["peer_rps"])), "mean per request (ms)": fmt.num(float(best["peer_mean"])),
                          "longest (ms)": fmt.num(float(best["peer_max"])), "errors": fmt.num(best["peer_errors"])})
-            rows.append({**cell, "source": f"ours: {n_ab}, median [95% CI]", "runs": len(a), "errors":
+            rows.append({**cell, "source": f"ours: {n_ab}, {fmt.MEDIAN_CI}", "runs": len(a), "errors":
                          fmt.num(float(a["peer_errors"].astype(float).sum())) + " in all",
-                         **{k: fmt.median_ci(*tables.median_of_trials(a[c].astype(float))[:3]) for k, c in (
+                         **{k: tables.median_of_trials(a[c].astype(float)).text for k, c in (
                              ("req/s", "peer_rps"), ("mean per request (ms)", "peer_mean"), ("longest (ms)", "peer_max"))}})
         if len(s):
-            rows.append({**cell, "source": "ours: benchlib, the same load, median [95% CI]", "runs": len(s),
+            rows.append({**cell, "source": f"ours: benchlib, the same load, {fmt.MEDIAN_CI}", "runs": len(s),
                          "errors": fmt.num(float((s["error_rate"] * s["n"]).sum())) + " in all",
-                         **{k: fmt.median_ci(*tables.median_of_trials(s[c].astype(float))[:3]) for k, c in (
+                         **{k: tables.median_of_trials(s[c].astype(float)).text for k, c in (
                              ("req/s", "throughput_rps"), ("mean per request (ms)", "mean_ms"), ("longest (ms)", "max_ms"))}})
     cols = ["concurrency", "library", "source", "runs", "req/s", "mean per request (ms)", "longest (ms)", "errors"]
     return pd.DataFrame([{c: r.get(c, "") for c in cols} for r in rows], columns=cols)

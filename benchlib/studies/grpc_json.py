@@ -208,9 +208,10 @@ def original_vs_ours(reference: Any, summaries: Any, condition: str = "c1") -> A
 def _holds(v: Any, seed_ratio: float) -> str:
     """Whether the seed's JSON / gRPC ratio lies in our interval (the verdict's is gRPC / JSON)."""
     lo, hi = 1 / v.ci_hi if v.ci_hi > 0 else math.inf, 1 / v.ci_lo if v.ci_lo > 0 else math.inf
+    iv = "our interval" if v.between_run_variance_estimated else "our within-run interval"
     if lo <= seed_ratio <= hi:
-        return f"the seed's {seed_ratio:.1f}× lies inside our interval"
-    return f"the seed's {seed_ratio:.1f}× is {'above' if seed_ratio > hi else 'below'} our interval"
+        return f"the seed's {seed_ratio:.1f}× lies inside {iv}"
+    return f"the seed's {seed_ratio:.1f}× is {'above' if seed_ratio > hi else 'below'} {iv}"
 
 
 def conclusion_markdown(answers: Mapping[str, Answer], languages: Sequence[str]) -> str:

@@ -256,7 +256,7 @@ def original_vs_ours(result: Any, reference: Any, summaries: Any, *, unavailable
                      flags: str = "-c 125 -n 500000") -> Any:
     """The seed's two bombardier outputs (Reqs/sec mean, latency mean and max), then ours on
     the seed's endpoint for every stack: bombardier with the seed's flags and benchlib
-    (median over trials [95% interval]); stacks not run say why (``unavailable``)."""
+    (median over trials [interval], with its achieved level); stacks not run say why (``unavailable``)."""
     import pandas as pd
 
     from benchlib.stats.verdict import Verdict, render
@@ -270,7 +270,7 @@ def original_vs_ours(result: Any, reference: Any, summaries: Any, *, unavailable
     why = dict(unavailable or {})
 
     def mci(vals: list[float]) -> str:
-        return fmt.median_ci(*tables.median_of_trials(vals)[:3])
+        return tables.median_of_trials(vals).text
 
     for s in STACKS:
         arm = arm_name(s.key, "random")
@@ -333,13 +333,15 @@ def _list(answer: Answer | None, metric: str = "throughput_rps", *, label: str =
 
 
 def _beside_seed(v: Any, ratio: float) -> str:
-    """Where a ratio's interval lies against the seed's."""
+    """Where a ratio's interval lies against the seed's (a single-trial row's interval is
+    called within-run)."""
+    iv = "interval" if v.between_run_variance_estimated else "within-run interval"
     if v.ci_hi < ratio:
-        return f"below the seed's {ratio:.1f}× (interval up to {v.ci_hi:.2f}×)"
+        return f"below the seed's {ratio:.1f}× ({iv} up to {v.ci_hi:.2f}×)"
     if v.ci_lo > ratio:
-        return f"above the seed's {ratio:.1f}× (interval from {v.ci_lo:.2f}×)"
+        return f"above the seed's {ratio:.1f}× ({iv} from {v.ci_lo:.2f}×)"
     if 0 < v.ci_lo and v.ci_hi < float("inf"):
-        return f"consistent with the seed's {ratio:.1f}× (interval {v.ci_lo:.2f}-{v.ci_hi:.2f}×)"
+        return f"consistent with the seed's {ratio:.1f}× ({iv} {v.ci_lo:.2f}-{v.ci_hi:.2f}×)"
     return f"too uncertain at this design to set beside the seed's {ratio:.1f}×"
 
 

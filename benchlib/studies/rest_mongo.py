@@ -223,7 +223,8 @@ def k6_tables(result: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
 def original_vs_ours(run: Run, reference: pd.DataFrame) -> pd.DataFrame:
     """The seed's k6 table beside ours, for the same cells (endpoint x implementation):
     the original's single run; our k6 runs on the faithful services (median over trials);
-    benchlib on the faithful and on the fair services (median over trials [95% interval]),
+    benchlib on the faithful and on the fair services (median over trials [interval, with
+    its achieved level]),
     measured from the send time as k6's ``http_req_duration`` is. Percentiles a trial cannot
     support are "–"; arms not run here say why."""
     import pandas as pd
@@ -256,7 +257,7 @@ def original_vs_ours(run: Run, reference: pd.DataFrame) -> pd.DataFrame:
                         vals = ours.get((cond, arm, tool), [])
                         if tool == "benchlib" or vals:
                             rows.append({**cell, "source": f"ours: {variant}, {tool}", "trials": len(vals),
-                                         **{c: fmt.median_ci(*tables.median_of_trials([v[c] for v in vals])[:3])
+                                         **{c: tables.median_of_trials([v[c] for v in vals]).text
                                             for c in cols}})
     return pd.DataFrame(rows, columns=["endpoint", "implementation", "source", "trials", *cols]).fillna("")
 

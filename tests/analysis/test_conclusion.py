@@ -68,3 +68,37 @@ def test_a_difference_effect_reads_in_its_units_not_as_a_ratio() -> None:
     assert say.effect(more) == "+98.0 pp [+97.1, +99.0], Holm p = 0.012 → **more errors**"
     ms = _v(VerdictKind.SLOWER, 1.25, effect="difference", unit="ms", ci_lo=0.5, ci_hi=math.inf)
     assert say.difference(ms) == "+1.25 ms [+0.5, ∞]"
+
+
+def test_single_trial_intervals_are_labelled_within_run_everywhere() -> None:
+    """Issue 19, item 3: one trial per arm gives a within-run interval (a block bootstrap of
+    the requests) that excludes 1 in 59% of A/A pairs; it was printed under "[95% CI]" like
+    a between-run interval. Every place that shows it (the text table, its one-line form,
+    the HTML verdict table, the sentences, the conclusion phrases) now marks it
+    "(within-run)"; a row with several trials per arm is unmarked."""
+    import numpy as np
+    import pandas as pd
+
+    from benchlib.analysis.verdicts import verdict_sentences, verdict_table
+    from benchlib.stats import compare, summarize_trial
+    from benchlib.stats.simulate import trial_latencies_ms, trial_rows
+
+    rng = np.random.default_rng(20)
+    recs = []
+    for arm in ("A", "B"):
+        s = summarize_trial(trial_rows(trial_latencies_ms(3000, rng, phi=0.9, trial_sd=0.03), rate_rps=2000),
+                            block_bootstrap=100, seed=1)
+        recs.append({"condition": "c", "arm": arm, "block": 0, "position": len(recs), "seq": len(recs),
+                     "valid": True, **s})
+    c = compare(pd.DataFrame(recs), baseline="A", metrics=("p50_ms",))
+    v = c.verdicts[0]
+    assert not v.between_run_variance_estimated and v.ci_lo < v.ci_hi
+    row = next(line for line in c.to_text().splitlines() if line.startswith("p50"))
+    assert "] (within-run)" in row, row
+    assert "] (within-run) (" in c.one_line(0), c.one_line(0)
+    assert verdict_table(c)["arm / baseline [95% CI]"].iloc[0].endswith("] (within-run)")
+    assert "] (within-run) (" in verdict_sentences(c)
+    assert say.ratio(v).endswith("] (within-run)") and say.inverse(v).endswith("] (within-run)")
+    assert say.effect(v).startswith("1.09× [1.01, 1.18] (within-run), no test across runs → **insufficient trials")
+    # several trials per arm: no mark
+    assert "within-run" not in say.ratio(_v(VerdictKind.FASTER))

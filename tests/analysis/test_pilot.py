@@ -35,12 +35,12 @@ def count_run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                       {"duration_s": None, "requests": int(RATE * SECONDS), "warmup_s": WARMUP, "model": "closed"})
 
 
-def _write_run(path: Path, load: dict) -> Path:
+def _write_run(path: Path, load: dict, seed: int = 9, run_id: str = "r") -> Path:
     store = RunStore(path)
     store.write_run({"parameters": {"arms": [{"name": "a"}, {"name": "b"}], "baseline": "a", "trials": 10,
                                     "between_trials_s": 0.0, "conditions": [{"name": "main", "load": load}]},
-                     "unavailable": {}, "study": "s", "run_id": "r"})
-    rng = np.random.default_rng(9)
+                     "unavailable": {}, "study": "s", "run_id": run_id})
+    rng = np.random.default_rng(seed)
     t0 = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
     seq = 0
     for block in range(10):
@@ -94,12 +94,13 @@ def test_design_section_states_design_predicted_and_achieved_mde(run_dir: Path) 
     assert (row["blocks_run"], row["blocks_planned"], row["duration_s"], row["family_size"]) == (10, 10, SECONDS, 2)
     v = ans.comparison.verdict("b", "p50_ms")
     assert row["achieved_mde_pct"] == pytest.approx(100 * v.mde)
-    # the components predict about what the run achieved (same data, the c/d model)
-    assert 0.6 < row["predicted_mde_pct"] / row["achieved_mde_pct"] < 1.6
+    # the run's own components give about what the run achieved (same data, the c/d model): no prediction
+    assert math.isnan(row["predicted_mde_pct"]) and row["mde_source"] == "this run's own trials"
+    assert 0.6 < row["own_mde_pct"] / row["achieved_mde_pct"] < 1.6
     assert row["chosen_blocks"] >= 6 and row["chosen_mde_pct"] <= 5.0
     text = design_section(open_run(run_dir), [ans], target_mde=0.05)
     assert text.startswith("**Design.**") and "| main | p50_ms | 1 (2) | 10 / 10 × 2 s |" in text
-    assert f"{row['predicted_mde_pct']:.1f}%" in text and f"{row['achieved_mde_pct']:.1f}%" in text
+    assert f"{row['own_mde_pct']:.1f}%" in text and f"{row['achieved_mde_pct']:.1f}%" in text
 
 
 def test_a_metric_in_other_units_is_predicted_from_its_windows(run_dir: Path) -> None:
@@ -110,8 +111,8 @@ def test_a_metric_in_other_units_is_predicted_from_its_windows(run_dir: Path) ->
                                                                      metrics=("p50_ms",)))]).iloc[0]
     us = design_table(open_run(run_dir), [run_family(summaries, Family.against("q", "a", ["b"], conditions=["main"],
                                                                      metrics=("p50_us",)))]).iloc[0]
-    assert us["metric"] == "p50_us" and math.isfinite(us["predicted_mde_pct"])
-    assert us["predicted_mde_pct"] == pytest.approx(ms["predicted_mde_pct"])
+    assert us["metric"] == "p50_us" and math.isfinite(us["own_mde_pct"])
+    assert us["own_mde_pct"] == pytest.approx(ms["own_mde_pct"])
     assert us["chosen_mde_pct"] == pytest.approx(ms["chosen_mde_pct"])
 
 
@@ -120,7 +121,7 @@ def test_design_of_a_request_count_load_states_its_measured_seconds(count_run_di
     ans = run_family(_summaries(count_run_dir), fam)
     row = design_table(open_run(count_run_dir), [ans], target_mde=0.05).set_index("metric").loc["p50_ms"]
     # no duration was asked: the trials' median measured seconds stand for it, so the MDE is predicted
-    assert row["duration_s"] == SECONDS and math.isfinite(row["predicted_mde_pct"])
+    assert row["duration_s"] == SECONDS and math.isfinite(row["own_mde_pct"])
     assert "| main | p50_ms | 1 (1) | 10 / 10 × 2 s |" in design_section(open_run(count_run_dir), [ans], target_mde=0.05)
 
 
@@ -129,3 +130,38 @@ def test_cli_prints_components_and_plans(run_dir: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert "## s / r / main" in out and "### target MDE 5%" in out and "**Design**" in out
     assert not math.isnan(float(out.count("|")))
+
+
+def test_a_prediction_comes_from_data_the_run_did_not_produce(run_dir: Path, tmp_path: Path) -> None:
+    """Issue 19, item 7: "predicted MDE" was computed from the run's own trials, so it equalled
+    the achieved MDE by construction. Without a pilot the column is now headed "MDE from this
+    run's own components (not a prediction)"; a pilot (an earlier stored run, or components
+    given) predicts; the run given as its own pilot is not a pilot; a sequential run's MDEs
+    are the sequential test's over its looks. Parent commit: the heading read "predicted
+    MDE" and ``predicted_mde_pct`` held the run's own figure."""
+    from benchlib.analysis.pilot import OWN_MDE_LABEL, components_from_run
+    from benchlib.stats.sequential import SequentialDesign
+
+    fam = Family.against("q", "a", ["b"], conditions=["main"], metrics=("p50_ms",))
+    ans = run_family(_summaries(run_dir), fam)
+    run = open_run(run_dir)
+    text = design_section(run, [ans], target_mde=0.05)
+    assert OWN_MDE_LABEL == "MDE from this run's own components (not a prediction)"
+    assert f"| {OWN_MDE_LABEL} |" in text and "| predicted MDE |" not in text and "no prediction" in text
+    same = design_table(run, [ans], pilot=run).iloc[0]  # the run itself is no pilot
+    assert math.isnan(same["predicted_mde_pct"]) and math.isfinite(same["own_mde_pct"])
+    # an earlier run of the same services (other seed) predicts this one's MDE
+    earlier = open_run(_write_run(tmp_path / "s" / "r0", {"duration_s": SECONDS, "warmup_s": WARMUP, "rate_rps": RATE,
+                                                 "model": "open"}, seed=4, run_id="r0"))
+    row = design_table(run, [ans], pilot=earlier).iloc[0]
+    assert row["mde_source"] == "the stored run `r0`" and math.isnan(row["own_mde_pct"])
+    assert math.isfinite(row["predicted_mde_pct"]) and row["predicted_mde_pct"] != pytest.approx(same["own_mde_pct"])
+    text = design_section(run, [ans], pilot=earlier)
+    assert "from the stored run `r0`" in text and "| predicted MDE |" in text and OWN_MDE_LABEL not in text
+    # components handed over (what a pilot phase will give) predict the same
+    comps = components_from_run(earlier, metrics=("p50_ms",))
+    given = design_table(run, [ans], components=comps).iloc[0]
+    assert given["predicted_mde_pct"] == pytest.approx(row["predicted_mde_pct"])
+    # a sequential run: the MDE over its looks, larger than the fixed test's at the same blocks
+    seq = design_table(run, [ans], pilot=earlier, sequential=SequentialDesign((6, 8, 10))).iloc[0]
+    assert seq["predicted_mde_pct"] > row["predicted_mde_pct"]

@@ -170,9 +170,34 @@ def test_logged_lines_count_the_kept_log_with_its_cut_markers(tmp_path: Path) ->
 
 
 def test_median_of_trials_gives_an_interval_from_six_values() -> None:
-    med, lo, hi, n = median_of_trials([3.0, 1.0, 2.0, math.nan, 5.0, 4.0, 6.0])
-    assert (med, n) == (3.5, 6) and lo <= med <= hi
-    assert math.isnan(median_of_trials([1.0, 2.0])[1]) and median_of_trials([])[3] == 0
+    m = median_of_trials([3.0, 1.0, 2.0, math.nan, 5.0, 4.0, 6.0])
+    assert (m.median, m.n) == (3.5, 6) and m.lo <= m.median <= m.hi
+    assert math.isnan(median_of_trials([1.0, 2.0]).lo) and median_of_trials([]).n == 0
+    assert median_of_trials([1.0, 2.0]).text == "1.5" and median_of_trials([]).text == "–"
+
+
+def test_median_intervals_print_their_achieved_level() -> None:
+    """Issue 19, item 5: order-statistic intervals of a median of 6-10 trials cover 96.9-99.2%,
+    never exactly 95%, but analysis/tables.py and three studies printed them under
+    "median [95% CI]". The level each cell reaches is now printed in the cell (as the
+    verdict tables' ``±`` do, from the same rank computation), and the headings name none."""
+    from scipy.stats import quantile_test
+
+    from benchlib.analysis.fmt import MEDIAN_CI
+
+    for n, level in ((6, "96.9%"), (8, "99.2%"), (10, "97.9%")):
+        x = np.linspace(1.0, 2.0, n) ** 2
+        m = median_of_trials(x)
+        ref = quantile_test(x, p=0.5).confidence_interval(0.95)
+        assert (m.lo, m.hi) == (float(ref.low), float(ref.high))  # the same interval as before
+        assert m.text.endswith(f"] ({level} CI)"), m.text
+    assert MEDIAN_CI == "median [CI]"
+    run = _run([_t("a", b, 0.1, resources=[{"cpu_s": 1.0}]) for b in range(3)])
+    s = pd.DataFrame({"condition": ["closed"] * 6, "arm": ["a"] * 6, "block": range(6), "valid": [True] * 6,
+                      "server_cpu_us_per_req": [10.0, 11.0, 12.0, 13.0, 14.0, 15.0], "server_cpu_frac": [1.0] * 6})
+    table = server_cpu_table(run, s)
+    assert "server CPU per request (µs), median [CI]" in table.columns
+    assert table.iloc[0]["server CPU per request (µs), median [CI]"] == "12.5 [10, 15] (96.9% CI)"
 
 
 def test_a_study_s_own_metric_joins_the_summaries_by_trial() -> None:
@@ -197,7 +222,7 @@ def test_server_cpu_table_gives_the_cost_per_request_and_names_the_servers_with_
     assert list(table["arm"]) == ["idle", "busy"]  # the run's arm order; no samples, no row; invalid trials left out
     busy = table.set_index("arm").loc["busy"]
     assert busy["trials"] == 6 and busy["server CPUs busy (share of 1), median"] == 0.96
-    assert busy["server CPU per request (µs), median [95% CI]"] == "20.5 [20, 21]" and busy["trials below 90%"] == 0
+    assert busy["server CPU per request (µs), median [CI]"] == "20.5 [20, 21] (96.9% CI)" and busy["trials below 90%"] == 0
     assert server_unsaturated(table) == ["idle"]
     two = Run("s", "r", Path("."), (), arms=("idle", "busy"), cpus={"server": [0, 1], "client": [0, 1]})
     shared = server_cpu_table(two, pd.DataFrame(rows)).set_index("arm")

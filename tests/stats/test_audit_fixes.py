@@ -129,3 +129,64 @@ def test_the_plus_minus_beside_medians_says_its_achieved_level():
     c6 = compare(_blocks(a[:6], b[:6]), baseline="A", metrics=("p50_ms",))
     assert c6.table.iloc[0]["pm_confidence_baseline"] == pytest.approx(1 - 2 / 64)
     assert "± 96.9% CI" in c6.to_text()
+
+
+def _blocks_metrics(values_a, values_b):
+    """Two arms A and B in blocks 0..n-1 with several metrics (``{metric: values}``)."""
+    frames = [_blocks(values_a[m], values_b[m], m) for m in values_a]
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.merge(f, on=["condition", "arm", "block", "position", "seq", "valid"])
+    return out
+
+
+def test_significance_is_decided_before_the_minimum_p_guard():
+    """Issue 19, item 4: a row whose Holm-adjusted p is below alpha was printed "insufficient
+    trials" because the guard (every row of the family at the design's floor: 2 x 0.031)
+    ran first. p50: 10 blocks all slower (p = 0.002); p90: 4 of 10 blocks tied, the 6 that
+    differ all slower (p = 2/2^6 = 0.031, its floor). Holm: p90's adjusted p is
+    max(2 x 0.002, 0.031) = 0.031 < 0.05, so it is "slower". Before the fix: "insufficient
+    trials (need ≥ 7 blocks that differ; 4 of 10 tied)"."""
+    a = np.arange(10.0, 20.0)
+    up = np.array([1.05, 1.06, 1.07, 1.08, 1.09, 1.10, 1.11, 1.12, 1.13, 1.14])
+    b90 = a * np.where(np.arange(10) < 4, 1.0, up)  # blocks 0-3 tied exactly
+    c = compare(_blocks_metrics({"p50_ms": a, "p90_ms": a}, {"p50_ms": a * up, "p90_ms": b90}),
+                baseline="A", metrics=("p50_ms", "p90_ms"))
+    t = c.table.set_index("metric")
+    assert t.loc["p90_ms", "p_raw"] == pytest.approx(2 / 2**6)
+    assert t.loc["p90_ms", "p_adj"] == pytest.approx(2 / 2**6)
+    assert t.loc["p90_ms", "min_p"] == pytest.approx(2 / 2**6)
+    assert t.loc["p90_ms", "verdict"] == "slower"
+    assert t.loc["p50_ms", "verdict"] == "slower"
+
+
+def test_unpaired_minimum_p_counts_the_ties():
+    """Issue 19, item 10: 19 of 20 error rates are 0, so every arrangement of the trials
+    gives the exact Mann-Whitney p = 1; the guard used the untied floor 2/C(20, 10) and the
+    row read "~ (MDE ... pp)", as if a difference could have been seen. The floor now comes
+    from the tied null: the row is "insufficient" with the ties as the reason. A row whose
+    ties still allow significance keeps its "~" (and the untied floor when there are no ties)."""
+    from benchlib.stats.exact import min_p_unpaired, min_p_unpaired_tied
+
+    a = np.arange(10.0)
+    assert min_p_unpaired_tied(a, a + 0.5) == pytest.approx(min_p_unpaired(10, 10))
+    assert min_p_unpaired_tied(np.zeros(10), np.r_[np.zeros(9), 0.001]) == 1.0
+    err_b = np.r_[np.zeros(9), 0.001]
+    recs = [{"condition": "c", "arm": arm, "trial": i, "valid": True, "p50_ms": 1.0 + 0.01 * i,
+             "error_rate": float(v)}
+            for arm, vals in (("A", np.zeros(10)), ("B", err_b)) for i, v in enumerate(vals)]
+    t = compare(pd.DataFrame(recs), baseline="A", metrics=("error_rate",), design="unpaired").table.iloc[0]
+    assert t["p_raw"] == 1.0 and t["min_p"] == 1.0
+    assert t["verdict"] == "insufficient trials (19 of 20 trials tied: smallest possible p 1.00)", t["verdict"]
+    # 4 of 10 arm trials with errors: 16 of 20 tied, floor 0.087: still "insufficient"
+    err_b4 = np.r_[np.zeros(6), 0.001, 0.002, 0.003, 0.004]
+    recs4 = [{**r, "error_rate": float(err_b4[r["trial"]])} if r["arm"] == "B" else r for r in recs]
+    t4 = compare(pd.DataFrame(recs4), baseline="A", metrics=("error_rate",), design="unpaired").table.iloc[0]
+    assert t4["verdict"] == "insufficient trials (16 of 20 trials tied: smallest possible p 0.087)", t4["verdict"]
+    # 6 of 10: 14 tied, floor 0.011 < alpha: the test can decide, and does (p at its floor)
+    err_b6 = np.r_[np.zeros(4), 0.001, 0.002, 0.003, 0.004, 0.005, 0.006]
+    err_a6 = np.r_[np.zeros(10)]
+    recs6 = [{**r, "error_rate": float((err_b6 if r["arm"] == "B" else err_a6)[r["trial"]])} for r in recs]
+    t6 = compare(pd.DataFrame(recs6), baseline="A", metrics=("error_rate",), design="unpaired").table.iloc[0]
+    assert t6["min_p"] == pytest.approx(0.0108, abs=1e-4)
+    assert t6["p_raw"] == pytest.approx(t6["min_p"]) and t6["verdict"] == "more errors", t6["verdict"]

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from benchlib.errors import ParameterError
 from benchlib.stats.power import mde_shift, min_trials, planning_alpha
@@ -19,6 +20,7 @@ from benchlib.stats.variance import (
     components_table,
     cost_model,
     pair_components,
+    VARIANCE_CONFIDENCE,
     plan_design,
     window_metrics,
 )
@@ -160,8 +162,10 @@ def _pc(metric: str, between: float, coef: float, rate: float = 1000.0) -> PairC
                           {0.5: (2.5, between + coef / 2.5, between + coef / 2.5)})
 
 
-def _brute(comps, cost, target, durations, alpha=0.05, power=0.8, cap=200):
-    """The cheapest (minutes, duration, blocks) over the whole grid (no shortcut)."""
+def _brute(comps, cost, target, durations, alpha=0.05, power=0.8, cap=200, confidence=VARIANCE_CONFIDENCE):
+    """The cheapest (minutes, duration, blocks) over the whole grid (no shortcut), on the
+    between-trial variances' upper bound as the planner plans (``confidence=None``: points)."""
+    comps = [c.upper(confidence) for c in comps] if confidence is not None else comps
     m = len(comps)
     ra = planning_alpha(alpha, m, "holm")
     floor = min_trials(alpha=alpha, n_comparisons=m, paired=True)
@@ -253,3 +257,28 @@ def test_planner_rejects_bad_input() -> None:
         plan_design([_pc("p50_ms", 0.01, 0.01)], FIXED, target_mde={"p99_ms": 0.1})
     with pytest.raises(ParameterError, match="budget_minutes"):
         plan_design([_pc("p50_ms", 0.01, 0.01)], FIXED, budget_minutes=0)
+
+
+def test_planner_plans_on_an_upper_bound_of_the_between_variance() -> None:
+    """Issue 19, item 8: the planner planned on the point estimate of the between-trial
+    variance, which 10-block pilots put anywhere between 0.024 and 0.058 in SD (at 8 s): a
+    plan on it reaches its power in about half of the runs. It now plans on the 80%
+    one-sided chi-square upper bound (df = blocks - 1 = 9: the variance x 9 / 5.38) and
+    says what the point estimate would need (the range of blocks). Parent commit: the
+    chosen design was the point-estimate one (7 blocks at 2 s; no ``point`` nor basis)."""
+    comps = [_pc("p50_ms", between=0.03**2, coef=0.0005)]  # 10 blocks: 9 df
+    up = comps[0].upper(0.8)
+    assert up.between_var + up.within_var == pytest.approx(comps[0].total_var * 9 / stats.chi2.ppf(0.2, 9))
+    assert up.within_coef == comps[0].within_coef and up.n_blocks == 10
+    plan = plan_design(comps, FIXED, target_mde=0.05, durations=DURS)
+    point = plan_design(comps, FIXED, target_mde=0.05, durations=DURS, variance_confidence=None)
+    assert plan.variance_confidence == 0.8 and point.point is None
+    assert (point.chosen.duration_s, point.chosen.blocks) == (2.0, 7)
+    assert (plan.chosen.duration_s, plan.chosen.blocks) == (1.0, 10)  # more variance between: shorter trials
+    assert plan.point is not None and (plan.point.duration_s, plan.point.blocks) == (1.0, 8)
+    assert plan.blocks_range() == "8-10 blocks"
+    md = plan.to_markdown()
+    assert "Planned on the 80% upper confidence bound of each row's between-trial variance (chi-square, 9 df)" in md
+    assert "On the point estimates the same duration would need 8 blocks" in md and "spans 8-10 blocks" in md
+    with pytest.raises(ParameterError, match="variance_confidence"):
+        plan_design(comps, FIXED, variance_confidence=1.5)
