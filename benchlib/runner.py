@@ -307,7 +307,7 @@ class _Executor:
                 if front is not None:
                     self._prepare(rt, front)
             except ToolchainMissing as exc:
-                self.unavailable[arm.name] = f"no {exc.toolchain} toolchain ({exc.hint})"
+                self.unavailable[arm.name] = f"{exc.missing} ({exc.hint})"
             except RuntimeUnavailable as exc:
                 self.unavailable[arm.name] = f"runtime {self.runtime_name(arm)!r} unavailable: {exc}"
             except BuildError as exc:
