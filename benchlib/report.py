@@ -185,26 +185,20 @@ def _progress_relay(show: Callable[[str], None] | None,
 
 @contextmanager
 def _this_python_kernel() -> Iterator[str]:
-    """A kernelspec that runs *this* interpreter, found first on ``JUPYTER_PATH`` while the
-    context lasts; yields its name. So a notebook always executes in the environment that
-    runs benchlib, whatever ``python3`` kernel another environment may have registered."""
-    import hashlib
-    import json
-    import sys
+    """The kernel ``benchlib`` (:mod:`benchlib.kernel`) for *this* interpreter, found first on
+    ``JUPYTER_PATH`` while the context lasts; yields its name. The same name and command as the
+    kernel ``scripts/setup.sh`` registers in the project's environment, so a notebook executes
+    in the environment that runs benchlib, whatever kernel another environment registered."""
     import tempfile
 
-    name = "benchlib-" + hashlib.sha256(sys.executable.encode()).hexdigest()[:10]
+    from benchlib import kernel
+
     with tempfile.TemporaryDirectory(prefix="benchlib-kernel-") as tmp:
-        spec_dir = Path(tmp) / "kernels" / name
-        spec_dir.mkdir(parents=True)
-        (spec_dir / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, "-m", "benchlib.kernel", "-f", "{connection_file}"],
-            "display_name": f"Python {sys.version.split()[0]} (benchlib)", "language": "python",
-        }))
+        kernel.install(tmp)
         saved = os.environ.get("JUPYTER_PATH")
         os.environ["JUPYTER_PATH"] = tmp + (os.pathsep + saved if saved else "")
         try:
-            yield name
+            yield kernel.NAME
         finally:
             if saved is None:
                 os.environ.pop("JUPYTER_PATH", None)

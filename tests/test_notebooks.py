@@ -17,6 +17,9 @@ NOTEBOOKS = list_notebooks(Path(__file__).resolve().parent.parent / "notebooks")
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_is_committed_stripped_with_one_typed_parameters_cell(path: Path) -> None:
     nb = nbformat.read(str(path), as_version=4)
+    from benchlib import kernel
+
+    assert nb.metadata.kernelspec.name == kernel.NAME, "the notebook names the kernel scripts/setup.sh registers"
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
     for c in nb.cells:
