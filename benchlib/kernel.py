@@ -22,6 +22,7 @@ kernel (after the runtimes' stop callbacks) as soon as that is done.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sys
@@ -72,6 +73,15 @@ def _watch_parent(parent: int, interval_s: float = 1.0) -> None:
     threading.Thread(target=loop, name="benchlib-parent-watch", daemon=True).start()
 
 
+def _drop_shutdown_interrupt(record: logging.LogRecord) -> bool:
+    """Drop ipykernel's "KeyboardInterrupt caught in kernel" error line. jupyter_client interrupts
+    a kernel (SIGINT) before every shutdown; when that lands while the kernel is still finishing
+    the last message (a busy machine), ipykernel logs this at ERROR level, on the stderr of
+    ``benchlib run``, though nothing went wrong. An interrupt of a running cell still shows
+    in the cell's output as a ``KeyboardInterrupt``."""
+    return not record.getMessage().startswith("KeyboardInterrupt caught in kernel")
+
+
 def main() -> None:
     """Tie this process to its parent, then run ipykernel with the given arguments;
     ``python -m benchlib.kernel install`` registers the kernel instead (:func:`install`)."""
@@ -91,6 +101,10 @@ def main() -> None:
         def init_poller(self) -> None:
             self.poller = None
             _watch_parent(parent)
+
+        def initialize(self, argv: list[str] | None = None) -> None:
+            super().initialize(argv)
+            self.log.addFilter(_drop_shutdown_interrupt)
 
     set_parent_death_signal(parent_pid=parent)
     sys.argv[0] = "benchlib.kernel"

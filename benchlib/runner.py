@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator, Mapping, 
 import numpy as np
 
 from benchlib import provenance as _provenance
+from benchlib import settings
 from benchlib.contract import verify
 from benchlib.cpus import CpuPlan, plan_cpus
 from benchlib.design import PlannedTrial, cross_check_blocks, plan_trials
@@ -671,6 +672,15 @@ def run_experiment(
 
 
 
+def _record_run_folder(store: RunStore) -> None:
+    """Append the run's folder to ``$BENCHLIB_RUNS_FILE`` when set (``benchlib run`` / ``report``
+    read the runs' not-run arms from there for their summary)."""
+    path = settings.RUNS_FILE.get()
+    if path is not None:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{store.path.resolve()}\n")
+
+
 class _Decided:
     """The ``decided`` hook of a run: summaries of the trials so far, each trial summarized once."""
 
@@ -724,10 +734,11 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
             "runtime": runtime.provenance(), "provenance": _provenance.collect(toolchain_names),
             **({"runtimes": {n: r.provenance() for n, r in ex.runtimes.items()}} if len(ex.runtimes) > 1 else {}),
         })
+    _record_run_folder(store)
     conditions = {c.name: c for c in experiment.conditions}
     result = ExperimentResult(experiment, store, dict(ex.unavailable))
     show({"event": "start", "study": experiment.study, "run_id": store.run_id, "total": len(plan),
-          "blocks": experiment.trials if plan else 0,
+          "blocks": experiment.trials if plan else 0, "unavailable": dict(ex.unavailable),
           "plan": [(p.condition, p.arm, ex.cross_check_for(p, conditions[p.condition]) is not None) for p in plan]})
     decide = _Decided(store, decided)
     needed: set[tuple[str, str]] | None = None  # (condition, arm) pairs the stopping rule still wants

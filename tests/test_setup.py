@@ -122,3 +122,15 @@ def test_the_kernel_benchlib_runs_this_interpreter_and_benchlib_run_finds_its_ow
     with _this_python_kernel() as name:
         assert name == kernel.NAME and KernelSpecManager().get_kernel_spec(name).argv[0] == sys.executable
     assert os.environ["JUPYTER_PATH"] == str(tmp_path / "elsewhere")
+
+
+def test_the_kernel_drops_only_the_interrupt_line_that_every_shutdown_may_cause() -> None:
+    import logging
+
+    from benchlib.kernel import _drop_shutdown_interrupt
+
+    def record(msg: str) -> logging.LogRecord:
+        return logging.LogRecord("BenchlibKernelApp", logging.ERROR, __file__, 1, msg, None, None)
+
+    assert not _drop_shutdown_interrupt(record("KeyboardInterrupt caught in kernel."))
+    assert _drop_shutdown_interrupt(record("Exception in message handler:"))
