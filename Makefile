@@ -1,19 +1,23 @@
 # The two commands of the README:
 #   make report   run every study notebook (local runtime by default) -> reports/*.html + reports/index.html
 #   make test     run the test suite
-# Both set up what they need first (scripts/setup.sh, idempotent).
+# Both set up what they need first (scripts/setup.sh, idempotent: the project's virtual
+# environment .venv with the exact versions of requirements.lock, the Jupyter kernel "benchlib").
 # Pass notebook parameters to `make report` with P, e.g. make report P="-p trials 4 -p runtime docker",
 # and pick notebooks with N, e.g. make report N=01_rest_mongo_go_dotnet_rust P="-p run_id <id>"
 # (an existing run id resumes that run: only its missing trials are measured).
+# BASE_PYTHON is the interpreter .venv is made from (default python3); PYTHON=/path/to/python
+# uses an existing environment instead of .venv (see scripts/setup.sh).
 
-PYTHON ?= python3
+BASE_PYTHON ?=
+PYTHON ?= .venv/bin/python
 P ?=
 N ?=
 
 .PHONY: setup report test test-slow lab
 
 setup:
-	PYTHON=$(PYTHON) scripts/setup.sh
+	BASE_PYTHON='$(BASE_PYTHON)' PYTHON='$(PYTHON)' scripts/setup.sh
 
 report: setup
 	$(PYTHON) -m benchlib.cli report $(N) $(P)
@@ -25,4 +29,4 @@ test-slow: setup
 	$(PYTHON) -m pytest -m slow
 
 lab: setup
-	$(PYTHON) -m jupyter lab notebooks/
+	$(PYTHON) -m jupyterlab notebooks/

@@ -13,6 +13,10 @@
                                                  services whose benchlib process is gone
     benchlib images bootstrap                    create the base image locally (no registry)
 
+Both end with a summary: each notebook's outcome and report, then one line per arm a run did
+not run and why (a missing toolchain, a runtime that is not available such as Docker with no
+engine, a failed build; read from the runs' stored ``run.json``). Arms not run are no failure:
+the reports are written and show them, and the status is 0 when nothing else went wrong.
 User errors print one line (``benchlib: error: ...``) and exit with status 2, also when the
 bad input is found inside the notebook (a ``LoadSpecError``, ``ParameterError``, ... raised
 there); a failed notebook exits with status 1 after its report (with the error) is written.
@@ -39,7 +43,7 @@ def _params(pairs: Sequence[Sequence[str]] | None) -> dict[str, Any]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from benchlib.report import run_notebook, write_index
+    from benchlib.report import run_notebook, summary_lines, write_index
 
     run = run_notebook(args.notebook, _params(args.parameter), reports_dir=args.reports_dir,
                        html=not args.no_html, show=None if args.quiet else print)
@@ -47,6 +51,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if run.html:
         print(f"report:   {run.html}")
         print(f"index:    {write_index([run], run.html.parent)}")
+    print("\n".join(summary_lines([run])))
     if not run.ok:
         if run.user_error:
             print(f"benchlib: error: {run.notebook.stem}: {run.error}", file=sys.stderr)
@@ -57,13 +62,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from benchlib.report import build_reports
+    from benchlib.report import build_reports, summary_lines
 
     runs = build_reports(args.notebooks or None, _params(args.parameter), reports_dir=args.reports_dir,
                          show=None if args.quiet else print)
     failed = [r for r in runs if not r.ok]
     if runs:
         print(f"index: {runs[0].executed.parent / 'index.html'}")
+    print("\n".join(summary_lines(runs)))
     for r in failed:
         if r.user_error:
             print(f"benchlib: error: {r.notebook.stem}: {r.error}", file=sys.stderr)

@@ -29,6 +29,7 @@ __all__ = [
     "LoadSpecError",
     "ManifestError",
     "ParameterError",
+    "PythonPackageMissing",
     "RuntimeUnavailable",
     "ServiceStartError",
     "StorageError",
@@ -76,6 +77,34 @@ class ToolchainMissing(BenchlibError):
         self.service = service
         self.hint = hint
         super().__init__(f"service {service!r} needs {toolchain!r}, which is not installed; {hint}")
+
+    @property
+    def missing(self) -> str:
+        """What is missing, as the runner's "not run" reason starts: ``no go toolchain``."""
+        return f"no {self.toolchain} toolchain"
+
+
+class PythonPackageMissing(ToolchainMissing):
+    """A service run by benchlib's own interpreter (``{python}``) needs a Python package that
+    interpreter cannot import (the services' packages are the ``[services]`` extra).
+
+    Attributes
+    ----------
+    package:
+        The import name (its manifest's ``python_packages``).
+    """
+
+    def __init__(self, package: str, service: str, hint: str) -> None:
+        self.package = package
+        self.toolchain = "python"
+        self.service = service
+        self.hint = hint
+        BenchlibError.__init__(self, f"service {service!r} needs the Python package {package!r}, which this "
+                                     f"interpreter cannot import; {hint}")
+
+    @property
+    def missing(self) -> str:
+        return f"no Python package {self.package!r}"
 
 
 class BuildError(BenchlibError):

@@ -1,5 +1,13 @@
-"""The Jupyter kernel that ``benchlib run`` / ``benchlib report`` start: ipykernel, tied to its
-parent so that a run never outlives whoever started it.
+"""The Jupyter kernel ``benchlib``: ipykernel, tied to its parent so that a run never outlives
+whoever started it.
+
+One kernel, one command (:func:`spec`): ``<the environment's python> -m benchlib.kernel``.
+``scripts/setup.sh`` registers it in the project's environment as ``benchlib``
+(``python -m benchlib.kernel install``: ``<sys.prefix>/share/jupyter/kernels/benchlib``, where
+``jupyter lab`` and papermill of that environment look), the study notebooks name it in their
+metadata, and ``benchlib run`` / ``benchlib report`` run a kernelspec of the same name and
+command for the interpreter that runs them (found first while they execute, so a kernel named
+``benchlib`` that another environment registered is never used; :mod:`benchlib.report`).
 
 ``python -m benchlib.kernel -f CONNECTION_FILE`` asks the Linux kernel to send this process
 SIGTERM when its parent (the thread of ``benchlib run`` that started it) dies, whatever
@@ -13,13 +21,43 @@ kernel (after the runtimes' stop callbacks) as soon as that is done.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 from benchlib.signals import set_parent_death_signal
+
+__all__ = ["NAME", "install", "main", "spec"]
+
+#: The kernelspec's name (the notebooks' metadata name it).
+NAME = "benchlib"
+
+
+def spec() -> dict[str, object]:
+    """The kernelspec (``kernel.json``) of the kernel that runs this interpreter."""
+    return {"argv": [sys.executable, "-m", "benchlib.kernel", "-f", "{connection_file}"],
+            "display_name": f"benchlib (Python {sys.version.split()[0]})", "language": "python",
+            "metadata": {"debugger": True}}
+
+
+def install(data_dir: str | Path | None = None) -> Path:
+    """Write :func:`spec` as the kernelspec :data:`NAME` under ``data_dir`` (a Jupyter data
+    folder; default ``<sys.prefix>/share/jupyter``, as ``jupyter kernelspec install
+    --sys-prefix``); returns the kernelspec's folder. Idempotent."""
+    folder = Path(data_dir or Path(sys.prefix) / "share" / "jupyter") / "kernels" / NAME
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "kernel.json"
+    text = json.dumps(spec(), indent=1) + "\n"
+    if not path.exists() or path.read_text() != text:
+        tmp = folder / ".kernel.json.tmp"
+        tmp.write_text(text)
+        tmp.replace(path)
+    return folder
 
 
 def _watch_parent(parent: int, interval_s: float = 1.0) -> None:
@@ -35,8 +73,23 @@ def _watch_parent(parent: int, interval_s: float = 1.0) -> None:
     threading.Thread(target=loop, name="benchlib-parent-watch", daemon=True).start()
 
 
+def _drop_shutdown_interrupt(record: logging.LogRecord) -> bool:
+    """Drop ipykernel's "KeyboardInterrupt caught in kernel" error line. jupyter_client interrupts
+    a kernel (SIGINT) before every shutdown; when that lands while the kernel is still finishing
+    the last message (a busy machine), ipykernel logs this at ERROR level, on the stderr of
+    ``benchlib run``, though nothing went wrong. An interrupt of a running cell still shows
+    in the cell's output as a ``KeyboardInterrupt``."""
+    return not record.getMessage().startswith("KeyboardInterrupt caught in kernel")
+
+
 def main() -> None:
-    """Tie this process to its parent, then run ipykernel with the given arguments."""
+    """Tie this process to its parent, then run ipykernel with the given arguments;
+    ``python -m benchlib.kernel install`` registers the kernel instead (:func:`install`)."""
+    if sys.argv[1:2] == ["install"]:
+        if len(sys.argv) > 2:
+            sys.exit(f"usage: python -m benchlib.kernel install (no arguments; got {sys.argv[2:]})")
+        print(f"{NAME} -> {install()}")
+        return
     from ipykernel.kernelapp import IPKernelApp
 
     parent_env = os.environ.get("JPY_PARENT_PID", "")
@@ -48,6 +101,10 @@ def main() -> None:
         def init_poller(self) -> None:
             self.poller = None
             _watch_parent(parent)
+
+        def initialize(self, argv: list[str] | None = None) -> None:
+            super().initialize(argv)
+            self.log.addFilter(_drop_shutdown_interrupt)
 
     set_parent_death_signal(parent_pid=parent)
     sys.argv[0] = "benchlib.kernel"

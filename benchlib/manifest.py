@@ -193,6 +193,10 @@ class Manifest:
     #: ``"service"`` (loaded directly, or behind a front) or ``"front"`` (a reverse proxy an
     #: arm puts before its service: ``Arm(front=...)``)
     role: str = "service"
+    #: Python packages (import names) that ``{python}``, the interpreter running benchlib, must
+    #: import to run the service locally (benchlib's ``[services]`` extra); a missing one makes
+    #: the arm "not run" with how to install it
+    python_packages: tuple[str, ...] = ()
 
     @property
     def directory(self) -> Path:
@@ -453,7 +457,7 @@ def _grpc_endpoint(path: Path, where: str, name: str, data: Mapping[str, Any], v
 
 _TOP_KEYS = {
     "schema", "name", "role", "description", "language", "framework", "versions", "toolchains", "requires",
-    "studies", "default_variant", "build", "run", "health", "docker", "variants", "endpoints",
+    "studies", "default_variant", "build", "run", "health", "docker", "variants", "endpoints", "python_packages",
 }
 
 
@@ -496,6 +500,13 @@ def load_manifest(path: str | Path) -> Manifest:
     if not isinstance(studies, list) or not all(isinstance(s, str) for s in studies):
         raise _err(path, "studies", "a list of study names", studies)
     versions = _str_map(path, "versions", raw.get("versions", {}))
+    python_packages = raw.get("python_packages", [])
+    if not isinstance(python_packages, list) or not all(
+            isinstance(p, str) and p.isidentifier() for p in python_packages):
+        raise _err(path, "python_packages", "a list of Python import names (e.g. [\"aiohttp\"])", python_packages)
+    if python_packages and "python" not in toolchains:
+        raise _err(path, "python_packages", "toolchains to include \"python\" (the packages are imported by {python})",
+                   python_packages)
 
     run = raw.get("run")
     if not isinstance(run, dict):
@@ -592,6 +603,7 @@ def load_manifest(path: str | Path) -> Manifest:
         dockerfile=dockerfile,
         raw=raw,
         role=role,
+        python_packages=tuple(python_packages),
     )
 
 

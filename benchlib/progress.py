@@ -33,7 +33,8 @@ from typing import Any
 
 from benchlib import settings
 
-__all__ = ["Estimate", "ProgressCallback", "format_duration", "format_event", "make_progress", "parse_line"]
+__all__ = ["Estimate", "ProgressCallback", "format_duration", "format_event", "make_progress", "not_run_words",
+           "parse_line"]
 
 ProgressCallback = Callable[[Mapping[str, Any]], None]
 
@@ -121,13 +122,23 @@ def _clock(ev: Mapping[str, Any]) -> str:
     return f"{format_duration(ev.get('elapsed_s'))} elapsed, ~{format_duration(ev.get('left_s'))} left"
 
 
+def not_run_words(unavailable: Mapping[str, str]) -> str:
+    """``; not run: a, b (why); c (why)``: the arms a run skips, those with the same reason
+    together (empty when every arm runs)."""
+    by_reason: dict[str, list[str]] = {}
+    for arm, why in unavailable.items():
+        by_reason.setdefault(str(why), []).append(str(arm))
+    return "".join(f"; not run: {', '.join(arms)} ({why})" for why, arms in by_reason.items())
+
+
 def format_event(ev: Mapping[str, Any]) -> str:
     """One human line for an event (with the counts and times :class:`Estimate` adds, when present)."""
     kind = ev.get("event")
     study = f"[{ev.get('study')}]"
     if kind == "start":
         blocks = f" in {ev.get('blocks')} blocks" if ev.get("blocks") else ""
-        return f"{study} run {ev.get('run_id')}: {ev.get('total')} trials planned{blocks}"
+        return f"{study} run {ev.get('run_id')}: {ev.get('total')} trials planned{blocks}" + not_run_words(
+            ev.get("unavailable") or {})
     if kind == "done":
         took = f" in {format_duration(ev.get('elapsed_s'))}" if "elapsed_s" in ev else ""
         return f"{study} run {ev.get('run_id')}: done ({ev.get('ran')} run, {ev.get('skipped')} stored before){took}"
@@ -202,6 +213,8 @@ def make_progress(progress: bool | ProgressCallback = True) -> ProgressCallback:
         def bar(ev: Mapping[str, Any]) -> None:
             if ev.get("event") == "start":
                 state["bar"] = tqdm(total=int(ev.get("total", 0)), desc=str(ev.get("study")), unit="trial")
+                if ev.get("unavailable"):
+                    state["bar"].write(f"[{ev.get('study')}]" + not_run_words(ev["unavailable"]).removeprefix(";"))
             elif ev.get("event") in ("trial", "skip", "settled") and "bar" in state:
                 state["bar"].set_postfix_str(f"~{format_duration(ev.get('left_s'))} left; "
                                              + format_event(ev).split(": ", 1)[-1].split(" [")[0][:50])

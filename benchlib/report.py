@@ -35,6 +35,7 @@ from benchlib.errors import BenchlibError, ParameterError, UserError
 from benchlib.signals import Interrupted, recorded_signals, signal_name
 
 __all__ = [
+    "NotRunArm",
     "NotebookRun",
     "default_stop_grace_s",
     "coerce_parameters",
@@ -43,7 +44,9 @@ __all__ = [
     "last_duration_s",
     "list_notebooks",
     "notebook_parameters",
+    "not_run_arms",
     "run_notebook",
+    "summary_lines",
     "write_index",
 ]
 
@@ -139,6 +142,8 @@ class NotebookRun:
     error: str | None = None
     #: the notebook stopped on bad input (a :class:`~benchlib.errors.UserError` raised in it)
     user_error: bool = False
+    #: the folders of the runs the notebook executed (``$BENCHLIB_RUNS_FILE``), in order
+    runs: tuple[Path, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -184,27 +189,38 @@ def _progress_relay(show: Callable[[str], None] | None,
 
 
 @contextmanager
-def _this_python_kernel() -> Iterator[str]:
-    """A kernelspec that runs *this* interpreter, found first on ``JUPYTER_PATH`` while the
-    context lasts; yields its name. So a notebook always executes in the environment that
-    runs benchlib, whatever ``python3`` kernel another environment may have registered."""
-    import hashlib
-    import json
-    import sys
+def _run_folders() -> Iterator[tuple[dict[str, str], list[Path]]]:
+    """Set up ``$BENCHLIB_RUNS_FILE`` for the kernel; yields (its environment, a list that holds
+    the run folders the runner recorded there once the context is left)."""
     import tempfile
 
-    name = "benchlib-" + hashlib.sha256(sys.executable.encode()).hexdigest()[:10]
+    fd, path = tempfile.mkstemp(prefix="benchlib-runs-", suffix=".txt")
+    os.close(fd)
+    folders: list[Path] = []
+    try:
+        yield {settings.RUNS_FILE.name: path}, folders
+    finally:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        folders.extend(dict.fromkeys(Path(line) for line in lines if line.strip()))
+        os.unlink(path)
+
+
+@contextmanager
+def _this_python_kernel() -> Iterator[str]:
+    """The kernel ``benchlib`` (:mod:`benchlib.kernel`) for *this* interpreter, found first on
+    ``JUPYTER_PATH`` while the context lasts; yields its name. The same name and command as the
+    kernel ``scripts/setup.sh`` registers in the project's environment, so a notebook executes
+    in the environment that runs benchlib, whatever kernel another environment registered."""
+    import tempfile
+
+    from benchlib import kernel
+
     with tempfile.TemporaryDirectory(prefix="benchlib-kernel-") as tmp:
-        spec_dir = Path(tmp) / "kernels" / name
-        spec_dir.mkdir(parents=True)
-        (spec_dir / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, "-m", "benchlib.kernel", "-f", "{connection_file}"],
-            "display_name": f"Python {sys.version.split()[0]} (benchlib)", "language": "python",
-        }))
+        kernel.install(tmp)
         saved = os.environ.get("JUPYTER_PATH")
         os.environ["JUPYTER_PATH"] = tmp + (os.pathsep + saved if saved else "")
         try:
-            yield name
+            yield kernel.NAME
         finally:
             if saved is None:
                 os.environ.pop("JUPYTER_PATH", None)
@@ -417,7 +433,9 @@ def run_notebook(
     t0 = time.monotonic()
     error = None
     user_error = False
-    with _progress_relay(show, left) as env, _this_python_kernel() as own_kernel:
+    with _progress_relay(show, left) as progress_env, _run_folders() as (runs_env, folders), \
+            _this_python_kernel() as own_kernel:
+        env = {**progress_env, **runs_env}
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
 
@@ -439,7 +457,53 @@ def run_notebook(
                 else:
                     os.environ[k] = v
     html_path = export_html(executed, out_dir / f"{nb_path.stem}.html") if html and executed.exists() else None
-    return NotebookRun(nb_path, executed, html_path, time.monotonic() - t0, error, user_error)
+    return NotebookRun(nb_path, executed, html_path, time.monotonic() - t0, error, user_error, tuple(folders))
+
+
+@dataclass(frozen=True)
+class NotRunArm:
+    """An arm that a notebook's run did not run, and why (its run's ``run.json``)."""
+
+    notebook: str
+    #: the run's folder (``<data>/<study>/<run_id>``)
+    run: Path
+    arm: str
+    reason: str
+
+
+def not_run_arms(run: NotebookRun) -> list[NotRunArm]:
+    """The arms the runs of ``run`` did not run (a missing toolchain, a runtime that is not
+    available, a failed build), read from each run's stored ``run.json``."""
+    from benchlib.errors import StorageError
+    from benchlib.store import RunStore
+
+    out = []
+    for folder in run.runs:
+        try:
+            data = RunStore(folder).read_run()
+        except StorageError:
+            continue  # the notebook reports an unreadable run itself
+        unavailable = data.get("unavailable") or {}
+        order = [a.get("name") for a in (data.get("parameters") or {}).get("arms", []) if isinstance(a, dict)]
+        arms = sorted(unavailable, key=lambda a: order.index(a) if a in order else len(order))  # the study's order
+        out += [NotRunArm(run.notebook.stem, folder, str(arm), str(unavailable[arm])) for arm in arms]
+    return out
+
+
+def summary_lines(runs: Sequence[NotebookRun]) -> list[str]:
+    """The closing summary of ``benchlib run`` / ``report``: each notebook's outcome and report,
+    then one line per arm not run with why (from the runs' stored data)."""
+    lines = [f"summary: {sum(r.html is not None for r in runs)} of {len(runs)} report(s) written"]
+    for r in runs:
+        state = "ok" if r.ok else f"{'stopped on bad input' if r.user_error else 'FAILED'}: {r.error}"
+        lines.append(f"  {r.notebook.stem}: {state}" + (f" -> {r.html}" if r.html else " (no report)"))
+    skipped = [a for r in runs for a in not_run_arms(r)]
+    if skipped:
+        lines.append(f"  {len(skipped)} arm(s) not run (the reports show them as \"not run\"):")
+        lines += [f"    {a.notebook} (run {a.run.name}): {a.arm}: {a.reason}" for a in skipped]
+    elif any(r.runs for r in runs):
+        lines.append("  every arm ran")
+    return lines
 
 
 def _read_executed(executed: Path) -> tuple[str, bool]:

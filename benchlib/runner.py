@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator, Mapping, 
 import numpy as np
 
 from benchlib import provenance as _provenance
+from benchlib import settings
 from benchlib.contract import verify
 from benchlib.cpus import CpuPlan, plan_cpus
 from benchlib.design import PlannedTrial, cross_check_blocks, plan_trials
@@ -216,7 +217,7 @@ class _Executor:
                 if front is not None:
                     self._prepare(rt, front)
             except ToolchainMissing as exc:
-                self.unavailable[arm.name] = f"no {exc.toolchain} toolchain ({exc.hint})"
+                self.unavailable[arm.name] = f"{exc.missing} ({exc.hint})"
             except RuntimeUnavailable as exc:
                 self.unavailable[arm.name] = f"runtime {self.runtime_name(arm)!r} unavailable: {exc}"
             except BuildError as exc:
@@ -568,6 +569,15 @@ def run_experiment(
 
 
 
+def _record_run_folder(store: RunStore) -> None:
+    """Append the run's folder to ``$BENCHLIB_RUNS_FILE`` when set (``benchlib run`` / ``report``
+    read the runs' not-run arms from there for their summary)."""
+    path = settings.RUNS_FILE.get()
+    if path is not None:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{store.path.resolve()}\n")
+
+
 class _Decided:
     """The ``decided`` hook of a run: summaries of the trials so far, each trial summarized once."""
 
@@ -621,10 +631,11 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
             "runtime": runtime.provenance(), "provenance": _provenance.collect(toolchain_names),
             **({"runtimes": {n: r.provenance() for n, r in ex.runtimes.items()}} if len(ex.runtimes) > 1 else {}),
         })
+    _record_run_folder(store)
     conditions = {c.name: c for c in experiment.conditions}
     ran = skipped = 0
     show({"event": "start", "study": experiment.study, "run_id": store.run_id, "total": len(plan),
-          "blocks": experiment.trials if plan else 0,
+          "blocks": experiment.trials if plan else 0, "unavailable": dict(ex.unavailable),
           "plan": [(p.condition, p.arm, ex.cross_check_for(p, conditions[p.condition]) is not None) for p in plan]})
     decide = _Decided(store, decided)
     needed: set[tuple[str, str]] | None = None  # (condition, arm) pairs the stopping rule still wants

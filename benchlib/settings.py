@@ -29,8 +29,8 @@ from benchlib.errors import ParameterError
 __all__ = [
     "ALLOW_INSECURE_DOCKER", "ALLOW_REMOTE_TARGET", "BOMBARDIER", "BUILD_CA_BUNDLE", "CACHE", "DATA",
     "DEBIAN_MIRROR", "DOCKERD_ARGS", "DOCKERD_TIMEOUT_S", "DOCKER_BIND_HOST", "DOCKER_DEPENDENCY_BIND_HOST",
-    "DOCKER_LIMITS", "DOCKER_SERVICE_HOST", "GHZ", "K6", "PROGRESS_FILE", "SERVICES", "SETTINGS", "SKIP_APT", "SKIP_DOCKER",
-    "STOP_GRACE_S", "Setting", "VALIDATION_REPORT", "markdown_table",
+    "DOCKER_LIMITS", "DOCKER_SERVICE_HOST", "GHZ", "K6", "PROGRESS_FILE", "RUNS_FILE", "SERVICES", "SETTINGS",
+    "SKIP_APT", "SKIP_DOCKER", "STOP_GRACE_S", "Setting", "VALIDATION_REPORT", "markdown_table",
 ]
 
 T = TypeVar("T")
@@ -196,6 +196,12 @@ PROGRESS_FILE: Setting[Path] = Setting(
     "`benchlib run` sets it for the notebook's kernel: the runner appends one line per trial there.",
     "a file path", "benchlib.progress (set by benchlib.report)", _path)
 
+RUNS_FILE: Setting[Path] = Setting(
+    "BENCHLIB_RUNS_FILE", "path", "unset (not recorded)",
+    "`benchlib run` and `report` set it for the notebook's kernel: the runner appends the folder of every "
+    "run it executes, one per line, so that their closing summary can read the runs' not-run arms.",
+    "a file path", "benchlib.runner (set by benchlib.report)", _path)
+
 STOP_GRACE_S: Setting[float] = Setting(
     "BENCHLIB_STOP_GRACE_S", "seconds", "60",
     "How long a stopped notebook's kernel gets to stop its load and services before it is killed.",
@@ -280,7 +286,7 @@ DOCKERD_TIMEOUT_S: Setting[float] = Setting(
 
 #: Every setting, in the order the docs list them.
 SETTINGS: tuple[Setting[Any], ...] = (
-    DATA, CACHE, SERVICES, PROGRESS_FILE, STOP_GRACE_S, DOCKER_LIMITS, DOCKER_SERVICE_HOST, DOCKER_BIND_HOST,
+    DATA, CACHE, SERVICES, PROGRESS_FILE, RUNS_FILE, STOP_GRACE_S, DOCKER_LIMITS, DOCKER_SERVICE_HOST, DOCKER_BIND_HOST,
     DOCKER_DEPENDENCY_BIND_HOST, DEBIAN_MIRROR, BUILD_CA_BUNDLE, ALLOW_REMOTE_TARGET, ALLOW_INSECURE_DOCKER, K6,
     BOMBARDIER, GHZ, VALIDATION_REPORT, SKIP_APT, SKIP_DOCKER, DOCKERD_ARGS, DOCKERD_TIMEOUT_S,
 )

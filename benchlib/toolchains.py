@@ -11,10 +11,15 @@ import shutil
 import subprocess
 import sys
 
-from benchlib.errors import ToolchainMissing
+from benchlib.errors import PythonPackageMissing, ToolchainMissing
 from benchlib.manifest import Manifest
 
-__all__ = ["INSTALL_HINTS", "availability", "require", "version", "which"]
+__all__ = ["INSTALL_HINTS", "PYTHON_PACKAGES_HINT", "availability", "missing_python_packages", "require", "version",
+           "which"]
+
+#: How to install the Python packages the services need (a manifest's ``python_packages``).
+PYTHON_PACKAGES_HINT = ("install benchlib's services extra into the environment running benchlib: "
+                        "pip install 'benchlib[services]' (scripts/setup.sh installs it with every extra)")
 
 #: How to install each toolchain (shown when it is missing).
 INSTALL_HINTS: dict[str, str] = {
@@ -83,12 +88,23 @@ def version(tool: str) -> str | None:
     return text[0] if text else None
 
 
+def missing_python_packages(manifest: Manifest) -> list[str]:
+    """The manifest's ``python_packages`` (import names) that this interpreter cannot import
+    (the one ``{python}`` runs the service with)."""
+    import importlib.util
+
+    return [name for name in manifest.python_packages if importlib.util.find_spec(name) is None]
+
+
 def availability(manifest: Manifest) -> tuple[bool, str]:
-    """``(True, "")`` when every toolchain of ``manifest`` is installed, else
-    ``(False, "not run: no <tool> (<hint>)")``."""
+    """``(True, "")`` when every toolchain of ``manifest`` is installed (and its Python
+    packages importable), else ``(False, "no <tool> ... (<hint>)")``."""
     for tool in manifest.toolchains:
         if _which(tool) is None:
             return False, f"no {tool} toolchain on PATH ({INSTALL_HINTS.get(tool, 'install it')})"
+    missing = missing_python_packages(manifest)
+    if missing:
+        return False, f"no Python package {', '.join(map(repr, missing))} ({PYTHON_PACKAGES_HINT})"
     return True, ""
 
 
@@ -98,13 +114,16 @@ def require(manifest: Manifest) -> dict[str, str]:
     Raises
     ------
     ToolchainMissing
-        naming the first missing tool and how to install it.
+        naming the first missing tool and how to install it
+        (:class:`~benchlib.errors.PythonPackageMissing` for a Python package).
     """
     versions: dict[str, str] = {}
     for tool in manifest.toolchains:
         if _which(tool) is None:
             raise ToolchainMissing(tool, manifest.name, INSTALL_HINTS.get(tool, "install it"))
         versions[tool] = version(tool) or "unknown"
+    for package in missing_python_packages(manifest):
+        raise PythonPackageMissing(package, manifest.name, PYTHON_PACKAGES_HINT)
     if "cargo" in manifest.toolchains:
         versions["rustc"] = version("rustc") or "unknown"
     return versions

@@ -1,4 +1,5 @@
-"""environment.yml must mirror pyproject.toml's dependencies (names and lower bounds)."""
+"""environment.yml must mirror pyproject.toml's dependencies and every extra (names and lower
+bounds); requirements.lock must pin each of them (scripts/lock.sh makes it)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ def _req(spec: str) -> tuple[str, str]:
 
 def _pyproject() -> dict[str, str]:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    deps = data["project"]["dependencies"] + data["project"]["optional-dependencies"]["test"]
+    deps = list(data["project"]["dependencies"])
+    for extra in data["project"]["optional-dependencies"].values():
+        deps += extra
     return dict(_req(d) for d in deps)
 
 

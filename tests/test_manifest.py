@@ -189,3 +189,61 @@ def test_grpc_contract_keys_on_an_http_endpoint_say_they_need_protocol_grpc(tmp_
     path = _write(tmp_path, GOOD.replace('body = "hi"', 'body = "hi"\ngrpc_status = 0'))
     with pytest.raises(ManifestError, match='need protocol = "grpc"'):
         load_manifest(path)
+
+
+# -- python_packages: what {python} must import (benchlib's [services] extra) --------------------
+
+def test_python_packages_are_checked_where_the_service_would_run(tmp_path: Path) -> None:
+    from benchlib import toolchains
+    from benchlib.errors import PythonPackageMissing
+    from benchlib.runtime.local import LocalRuntime
+    from benchlib.testing import write_manifest
+
+    ok = load_manifest(write_manifest(tmp_path, "has-json", toolchains=["python"]))
+    assert ok.python_packages == ()
+    path = write_manifest(tmp_path, "needs-pkg", toolchains=["python"]) / "service.toml"
+    path.write_text(path.read_text().replace('toolchains = ["python"]',
+                                             'toolchains = ["python"]\npython_packages = ["json", "no_such_pkg_x"]'))
+    m = load_manifest(path)
+    assert m.python_packages == ("json", "no_such_pkg_x") and toolchains.missing_python_packages(m) == ["no_such_pkg_x"]
+    available, why = toolchains.availability(m)
+    assert not available and why.startswith("no Python package 'no_such_pkg_x'") and "benchlib[services]" in why
+    with pytest.raises(PythonPackageMissing) as err:
+        LocalRuntime().prepare(m.resolve())
+    assert err.value.missing == "no Python package 'no_such_pkg_x'" and "benchlib[services]" in str(err.value)
+    assert "'needs-pkg'" in str(err.value)
+
+
+@pytest.mark.parametrize("line,expected", [
+    ('python_packages = "aiohttp"', "a list of Python import names"),
+    ('python_packages = ["not-an-import-name"]', "a list of Python import names"),
+])
+def test_bad_python_packages_are_refused(tmp_path: Path, line: str, expected: str) -> None:
+    path = _write(tmp_path, GOOD.replace('toolchains = ["go"]', 'toolchains = ["go", "python"]\n' + line))
+    with pytest.raises(ManifestError, match=expected):
+        load_manifest(path)
+    path.write_text(GOOD.replace('toolchains = ["go"]', 'toolchains = ["go"]\npython_packages = ["json"]'))
+    with pytest.raises(ManifestError, match="'python_packages'.*include \"python\""):
+        load_manifest(path)
+
+
+def test_every_python_service_declares_the_packages_it_imports() -> None:
+    """The services' Python files import nothing from benchlib's [services] extra that their
+    manifest's python_packages does not name (so a missing one is "not run", not a crash)."""
+    import ast
+    import tomllib
+
+    extra = {n.split(">")[0].split("=")[0].strip() for n in tomllib.loads(
+        (SERVICES.parent / "pyproject.toml").read_text())["project"]["optional-dependencies"]["services"]}
+    for d in sorted(p for p in SERVICES.iterdir() if (p / "service.toml").exists()):
+        declared = set(load_manifest(d).python_packages)
+        imported = set()
+        for py in d.glob("*.py"):
+            for node in ast.walk(ast.parse(py.read_text())):
+                if isinstance(node, ast.Import):
+                    imported |= {a.name.split(".")[0] for a in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    imported.add(node.module.split(".")[0])
+        used = imported & extra
+        if any(d.glob("*.py")) and "{python}" in (d / "service.toml").read_text():
+            assert used <= declared, f"{d.name}: imports {sorted(used - declared)} without declaring them"

@@ -17,6 +17,9 @@ NOTEBOOKS = list_notebooks(Path(__file__).resolve().parent.parent / "notebooks")
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_is_committed_stripped_with_one_typed_parameters_cell(path: Path) -> None:
     nb = nbformat.read(str(path), as_version=4)
+    from benchlib import kernel
+
+    assert nb.metadata.kernelspec.name == kernel.NAME, "the notebook names the kernel scripts/setup.sh registers"
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
     for c in nb.cells:
@@ -109,6 +112,66 @@ def test_harness_overhead_notebook_compares_local_and_docker_arms(tmp_path: Path
     page = run.html.read_text()
     assert "docker-1cpu" in page and "arm / baseline [95% CI]" in page
     assert "runtime: local (the default, arms docker-host, docker-1cpu on docker)" in page
+
+
+@pytest.mark.notebook
+@pytest.mark.integration
+def test_report_without_a_docker_engine_skips_the_docker_arms_writes_the_report_and_says_why(tmp_path: Path) -> None:
+    """`benchlib report` (what `make report` runs) with no engine reachable: 90_harness_overhead's
+    Docker arms are not run, with one line saying why while it runs and one per arm in the
+    closing summary (read from the run's run.json); the report is written; the status is 0."""
+    import os
+    import subprocess
+    import sys
+
+    from benchlib.store import RunStore
+
+    runs, reports = tmp_path / "runs", tmp_path / "reports"
+    tiny = {"trials": 2, "duration_s": 1.0, "warmup_s": 0.3, "connections": 4, "open_rate_rps": 0.0,
+            "out_dir": str(runs), "run_id": "nodocker"}
+    args = [a for name, value in tiny.items() for a in ("-p", name, str(value))]
+    env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent.sock"}
+    out = subprocess.run([sys.executable, "-m", "benchlib.cli", "report", "90_harness_overhead", *args,
+                          "--reports-dir", str(reports)], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (reports / "90_harness_overhead.html").exists() and (reports / "index.html").exists()
+    unavailable = RunStore(runs / "90_harness_overhead" / "nodocker").read_run()["unavailable"]
+    assert set(unavailable) == {"docker-host", "docker-1cpu"}
+    assert all("no Docker engine answers at unix:///nonexistent.sock" in why for why in unavailable.values())
+    lines = out.stdout.splitlines()
+    start = [line for line in lines if "trials planned" in line]
+    assert len(start) == 1 and "; not run: docker-host, docker-1cpu (runtime 'docker' unavailable: " in start[0]
+    summary = lines[next(i for i, line in enumerate(lines) if line.startswith("summary: ")):]
+    assert summary[0] == "summary: 1 of 1 report(s) written"
+    assert summary[1] == f"  90_harness_overhead: ok -> {reports / '90_harness_overhead.html'}"
+    assert summary[2].startswith("  2 arm(s) not run")
+    for arm in ("docker-host", "docker-1cpu"):
+        assert f"    90_harness_overhead (run nodocker): {arm}: {unavailable[arm]}" in summary
+    page = (reports / "90_harness_overhead.html").read_text()
+    assert "not run: runtime &#x27;docker&#x27; unavailable" in page or "not run: runtime 'docker' unavailable" in page
+
+
+def test_summary_names_each_report_and_each_arm_not_run_as_its_run_json_says(tmp_path: Path) -> None:
+    from benchlib.report import NotebookRun, summary_lines
+    from benchlib.store import RunStore
+
+    store = RunStore.open("01_x", "r1", root=tmp_path / "runs")
+    store.write_run({"unavailable": {"b": "no go toolchain (install Go)", "a": "build failed: boom"},
+                     "parameters": {"arms": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}})
+    ok = NotebookRun(tmp_path / "01_x.ipynb", tmp_path / "r" / "01_x.ipynb", tmp_path / "r" / "01_x.html", 60.0,
+                     runs=(store.path,))
+    bad = NotebookRun(tmp_path / "02_y.ipynb", tmp_path / "r" / "02_y.ipynb", None, 5.0, error="ValueError: x")
+    assert summary_lines([ok, bad]) == [
+        "summary: 1 of 2 report(s) written",
+        f"  01_x: ok -> {tmp_path / 'r' / '01_x.html'}",
+        "  02_y: FAILED: ValueError: x (no report)",
+        '  2 arm(s) not run (the reports show them as "not run"):',
+        "    01_x (run r1): a: build failed: boom",
+        "    01_x (run r1): b: no go toolchain (install Go)",
+    ]
+    every = NotebookRun(tmp_path / "03_z.ipynb", tmp_path / "r" / "03_z.ipynb", tmp_path / "r" / "03_z.html", 1.0,
+                        runs=(RunStore.open("03_z", "r2", root=tmp_path / "runs").path,))
+    assert summary_lines([every])[-1] == "  every arm ran"
 
 
 def test_index_keeps_reports_of_earlier_invocations(tmp_path: Path) -> None:

@@ -57,6 +57,16 @@ def test_lines_say_counts_time_and_decided_questions() -> None:
     assert [format_duration(x) for x in (None, 42, 600, 3900)] == ["?", "42 s", "10.0 min", "1 h 05 min"]
 
 
+def test_the_start_line_names_the_arms_not_run_with_why_in_one_line() -> None:
+    line = format_event({"event": "start", "study": "s", "run_id": "r", "total": 2, "blocks": 2,
+                         "unavailable": {"d1": "runtime 'docker' unavailable: none", "d2": "runtime 'docker' unavailable: none",
+                                         "g": "no go toolchain"}})
+    assert line == ("[s] run r: 2 trials planned in 2 blocks; not run: d1, d2 (runtime 'docker' unavailable: none); "
+                    "not run: g (no go toolchain)")
+    assert format_event({"event": "start", "study": "s", "run_id": "r", "total": 2, "unavailable": {}}) == \
+        "[s] run r: 2 trials planned"
+
+
 def test_the_kernel_writes_json_lines_the_cli_reads_back(tmp_path, monkeypatch) -> None:
     path = tmp_path / "progress.log"
     monkeypatch.setenv("BENCHLIB_PROGRESS_FILE", str(path))

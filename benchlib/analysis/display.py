@@ -52,7 +52,7 @@ def show(obj: Any) -> None:
         return
     try:
         from IPython.display import Markdown, display
-    except ImportError:  # pragma: no cover - IPython comes with jupyterlab
+    except ImportError:  # pragma: no cover - IPython comes with ipykernel
         print(obj)
         return
     if isinstance(obj, str):
