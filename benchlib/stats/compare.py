@@ -483,6 +483,10 @@ def _row(
         est = srow.estimate
         extra.update(seq_row=srow)
         row.update(p_fixed=srow.p_fixed, blocks_run=srow.blocks_run, blocks_max=sequential.max_blocks)
+        if srow.drift:
+            book.add("drift", "the repeated intervals of the looks do not overlap (no effect is consistent with every "
+                     "look: the effect moved between looks); the interval shown is the latest look's, and the row "
+                     "is not called equivalent", [idx])
         if srow.unplanned:
             book.add("unplanned_look", f"analysed after {srow.blocks_run} blocks, which is not one of the planned "
                      f"looks ({', '.join(map(str, sequential.looks))}): that count is added as a look", [idx])
@@ -606,7 +610,8 @@ def _adjust_and_decide(
             need = (min_trials(alpha=alpha, n_comparisons=need_m, correction=correction, paired=paired)
                     if method == "rank" else None)
             if sequential is not None:
-                kw.update(blocks_run=e.get("blocks_run", 0), blocks_max=sequential.max_blocks)
+                kw.update(blocks_run=e.get("blocks_run", 0), blocks_max=sequential.max_blocks,
+                          drift=bool(e["seq_row"].drift) if "seq_row" in e else False)
                 need = need_blocks(sequential, alpha=alpha, n_comparisons=need_m, correction=correction) or need
             if status == "too_few":
                 kw["need"] = max(e["floor"], need) if need is not None else e["floor"]
@@ -647,4 +652,4 @@ def _fill_row(r: dict[str, Any], v: Verdict) -> None:
         between_run_variance_estimated=v.between_run_variance_estimated,
     )
     if v.sequential:
-        r.update(blocks_run=v.blocks_run, blocks_max=v.blocks_max)
+        r.update(blocks_run=v.blocks_run, blocks_max=v.blocks_max, drift=v.drift)

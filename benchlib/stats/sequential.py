@@ -465,6 +465,11 @@ class SequentialRow:
         Blocks of the run analysed.
     unplanned:
         ``blocks_run`` is not a planned look (the run was interrupted or resumed).
+    drift:
+        The looks' repeated intervals (at the reported level, or at ``1 - 2 alpha`` for
+        equivalence) do not overlap: no shift is consistent with every look, which is
+        evidence that the effect moved between looks. The interval is then the latest
+        look's alone (not a zero-width intersection), and the row is never "equivalent".
     """
 
     estimate: Estimate
@@ -473,6 +478,7 @@ class SequentialRow:
     looks_done: int
     blocks_run: int
     unplanned: bool
+    drift: bool = False
 
 
 def _row_counts(blocks: np.ndarray, design: SequentialDesign, blocks_run: int) -> tuple[tuple[int, ...], int]:
@@ -512,17 +518,23 @@ def _seq_p(d: np.ndarray, counts: tuple[int, ...], done: int, shape: float) -> f
 
 
 def _repeated_interval(d: np.ndarray, counts: tuple[int, ...], done: int, shape: float,
-                       level: float) -> tuple[float, float]:
-    """The shifts the sequential test does not reject at ``level`` (ends at Walsh averages)."""
+                       level: float, latest_only: bool = False) -> tuple[float, float, bool]:
+    """The shifts the sequential test does not reject at ``level`` (ends at Walsh averages),
+    and whether the looks disagree: when no shift survives every look (the looks' intervals
+    do not overlap: evidence of drift between looks, not of precision), the latest look's
+    interval alone is returned and the flag is True (``latest_only``: that interval in any
+    case)."""
     wa = np.unique(walsh_averages(d[: counts[done - 1]]))
     span = float(wa[-1] - wa[0]) + 1.0
     cand = np.concatenate([[wa[0] - span], (wa[:-1] + wa[1:]) / 2.0, [wa[-1] + span]])
+    drift = False
     if len(counts) == 1 and done == 1:
         acc = np.array([signed_rank(d - c).pvalue > level for c in cand])
     else:
         crit = _critical(counts, shape, level)
         w = _weights(counts, shape)
         best = np.zeros(cand.size)
+        latest = best
         ties = np.unique(np.abs(d)).size < d.size
         for k in range(done):
             x = d[None, : counts[k]] - cand[:, None]
@@ -530,16 +542,21 @@ def _repeated_interval(d: np.ndarray, counts: tuple[int, ...], done: int, shape:
                 p = np.array([signed_rank(row).pvalue for row in x])
             else:
                 p = _rank_p(x)
-            best = np.maximum(best, _z(p) * w[k])
-        acc = best < crit - _TOL * max(1.0, abs(crit))
+            latest = _z(p) * w[k]
+            best = np.maximum(best, latest)
+        cut = crit - _TOL * max(1.0, abs(crit))
+        acc = best < cut
+        if latest_only or not acc.any():
+            drift = not acc.any()
+            acc = latest < cut
     idx = np.flatnonzero(acc)
-    if idx.size == 0:
+    if idx.size == 0:  # not even the latest look accepts a shift (cannot happen with a finite boundary)
         est = float(np.median(wa))
-        return est, est
+        return est, est, drift
     j0, j1 = int(idx[0]), int(idx[-1])
     lo = float(wa[j0 - 1]) if j0 >= 1 else -math.inf
     hi = float(wa[j1]) if j1 <= wa.size - 1 else math.inf
-    return lo, hi
+    return lo, hi, drift
 
 
 def analyse_row(a: np.ndarray, b: np.ndarray, blocks: np.ndarray, design: SequentialDesign, *, blocks_run: int,
@@ -579,17 +596,22 @@ def analyse_row(a: np.ndarray, b: np.ndarray, blocks: np.ndarray, design: Sequen
         p_seq = 1.0
         lo = hi = tlo = thi = 0.0 if d.size else math.nan
         mp = 1.0
+        drift = False
     else:
         p_seq = _seq_p(d, counts, done, design.shape)
-        lo, hi = _repeated_interval(d, counts, done, design.shape, 1.0 - confidence)
-        tlo, thi = _repeated_interval(d, counts, done, design.shape, 2.0 * alpha)
+        lo, hi, drift_ci = _repeated_interval(d, counts, done, design.shape, 1.0 - confidence)
+        tlo, thi, drift_tost = _repeated_interval(d, counts, done, design.shape, 2.0 * alpha)
+        drift = drift_ci or drift_tost
+        if drift:  # the looks disagree: both intervals are the latest look's
+            lo, hi, _ = _repeated_interval(d, counts, done, design.shape, 1.0 - confidence, latest_only=True)
+            tlo, thi, _ = _repeated_interval(d, counts, done, design.shape, 2.0 * alpha, latest_only=True)
         mp = (min_p_paired(counts[0]) if len(counts) == 1 else
               _p_of_w(_max_w(counts, design.shape, done), counts, design.shape))
     est = hodges_lehmann_center(d) if d.size else math.nan
     sigma = float(np.std(d, ddof=1)) if d.size > 1 else math.nan
     e = Estimate(est, lo, hi, float(confidence), tlo, thi, float(p_seq), float(mp), sigma,
                  "sequential Wilcoxon signed-rank", True, False, n_tied)
-    return SequentialRow(e, float(p_fixed), counts, done, int(blocks_run), unplanned)
+    return SequentialRow(e, float(p_fixed), counts, done, int(blocks_run), unplanned, drift)
 
 
 def row_mde(row: SequentialRow, design: SequentialDesign, *, alpha_row: float, power: float) -> float:

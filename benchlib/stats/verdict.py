@@ -122,6 +122,11 @@ class Verdict:
         the row rests on and the design's maximum (both 0 for a fixed-size analysis). The
         p-values, interval, MDE and guard are then the sequential test's, and the words say
         "sequential, 8 of 12 blocks".
+    drift:
+        Group-sequential analysis: the repeated intervals of the looks do not overlap (no
+        effect is consistent with every look: the effect moved between looks). The interval
+        is the latest look's, the row is never "equivalent", and the words say "drift
+        between looks".
     """
 
     kind: VerdictKind
@@ -161,6 +166,7 @@ class Verdict:
     reason: str = ""
     blocks_run: int = 0
     blocks_max: int = 0
+    drift: bool = False
 
     def __hash__(self) -> int:
         return hash((self.kind, self.arm, self.baseline, self.metric, tuple(sorted(map(str, self.labels.items())))))
@@ -250,12 +256,15 @@ def render(v: Verdict) -> str:
     ``insufficient trials (need ≥ 4 per arm; between-run variance not estimated, MDE ≥ 1.2%)``,
     ``omitted (no values)``, ``not run: <reason>``, ``no valid trial: <reason>``. A
     group-sequential row adds how many blocks it rests on: ``faster (sequential, 8 of 12
-    blocks)``, ``~ (MDE 9.0%; sequential, 12 of 12 blocks)``.
+    blocks)``, ``~ (MDE 9.0%; sequential, 12 of 12 blocks)``, and when its looks disagree
+    ``slower (sequential, 12 of 12 blocks; drift between looks)``.
     """
     text = _render(v)
     if not v.sequential or v.kind in (VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL, VerdictKind.OMITTED):
         return text
     bit = f"sequential, {v.blocks_run} of {v.blocks_max} blocks"
+    if v.drift:
+        bit += "; drift between looks"
     if text.endswith(")"):
         return f"{text[:-1]}; {bit})"
     return f"{text} ({bit})"
@@ -328,6 +337,7 @@ def decide(
     labels: Mapping[str, Any] | None = None,
     blocks_run: int = 0,
     blocks_max: int = 0,
+    drift: bool = False,
 ) -> Verdict:
     """Decide one row's verdict from its numbers.
 
@@ -358,6 +368,9 @@ def decide(
         common value.
     blocks_run, blocks_max:
         Group-sequential analysis: blocks of the run used and the design's maximum (0: fixed).
+    drift:
+        Group-sequential analysis: the looks' repeated intervals do not overlap (the row is
+        then never "equivalent").
     """
     log = info.scale == "log"
     base = dict(
@@ -365,7 +378,7 @@ def decide(
         effect="ratio" if log else "difference", unit=info.unit, correction=correction,
         family_size=int(family_size), alpha=float(alpha), margin=float(margin), mde_power=float(power),
         paired=bool(paired), n_baseline=int(n_baseline), n_arm=int(n_arm), n_tied=int(n_tied),
-        blocks_run=int(blocks_run), blocks_max=int(blocks_max),
+        blocks_run=int(blocks_run), blocks_max=int(blocks_max), drift=bool(drift),
     )
     if status == "omitted":
         return Verdict(VerdictKind.OMITTED, **base)
@@ -383,7 +396,7 @@ def decide(
                        between_run_variance_estimated=False, **nums, **base)
     lo_m, hi_m = 1.0 / (1.0 + margin), 1.0 + margin
     equiv = bool(
-        log and margin > 0 and math.isfinite(tost_lo) and math.isfinite(tost_hi)
+        log and margin > 0 and not drift and math.isfinite(tost_lo) and math.isfinite(tost_hi)
         and lo_m <= math.exp(tost_lo) and math.exp(tost_hi) <= hi_m
     )
     if not best_adjusted < alpha:
