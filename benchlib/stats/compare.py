@@ -298,7 +298,7 @@ def compare(
                 idx = len(rows)
                 row, extra = _row(
                     pair, labels, base, arm, metric, infos[metric], method, confidence, alpha,
-                    seed, n_resamples, book, idx, g, sequential, row_blocks,
+                    seed, n_resamples, book, idx, g, sequential, row_blocks, margin,
                 )
                 rows.append(row)
                 extras.append(extra)
@@ -386,7 +386,7 @@ def _row(
     pair: Pair, labels: dict[str, Any], baseline: str, arm: str, metric: str, info: MetricInfo,
     method: str, confidence: float, alpha: float, seed: int, n_resamples: int,
     book: fn.FootnoteBook, idx: int, group: pd.DataFrame, sequential: SequentialDesign | None = None,
-    run_blocks: int = 0,
+    run_blocks: int = 0, margin: float = 0.0,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     a_all = pair.a[metric].astype(float)
     b_all = pair.b[metric].astype(float)
@@ -475,11 +475,12 @@ def _row(
         row["test"] = "none (all trials equal)"
         return row, extra
     x_a, x_b = tr(a), tr(b)
+    eq_margin = math.log1p(margin) if log and margin > 0 else math.nan  # equivalence: ratio metrics only
     key = "|".join([*(str(v) for v in labels.values()), baseline, arm, metric])
     if sequential is not None:
         blocks = pair.a["block"].to_numpy()[ok] if paired else None
         srow = analyse_row(x_a, x_b, np.asarray(blocks), sequential, blocks_run=run_blocks, confidence=confidence,
-                           alpha=alpha)
+                           alpha=alpha, margin=eq_margin)
         est = srow.estimate
         extra.update(seq_row=srow)
         row.update(p_fixed=srow.p_fixed, blocks_run=srow.blocks_run, blocks_max=sequential.max_blocks)
@@ -493,7 +494,7 @@ def _row(
     else:
         est = estimate(
             x_a, x_b, paired=paired, method=method, confidence=confidence, alpha=alpha,
-            rng=_rng_for(seed, key) if method == "bootstrap" else None, n_resamples=n_resamples,
+            rng=_rng_for(seed, key) if method == "bootstrap" else None, n_resamples=n_resamples, margin=eq_margin,
         )
     row["test"] = est.test
     if est.ties and method == "rank":
@@ -509,7 +510,7 @@ def _row(
     extra.update(
         effect=est.effect, lo=est.lo, hi=est.hi, tost_lo=est.tost_lo, tost_hi=est.tost_hi, p=est.pvalue,
         min_p=est.min_p, sigma=est.sigma, achieved=est.achieved, floor=floor, n=min(a.size, b.size) - est.n_tied,
-        n_tied=est.n_tied,
+        n_tied=est.n_tied, tost_p=est.tost_p,
     )
     row["n_tied"] = est.n_tied
     return row, extra
@@ -594,6 +595,11 @@ def _adjust_and_decide(
         m_need = max(1, sum(1 for i in members if extras[i]["status"] != "omitted"))
         padj = adjust(np.array([extras[i]["p"] for i in tested]), correction) if tested else np.empty(0)
         adj_of = dict(zip(tested, padj, strict=True))
+        # equivalence (TOST) p-values: adjusted over the family's rows that can be called
+        # equivalent (ratio metrics), like the difference p-values over the tested rows
+        tadj = (adjust(np.array([extras[i].get("tost_p", math.nan) for i in tested]), correction)
+                if tested else np.empty(0))
+        tost_adj_of = dict(zip(tested, tadj, strict=True))
         for i in members:
             r, e = rows[i], extras[i]
             info: MetricInfo = e["info"]
@@ -631,6 +637,7 @@ def _adjust_and_decide(
                          mde_shift(e["n"], e["sigma"], alpha=row_alpha, power=power, paired=paired, method=method)),
                     need=need if need is not None else e["floor"] + 1,
                     all_equal=e.get("all_equal", math.nan),
+                    p_tost=e.get("tost_p", math.nan), p_tost_adj=float(tost_adj_of[i]),
                 )
             v = decide(info, **kw)
             verdicts[i] = v
@@ -647,7 +654,8 @@ def _fill_row(r: dict[str, Any], v: Verdict) -> None:
         pct_change=v.pct_change, diff=nan if ratio else v.estimate, diff_lo=nan if ratio else v.ci_lo,
         diff_hi=nan if ratio else v.ci_hi, p_raw=v.p_raw, p_adj=v.p_adj, min_p=v.min_p,
         achieved_confidence=v.confidence, mde_pct=100.0 * v.mde if ratio else nan,
-        mde_diff=nan if ratio else v.mde, significant=v.significant, practical=v.practical,
+        mde_diff=nan if ratio else v.mde, p_tost=v.p_tost, p_tost_adj=v.p_tost_adj,
+        significant=v.significant, practical=v.practical,
         equivalent=v.equivalent, verdict=render(v), verdict_kind=v.kind.value,
         between_run_variance_estimated=v.between_run_variance_estimated,
     )

@@ -48,7 +48,7 @@ from scipy import special
 
 from benchlib.errors import ParameterError
 from benchlib.stats._checks import probability
-from benchlib.stats.estimate import Estimate
+from benchlib.stats.estimate import Estimate, tost_pvalue
 from benchlib.stats.exact import _t_cdf, hodges_lehmann_center, min_p_paired, signed_rank, walsh_averages
 from benchlib.stats.multiplicity import best_case_adjusted
 
@@ -560,7 +560,7 @@ def _repeated_interval(d: np.ndarray, counts: tuple[int, ...], done: int, shape:
 
 
 def analyse_row(a: np.ndarray, b: np.ndarray, blocks: np.ndarray, design: SequentialDesign, *, blocks_run: int,
-                confidence: float = 0.95, alpha: float = 0.05) -> SequentialRow:
+                confidence: float = 0.95, alpha: float = 0.05, margin: float = math.nan) -> SequentialRow:
     """Sequential effect, repeated intervals and p-value of ``b`` against ``a`` (paired).
 
     Parameters
@@ -576,6 +576,9 @@ def analyse_row(a: np.ndarray, b: np.ndarray, blocks: np.ndarray, design: Sequen
         Blocks of the run so far (a block whose trial is invalid still counts as run).
     confidence, alpha:
         Level of the repeated interval; the equivalence interval is at ``1 - 2 alpha``.
+    margin:
+        Equivalence margin on the comparison scale (``log(1 + m)``); given, the estimate
+        carries the sequential TOST p-value (from the sequential p-values at ``±margin``).
     """
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
@@ -609,8 +612,11 @@ def analyse_row(a: np.ndarray, b: np.ndarray, blocks: np.ndarray, design: Sequen
               _p_of_w(_max_w(counts, design.shape, done), counts, design.shape))
     est = hodges_lehmann_center(d) if d.size else math.nan
     sigma = float(np.std(d, ddof=1)) if d.size > 1 else math.nan
+    p_tost = math.nan
+    if done and d.size and math.isfinite(margin) and margin > 0:
+        p_tost = tost_pvalue(lambda c: _seq_p(d - c, counts, done, design.shape), est, margin)
     e = Estimate(est, lo, hi, float(confidence), tlo, thi, float(p_seq), float(mp), sigma,
-                 "sequential Wilcoxon signed-rank", True, False, n_tied)
+                 "sequential Wilcoxon signed-rank", True, False, n_tied, p_tost)
     return SequentialRow(e, float(p_fixed), counts, done, int(blocks_run), unplanned, drift)
 
 

@@ -15,8 +15,10 @@ The rules (statistics reference, section 5.6; ``docs/statistics.md``):
   latency and throughput, "fewer errors"/"more errors" for the error rate), qualified
   "within ±2%" when the whole interval is inside the practical margin and "possibly within
   ±2%" when it straddles it.
-* **equivalent**: not significant and the ``1 - 2 alpha`` interval lies inside the margin
-  (TOST); decided even when the guard makes significance impossible.
+* **equivalent**: not significant and the equivalence test (TOST: the larger of the two
+  one-sided p-values at the margins), adjusted over the family like the difference
+  p-values, is below alpha (for one row: the ``1 - 2 alpha`` interval lies inside the
+  margin); decided even when the guard makes significance impossible.
 * **no difference detected** ("~"): none of the above; always with the MDE.
 * **omitted**: no values; **not run**: the arm could not run (with the reason); **no valid
   trial**: the arm ran, but none of its trials there counts (the guard invalidated them or
@@ -122,6 +124,11 @@ class Verdict:
         the row rests on and the design's maximum (both 0 for a fixed-size analysis). The
         p-values, interval, MDE and guard are then the sequential test's, and the words say
         "sequential, 8 of 12 blocks".
+    p_tost, p_tost_adj:
+        The equivalence test's (TOST) p-value, the larger of the one-sided p-values at the
+        two margins, and that p-value adjusted over the family by the same correction as
+        ``p_adj`` (NaN where equivalence cannot be decided: difference metrics, untested
+        rows). "Equivalent" means ``p_tost_adj`` below alpha.
     drift:
         Group-sequential analysis: the repeated intervals of the looks do not overlap (no
         effect is consistent with every look: the effect moved between looks). The interval
@@ -167,6 +174,8 @@ class Verdict:
     blocks_run: int = 0
     blocks_max: int = 0
     drift: bool = False
+    p_tost: float = _NAN
+    p_tost_adj: float = _NAN
 
     def __hash__(self) -> int:
         return hash((self.kind, self.arm, self.baseline, self.metric, tuple(sorted(map(str, self.labels.items())))))
@@ -338,6 +347,8 @@ def decide(
     blocks_run: int = 0,
     blocks_max: int = 0,
     drift: bool = False,
+    p_tost: float = _NAN,
+    p_tost_adj: float = _NAN,
 ) -> Verdict:
     """Decide one row's verdict from its numbers.
 
@@ -371,6 +382,10 @@ def decide(
     drift:
         Group-sequential analysis: the looks' repeated intervals do not overlap (the row is
         then never "equivalent").
+    p_tost, p_tost_adj:
+        The TOST p-value and its family-adjusted value: equivalence is ``p_tost_adj <
+        alpha``. When ``p_tost_adj`` is NaN (not given), the unadjusted rule for one row:
+        the ``1 - 2 alpha`` interval inside the margin.
     """
     log = info.scale == "log"
     base = dict(
@@ -390,15 +405,19 @@ def decide(
         return math.expm1(x) if log and math.isfinite(x) else x
 
     nums = dict(estimate=conv(effect), ci_lo=conv(lo), ci_hi=conv(hi), confidence=float(achieved),
-                p_raw=float(p_raw), p_adj=float(p_adj), min_p=float(min_p))
+                p_raw=float(p_raw), p_adj=float(p_adj), min_p=float(min_p), p_tost=float(p_tost),
+                p_tost_adj=float(p_tost_adj))
     if status == "single":
         return Verdict(VerdictKind.INSUFFICIENT, need=need, mde=scale_mde(mde), mde_is_lower_bound=True,
                        between_run_variance_estimated=False, **nums, **base)
     lo_m, hi_m = 1.0 / (1.0 + margin), 1.0 + margin
-    equiv = bool(
-        log and margin > 0 and not drift and math.isfinite(tost_lo) and math.isfinite(tost_hi)
-        and lo_m <= math.exp(tost_lo) and math.exp(tost_hi) <= hi_m
-    )
+    if math.isnan(p_tost_adj):
+        equiv = bool(
+            log and margin > 0 and not drift and math.isfinite(tost_lo) and math.isfinite(tost_hi)
+            and lo_m <= math.exp(tost_lo) and math.exp(tost_hi) <= hi_m
+        )
+    else:  # the TOST p-value adjusted over the family
+        equiv = bool(log and margin > 0 and not drift and p_tost_adj < alpha)
     if not best_adjusted < alpha:
         if equiv:
             return Verdict(VerdictKind.EQUIVALENT, equivalent=True, mde=scale_mde(mde), **nums, **base)
