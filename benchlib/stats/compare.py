@@ -26,7 +26,15 @@ from benchlib.stats.multiplicity import CORRECTIONS, adjust, best_case_adjusted
 from benchlib.stats.power import METHODS, mde_shift, min_trials, planning_alpha
 from benchlib.stats.pairing import Pair, pair_design
 from benchlib.stats.report import Comparison, PairInfo
-from benchlib.stats.sequential import SequentialDesign, analyse_row, check_sequential, need_blocks, row_mde
+from benchlib.stats.sequential import (
+    SequentialDesign,
+    analyse_row,
+    check_sequential,
+    early_stop_estimate,
+    first_crossing,
+    need_blocks,
+    row_mde,
+)
 from benchlib.stats.sequential import blocks_run as seq_blocks_run
 from benchlib.stats.shift import shift_function_table
 from benchlib.stats.verdict import Verdict, decide, render
@@ -639,10 +647,32 @@ def _adjust_and_decide(
                     all_equal=e.get("all_equal", math.nan),
                     p_tost=e.get("tost_p", math.nan), p_tost_adj=float(tost_adj_of[i]),
                 )
+            if status == "ok" and sequential is not None and "seq_row" in e:
+                kw.update(_early_stop(e, sequential, kw["p_adj"], alpha, m, correction))
             v = decide(info, **kw)
             verdicts[i] = v
             _fill_row(r, v)
     return [v for v in verdicts if v is not None]
+
+
+def _early_stop(e: Mapping[str, Any], design: SequentialDesign, p_adj: float, alpha: float, m: int,
+                correction: str) -> dict[str, Any]:
+    """A sequential row analysed before its schedule's last look: the bias-adjusted estimate
+    (:func:`~benchlib.stats.sequential.early_stop_estimate`, conditional on the look at which
+    the row's test first crossed its boundary at the level it had to reach in the family,
+    ``alpha * p_raw / p_adj``, or ``alpha / m`` under Holm when not significant), kept inside
+    the row's repeated interval; the look and the plain estimate for the verdict."""
+    srow = e["seq_row"]
+    k_looks, done = len(srow.counts), srow.looks_done
+    if not (1 <= done < k_looks) or not srow.z_path:
+        return {}
+    p_raw = float(e["p"])
+    level = (alpha * p_raw / p_adj if 0.0 < p_raw and p_adj < alpha and math.isfinite(p_adj)
+             else planning_alpha(alpha, m, correction))
+    crossed = first_crossing(srow.z_path, srow.counts, design.shape, level)
+    eff = float(early_stop_estimate(e["effect"], e["sigma"], srow.counts, design.shape, level, crossed, done - 1))
+    eff = min(max(eff, e["lo"]), e["hi"])  # an effect the repeated interval rejects is not reported
+    return {"effect": eff, "effect_unadjusted": e["effect"], "look": done, "looks": k_looks}
 
 
 def _fill_row(r: dict[str, Any], v: Verdict) -> None:
@@ -660,4 +690,5 @@ def _fill_row(r: dict[str, Any], v: Verdict) -> None:
         between_run_variance_estimated=v.between_run_variance_estimated,
     )
     if v.sequential:
-        r.update(blocks_run=v.blocks_run, blocks_max=v.blocks_max, drift=v.drift)
+        r.update(blocks_run=v.blocks_run, blocks_max=v.blocks_max, drift=v.drift, look=v.look, looks=v.looks,
+                 bias_adjusted=v.bias_adjusted, estimate_unadjusted=v.estimate_unadjusted)

@@ -124,6 +124,13 @@ class Verdict:
         the row rests on and the design's maximum (both 0 for a fixed-size analysis). The
         p-values, interval, MDE and guard are then the sequential test's, and the words say
         "sequential, 8 of 12 blocks".
+    look, looks, bias_adjusted, estimate_unadjusted:
+        Group-sequential analysis of a row analysed before its last look (its question
+        stopped early): the look (1-based) and the number of looks, and then ``estimate`` is
+        the bias-adjusted estimate (conditional on the look at which the row's test first
+        crossed its boundary; :func:`benchlib.stats.sequential.early_stop_estimate`), kept
+        inside the repeated interval, and ``estimate_unadjusted`` the plain Hodges-Lehmann
+        one. The words say "stopped early at look 1 of 3; estimate bias-adjusted".
     p_tost, p_tost_adj:
         The equivalence test's (TOST) p-value, the larger of the one-sided p-values at the
         two margins, and that p-value adjusted over the family by the same correction as
@@ -176,6 +183,10 @@ class Verdict:
     drift: bool = False
     p_tost: float = _NAN
     p_tost_adj: float = _NAN
+    look: int = 0
+    looks: int = 0
+    bias_adjusted: bool = False
+    estimate_unadjusted: float = _NAN
 
     def __hash__(self) -> int:
         return hash((self.kind, self.arm, self.baseline, self.metric, tuple(sorted(map(str, self.labels.items())))))
@@ -265,13 +276,16 @@ def render(v: Verdict) -> str:
     ``insufficient trials (need ≥ 4 per arm; between-run variance not estimated, MDE ≥ 1.2%)``,
     ``omitted (no values)``, ``not run: <reason>``, ``no valid trial: <reason>``. A
     group-sequential row adds how many blocks it rests on: ``faster (sequential, 8 of 12
-    blocks)``, ``~ (MDE 9.0%; sequential, 12 of 12 blocks)``, and when its looks disagree
-    ``slower (sequential, 12 of 12 blocks; drift between looks)``.
+    blocks; stopped early at look 1 of 3; estimate bias-adjusted)``, ``~ (MDE 9.0%;
+    sequential, 12 of 12 blocks)``, and when its looks disagree ``slower (sequential, 12 of
+    12 blocks; drift between looks)``.
     """
     text = _render(v)
     if not v.sequential or v.kind in (VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL, VerdictKind.OMITTED):
         return text
     bit = f"sequential, {v.blocks_run} of {v.blocks_max} blocks"
+    if v.bias_adjusted:
+        bit += f"; stopped early at look {v.look} of {v.looks}; estimate bias-adjusted"
     if v.drift:
         bit += "; drift between looks"
     if text.endswith(")"):
@@ -349,6 +363,9 @@ def decide(
     drift: bool = False,
     p_tost: float = _NAN,
     p_tost_adj: float = _NAN,
+    effect_unadjusted: float = _NAN,
+    look: int = 0,
+    looks: int = 0,
 ) -> Verdict:
     """Decide one row's verdict from its numbers.
 
@@ -386,6 +403,9 @@ def decide(
         The TOST p-value and its family-adjusted value: equivalence is ``p_tost_adj <
         alpha``. When ``p_tost_adj`` is NaN (not given), the unadjusted rule for one row:
         the ``1 - 2 alpha`` interval inside the margin.
+    effect_unadjusted, look, looks:
+        Group-sequential row analysed before its last look: ``effect`` is then the
+        bias-adjusted estimate and ``effect_unadjusted`` the plain one; ``look`` of ``looks``.
     """
     log = info.scale == "log"
     base = dict(
@@ -406,7 +426,8 @@ def decide(
 
     nums = dict(estimate=conv(effect), ci_lo=conv(lo), ci_hi=conv(hi), confidence=float(achieved),
                 p_raw=float(p_raw), p_adj=float(p_adj), min_p=float(min_p), p_tost=float(p_tost),
-                p_tost_adj=float(p_tost_adj))
+                p_tost_adj=float(p_tost_adj), look=int(look), looks=int(looks),
+                bias_adjusted=not math.isnan(effect_unadjusted), estimate_unadjusted=conv(effect_unadjusted))
     if status == "single":
         return Verdict(VerdictKind.INSUFFICIENT, need=need, mde=scale_mde(mde), mde_is_lower_bound=True,
                        between_run_variance_estimated=False, **nums, **base)

@@ -77,7 +77,11 @@ def test_compare_stops_a_clear_difference_at_the_first_look() -> None:
     v = comp.verdicts[0]
     assert v.kind is VerdictKind.SLOWER and v.sequential and v.stopped_early
     assert (v.blocks_run, v.blocks_max) == (8, 16)
-    assert render(v) == "slower (sequential, 8 of 16 blocks)"
+    assert render(v) == "slower (sequential, 8 of 16 blocks; stopped early at look 1 of 3; estimate bias-adjusted)"
+    # stopped at the first look on a large effect (25%, many SDs of the differences): the
+    # adjustment is small, and the estimate stays inside the repeated interval
+    assert v.bias_adjusted and (v.look, v.looks) == (1, 3)
+    assert abs(math.log(v.estimate / v.estimate_unadjusted)) < 0.01 and v.ci_lo <= v.estimate <= v.ci_hi
     st = status(comp)
     assert st.stop and st.settled and st.blocks == 8
     assert "settled at 8 of 16" in st.explain()
