@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -96,7 +96,6 @@ class Estimate:
     ties: bool = False
     n_tied: int = 0
     tost_p: float = math.nan
-    boot: BootstrapShift | None = field(default=None, repr=False, compare=False)
 
 
 def _pooled_sd(a: np.ndarray, b: np.ndarray) -> float:
@@ -151,10 +150,9 @@ def estimate(
     The caller checks the trial counts (at least 1 per arm for ``rank``, 2 for
     ``parametric``, :data:`BOOTSTRAP_MIN_TRIALS` for ``bootstrap``).
     """
-    e = _estimate(a, b, paired=paired, method=method, confidence=confidence, alpha=alpha, rng=rng,
-                  n_resamples=n_resamples)
+    e, boot = _estimate(a, b, paired, method, confidence, alpha, rng, n_resamples)
     if not (math.isfinite(margin) and margin > 0):
-        return replace(e, boot=None)
+        return e
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     p_at: Callable[[float], float]
@@ -171,22 +169,15 @@ def estimate(
     elif method == "parametric":
         p_at = lambda c: float(stats.ttest_ind(b - c, a, equal_var=False).pvalue)  # noqa: E731
     else:
-        assert e.boot is not None
-        p_at = e.boot.pvalue_at
-    return replace(e, tost_p=tost_pvalue(p_at, e.effect, margin), boot=None)
+        assert boot is not None
+        p_at = boot.pvalue_at
+    return replace(e, tost_p=tost_pvalue(p_at, e.effect, margin))
 
 
-def _estimate(
-    a: np.ndarray,
-    b: np.ndarray,
-    *,
-    paired: bool,
-    method: str,
-    confidence: float,
-    alpha: float,
-    rng: np.random.Generator | None,
-    n_resamples: int,
-) -> Estimate:
+def _estimate(a: np.ndarray, b: np.ndarray, paired: bool, method: str, confidence: float, alpha: float,
+              rng: np.random.Generator | None, n_resamples: int) -> tuple[Estimate, BootstrapShift | None]:
+    """:func:`estimate` without the TOST p-value, and the bootstrap distribution (bootstrap
+    method) from which it is computed."""
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     tost_conf = 1.0 - 2.0 * alpha
@@ -214,7 +205,7 @@ def _estimate(
         return Estimate(
             iv.estimate, iv.lo, iv.hi, iv.achieved, tost.lo, tost.hi, tv.pvalue, mp, sigma,
             test_name("rank", paired, tv.exact and iv.exact), tv.exact and iv.exact, tv.ties, n_tied,
-        )
+        ), None
     if method == "parametric":
         if paired:
             d = b - a
@@ -223,7 +214,7 @@ def _estimate(
             sigma = sd
             if sd == 0.0:
                 return Estimate(eff, eff, eff, confidence, eff, eff, 1.0 if eff == 0 else 0.0, 0.0, 0.0,
-                                test_name("parametric", True), True)
+                                test_name("parametric", True), True), None
             res = stats.ttest_1samp(d, 0.0)
             ci = res.confidence_interval(confidence)
             ct = res.confidence_interval(tost_conf)
@@ -232,14 +223,14 @@ def _estimate(
             sigma = _pooled_sd(a, b)
             if np.var(a) == 0.0 and np.var(b) == 0.0:
                 return Estimate(eff, eff, eff, confidence, eff, eff, 1.0 if eff == 0 else 0.0, 0.0, 0.0,
-                                test_name("parametric", False), True)
+                                test_name("parametric", False), True), None
             res = stats.ttest_ind(b, a, equal_var=False)
             ci = res.confidence_interval(confidence)
             ct = res.confidence_interval(tost_conf)
         return Estimate(
             eff, float(ci.low), float(ci.high), confidence, float(ct.low), float(ct.high),
             float(res.pvalue), 0.0, sigma, test_name("parametric", paired), True,
-        )
+        ), None
     # bootstrap
     assert rng is not None
     if paired:
@@ -255,5 +246,5 @@ def _estimate(
     tlo, thi = bs.interval(tost_conf)
     return Estimate(
         eff, lo, hi, confidence, tlo, thi, bs.pvalue, 1.0 / (n_resamples + 1), sigma,
-        test_name("bootstrap", paired), False, boot=bs,
-    )
+        test_name("bootstrap", paired), False,
+    ), bs

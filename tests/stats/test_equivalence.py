@@ -38,3 +38,20 @@ def test_equivalence_is_holm_adjusted_over_the_family() -> None:
     assert v.p_tost_adj >= 0.05
     assert family.table.loc[0, "p_tost_adj"] == pytest.approx(v.p_tost_adj)
     assert [w.kind for w in family.verdicts[1:]] == [VerdictKind.SLOWER] * 3
+
+
+@pytest.mark.parametrize("method", ["rank", "parametric", "bootstrap"])
+@pytest.mark.parametrize("paired", [True, False])
+def test_one_rows_tost_p_value_agrees_with_its_90_percent_interval(method, paired) -> None:
+    from benchlib.stats.estimate import estimate
+
+    eq = np.log1p(0.02)
+    agree = 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        a, b = rng.normal(0, 0.012, 10), rng.normal(0.004 * (seed % 4), 0.012, 10)
+        e = estimate(a, b, paired=paired, method=method, confidence=0.95, alpha=0.05,
+                     rng=np.random.default_rng(seed), n_resamples=1999, margin=eq)
+        inside = -eq <= e.tost_lo and e.tost_hi <= eq
+        agree += (e.tost_p < 0.05) == inside
+    assert agree >= 11  # the discrete rank and bootstrap ends may differ at the very edge
