@@ -106,8 +106,13 @@ class BootstrapShift:
     @property
     def pvalue(self) -> float:
         """Two-sided p-value: the level at which a BCa interval end reaches 0."""
+        return self.pvalue_at(0.0)
+
+    def pvalue_at(self, shift: float) -> float:
+        """Two-sided p-value of "the shift is ``shift``": the level at which a BCa interval
+        end reaches it."""
         b = self.boot.size
-        g = (np.count_nonzero(self.boot < 0.0) + 0.5 * np.count_nonzero(self.boot == 0.0)) / b
+        g = (np.count_nonzero(self.boot < shift) + 0.5 * np.count_nonzero(self.boot == shift)) / b
         g = min(max(g, 0.5 / b), 1.0 - 0.5 / b)
         zg = float(stats.norm.ppf(g)) - self.z0
         den = 1.0 + self.accel * zg

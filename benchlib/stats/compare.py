@@ -27,7 +27,15 @@ from benchlib.stats.quantiles import quantile_of
 from benchlib.stats.power import METHODS, mde_shift, min_trials, planning_alpha
 from benchlib.stats.pairing import Pair, pair_design
 from benchlib.stats.report import Comparison, PairInfo
-from benchlib.stats.sequential import SequentialDesign, analyse_row, check_sequential, need_blocks, row_mde
+from benchlib.stats.sequential import (
+    SequentialDesign,
+    analyse_row,
+    check_sequential,
+    early_stop_estimate,
+    first_crossing,
+    need_blocks,
+    row_mde,
+)
 from benchlib.stats.sequential import blocks_run as seq_blocks_run
 from benchlib.stats.shift import shift_function_table
 from benchlib.stats.verdict import Verdict, decide, render
@@ -288,7 +296,7 @@ def compare(
                 idx = len(rows)
                 row, extra = _row(
                     pair, labels, base, arm, metric, infos[metric], method, confidence, alpha,
-                    seed, n_resamples, book, idx, g, sequential, row_blocks,
+                    seed, n_resamples, book, idx, g, sequential, row_blocks, margin,
                 )
                 rows.append(row)
                 extras.append(extra)
@@ -376,7 +384,7 @@ def _row(
     pair: Pair, labels: dict[str, Any], baseline: str, arm: str, metric: str, info: MetricInfo,
     method: str, confidence: float, alpha: float, seed: int, n_resamples: int,
     book: fn.FootnoteBook, idx: int, group: pd.DataFrame, sequential: SequentialDesign | None = None,
-    run_blocks: int = 0,
+    run_blocks: int = 0, margin: float = 0.0,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     a_all = pair.a[metric].astype(float)
     b_all = pair.b[metric].astype(float)
@@ -465,21 +473,26 @@ def _row(
         row["test"] = "none (all trials equal)"
         return row, extra
     x_a, x_b = tr(a), tr(b)
+    eq_margin = math.log1p(margin) if log and margin > 0 else math.nan  # equivalence: ratio metrics only
     key = "|".join([*(str(v) for v in labels.values()), baseline, arm, metric])
     if sequential is not None:
         blocks = pair.a["block"].to_numpy()[ok] if paired else None
         srow = analyse_row(x_a, x_b, np.asarray(blocks), sequential, blocks_run=run_blocks, confidence=confidence,
-                           alpha=alpha)
+                           alpha=alpha, margin=eq_margin)
         est = srow.estimate
         extra.update(seq_row=srow)
         row.update(p_fixed=srow.p_fixed, blocks_run=srow.blocks_run, blocks_max=sequential.max_blocks)
+        if srow.drift:
+            book.add("drift", "the repeated intervals of the looks do not overlap (no effect is consistent with every "
+                     "look: the effect moved between looks); the interval shown is the latest look's, and the row "
+                     "is not called equivalent", [idx])
         if srow.unplanned:
             book.add("unplanned_look", f"analysed after {srow.blocks_run} blocks, which is not one of the planned "
                      f"looks ({', '.join(map(str, sequential.looks))}): that count is added as a look", [idx])
     else:
         est = estimate(
             x_a, x_b, paired=paired, method=method, confidence=confidence, alpha=alpha,
-            rng=_rng_for(seed, key) if method == "bootstrap" else None, n_resamples=n_resamples,
+            rng=_rng_for(seed, key) if method == "bootstrap" else None, n_resamples=n_resamples, margin=eq_margin,
         )
     row["test"] = est.test
     if est.ties and method == "rank":
@@ -495,7 +508,7 @@ def _row(
     extra.update(
         effect=est.effect, lo=est.lo, hi=est.hi, tost_lo=est.tost_lo, tost_hi=est.tost_hi, p=est.pvalue,
         min_p=est.min_p, sigma=est.sigma, achieved=est.achieved, floor=floor, n=min(a.size, b.size) - est.n_tied,
-        n_tied=est.n_tied,
+        n_tied=est.n_tied, tost_p=est.tost_p,
     )
     row["n_tied"] = est.n_tied
     if method == "rank" and not paired and est.ties:
@@ -575,6 +588,11 @@ def _adjust_and_decide(
         m_need = max(1, sum(1 for i in members if extras[i]["status"] != "omitted"))
         padj = adjust(np.array([extras[i]["p"] for i in tested]), correction) if tested else np.empty(0)
         adj_of = dict(zip(tested, padj, strict=True))
+        # equivalence (TOST) p-values: adjusted over the family's rows that can be called
+        # equivalent (ratio metrics), like the difference p-values over the tested rows
+        tadj = (adjust(np.array([extras[i].get("tost_p", math.nan) for i in tested]), correction)
+                if tested else np.empty(0))
+        tost_adj_of = dict(zip(tested, tadj, strict=True))
         for i in members:
             r, e = rows[i], extras[i]
             info: MetricInfo = e["info"]
@@ -591,7 +609,8 @@ def _adjust_and_decide(
             need = (min_trials(alpha=alpha, n_comparisons=need_m, correction=correction, paired=paired)
                     if method == "rank" else None)
             if sequential is not None:
-                kw.update(blocks_run=e.get("blocks_run", 0), blocks_max=sequential.max_blocks)
+                kw.update(blocks_run=e.get("blocks_run", 0), blocks_max=sequential.max_blocks,
+                          drift=bool(e["seq_row"].drift) if "seq_row" in e else False)
                 need = need_blocks(sequential, alpha=alpha, n_comparisons=need_m, correction=correction) or need
             if status == "too_few":
                 kw["need"] = max(e["floor"], need) if need is not None else e["floor"]
@@ -611,16 +630,39 @@ def _adjust_and_decide(
                          mde_shift(e["n"], e["sigma"], alpha=row_alpha, power=power, paired=paired, method=method)),
                     need=need if need is not None else e["floor"] + 1,
                     all_equal=e.get("all_equal", math.nan),
+                    p_tost=e.get("tost_p", math.nan), p_tost_adj=float(tost_adj_of[i]),
                 )
                 if ("min_p_untied" in e and e["min_p"] > e["min_p_untied"]
                         and best_case_adjusted(e["min_p_untied"], m, correction) < alpha):
                     # enough trials, but their ties keep the exact p above what the family needs
                     kw["reason"] = (f"{e['n_in_ties']} of {r['n_baseline'] + r['n_arm']} trials tied: "
                                     f"smallest possible p {fmt_p(e['min_p'])}")
+            if status == "ok" and sequential is not None and "seq_row" in e:
+                kw.update(_early_stop(e, sequential, kw["p_adj"], alpha, m, correction))
             v = decide(info, **kw)
             verdicts[i] = v
             _fill_row(r, v)
     return [v for v in verdicts if v is not None]
+
+
+def _early_stop(e: Mapping[str, Any], design: SequentialDesign, p_adj: float, alpha: float, m: int,
+                correction: str) -> dict[str, Any]:
+    """A sequential row analysed before its schedule's last look: the bias-adjusted estimate
+    (:func:`~benchlib.stats.sequential.early_stop_estimate`, conditional on the look at which
+    the row's test first crossed its boundary at the level it had to reach in the family,
+    ``alpha * p_raw / p_adj``, or ``alpha / m`` under Holm when not significant), kept inside
+    the row's repeated interval; the look and the plain estimate for the verdict."""
+    srow = e["seq_row"]
+    k_looks, done = len(srow.counts), srow.looks_done
+    if not (1 <= done < k_looks) or not srow.z_path:
+        return {}
+    p_raw = float(e["p"])
+    level = (alpha * p_raw / p_adj if 0.0 < p_raw and p_adj < alpha and math.isfinite(p_adj)
+             else planning_alpha(alpha, m, correction))
+    crossed = first_crossing(srow.z_path, srow.counts, design.shape, level)
+    eff = float(early_stop_estimate(e["effect"], e["sigma"], srow.counts, design.shape, level, crossed, done - 1))
+    eff = min(max(eff, e["lo"]), e["hi"])  # an effect the repeated interval rejects is not reported
+    return {"effect": eff, "effect_unadjusted": e["effect"], "look": done, "looks": k_looks}
 
 
 def _fill_row(r: dict[str, Any], v: Verdict) -> None:
@@ -632,9 +674,11 @@ def _fill_row(r: dict[str, Any], v: Verdict) -> None:
         pct_change=v.pct_change, diff=nan if ratio else v.estimate, diff_lo=nan if ratio else v.ci_lo,
         diff_hi=nan if ratio else v.ci_hi, p_raw=v.p_raw, p_adj=v.p_adj, min_p=v.min_p,
         achieved_confidence=v.confidence, mde_pct=100.0 * v.mde if ratio else nan,
-        mde_diff=nan if ratio else v.mde, significant=v.significant, practical=v.practical,
+        mde_diff=nan if ratio else v.mde, p_tost=v.p_tost, p_tost_adj=v.p_tost_adj,
+        significant=v.significant, practical=v.practical,
         equivalent=v.equivalent, verdict=render(v), verdict_kind=v.kind.value,
         between_run_variance_estimated=v.between_run_variance_estimated,
     )
     if v.sequential:
-        r.update(blocks_run=v.blocks_run, blocks_max=v.blocks_max)
+        r.update(blocks_run=v.blocks_run, blocks_max=v.blocks_max, drift=v.drift, look=v.look, looks=v.looks,
+                 bias_adjusted=v.bias_adjusted, estimate_unadjusted=v.estimate_unadjusted)

@@ -12,18 +12,21 @@ metrics, raw values for difference metrics); paired inputs are aligned by block.
 * ``bootstrap``: the Hodges-Lehmann shift with a trial-level (block-level when paired) BCa
   interval and the BCa-inverted p-value.
 
-Every method also gives the (1 - 2 alpha) interval used for the equivalence test (TOST).
+Every method also gives the (1 - 2 alpha) interval of the equivalence test (TOST) and, given
+the margin, the TOST p-value (the larger of the two one-sided p-values at the margins), which
+:func:`~benchlib.stats.compare` adjusts over the family like the difference p-values.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
 
-from benchlib.stats.bootstrap import bootstrap_shift
+from benchlib.stats.bootstrap import BootstrapShift, bootstrap_shift
 from benchlib.stats.exact import (
     hodges_lehmann_center,
     mann_whitney,
@@ -35,7 +38,7 @@ from benchlib.stats.exact import (
     walsh_interval,
 )
 
-__all__ = ["Estimate", "estimate", "BOOTSTRAP_MIN_TRIALS", "test_name"]
+__all__ = ["Estimate", "estimate", "BOOTSTRAP_MIN_TRIALS", "test_name", "tost_pvalue"]
 
 #: The trial-level bootstrap is refused below this many trials per arm (blocks when paired).
 BOOTSTRAP_MIN_TRIALS = 5
@@ -76,6 +79,10 @@ class Estimate:
         ``min_p`` (computed from the blocks that differ; R's ``wilcox.test`` convention).
         When every block ties, none is left out: the row has zero spread and the interval
         is ``[0, 0]``.
+    tost_p:
+        p-value of the equivalence test at the margin ``±L`` (log scale): the larger of the
+        one-sided p-values of "effect >= L" and "effect <= -L", from the same test as
+        ``pvalue`` (NaN when no margin was given).
     """
 
     effect: float
@@ -91,6 +98,7 @@ class Estimate:
     exact: bool = True
     ties: bool = False
     n_tied: int = 0
+    tost_p: float = math.nan
 
 
 def _pooled_sd(a: np.ndarray, b: np.ndarray) -> float:
@@ -99,6 +107,20 @@ def _pooled_sd(a: np.ndarray, b: np.ndarray) -> float:
         return math.nan
     ss = float(((a - a.mean()) ** 2).sum() + ((b - b.mean()) ** 2).sum())
     return math.sqrt(ss / df)
+
+
+def tost_pvalue(p_at: Callable[[float], float], effect: float, margin: float) -> float:
+    """TOST p-value at the margin ``±margin`` (comparison scale) from a two-sided p-value
+    function ``p_at(c)`` of "the effect is c": each one-sided p-value is half the two-sided
+    one when the estimate lies on the rejecting side of ``c``, else one minus that half; the
+    larger of the two is the TOST p-value (NaN without a positive, finite margin)."""
+    if not (math.isfinite(margin) and margin > 0) or not math.isfinite(effect):
+        return math.nan
+    ps = []
+    for c, below in ((margin, True), (-margin, False)):
+        half = float(p_at(c)) / 2.0
+        ps.append(half if (effect < c if below else effect > c) else 1.0 - half)
+    return float(max(ps))
 
 
 def test_name(method: str, paired: bool, exact: bool = True) -> str:
@@ -121,12 +143,44 @@ def estimate(
     alpha: float,
     rng: np.random.Generator | None = None,
     n_resamples: int = 9999,
+    margin: float = math.nan,
 ) -> Estimate:
     """Effect, intervals and p-value of ``b`` against ``a`` (see the module docstring).
+
+    ``margin``: the equivalence margin on the comparison scale (``log(1 + m)`` for ratio
+    metrics); given, the estimate carries its TOST p-value (:attr:`Estimate.tost_p`).
 
     The caller checks the trial counts (at least 1 per arm for ``rank``, 2 for
     ``parametric``, :data:`BOOTSTRAP_MIN_TRIALS` for ``bootstrap``).
     """
+    e, boot = _estimate(a, b, paired, method, confidence, alpha, rng, n_resamples)
+    if not (math.isfinite(margin) and margin > 0):
+        return e
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    p_at: Callable[[float], float]
+    if e.lo == e.hi:  # zero spread: the effect is known exactly
+        return replace(e, tost_p=0.0 if abs(e.effect) < margin else 1.0)
+    if method == "rank" and paired:
+        d = b - a
+        d = d[d != 0.0] if 0 < np.count_nonzero(d == 0.0) < d.size else d
+        p_at = lambda c: signed_rank(d - c).pvalue  # noqa: E731
+    elif method == "rank":
+        p_at = lambda c: mann_whitney(a, b - c).pvalue  # noqa: E731
+    elif method == "parametric" and paired:
+        p_at = lambda c: float(stats.ttest_1samp(b - a, c).pvalue)  # noqa: E731
+    elif method == "parametric":
+        p_at = lambda c: float(stats.ttest_ind(b - c, a, equal_var=False).pvalue)  # noqa: E731
+    else:
+        assert boot is not None
+        p_at = boot.pvalue_at
+    return replace(e, tost_p=tost_pvalue(p_at, e.effect, margin))
+
+
+def _estimate(a: np.ndarray, b: np.ndarray, paired: bool, method: str, confidence: float, alpha: float,
+              rng: np.random.Generator | None, n_resamples: int) -> tuple[Estimate, BootstrapShift | None]:
+    """:func:`estimate` without the TOST p-value, and the bootstrap distribution (bootstrap
+    method) from which it is computed."""
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     tost_conf = 1.0 - 2.0 * alpha
@@ -155,7 +209,7 @@ def estimate(
         return Estimate(
             iv.estimate, iv.lo, iv.hi, iv.achieved, tost.lo, tost.hi, tv.pvalue, mp, sigma,
             test_name("rank", paired, tv.exact and iv.exact), tv.exact and iv.exact, tv.ties, n_tied,
-        )
+        ), None
     if method == "parametric":
         if paired:
             d = b - a
@@ -164,7 +218,7 @@ def estimate(
             sigma = sd
             if sd == 0.0:
                 return Estimate(eff, eff, eff, confidence, eff, eff, 1.0 if eff == 0 else 0.0, 0.0, 0.0,
-                                test_name("parametric", True), True)
+                                test_name("parametric", True), True), None
             res = stats.ttest_1samp(d, 0.0)
             ci = res.confidence_interval(confidence)
             ct = res.confidence_interval(tost_conf)
@@ -173,14 +227,14 @@ def estimate(
             sigma = _pooled_sd(a, b)
             if np.var(a) == 0.0 and np.var(b) == 0.0:
                 return Estimate(eff, eff, eff, confidence, eff, eff, 1.0 if eff == 0 else 0.0, 0.0, 0.0,
-                                test_name("parametric", False), True)
+                                test_name("parametric", False), True), None
             res = stats.ttest_ind(b, a, equal_var=False)
             ci = res.confidence_interval(confidence)
             ct = res.confidence_interval(tost_conf)
         return Estimate(
             eff, float(ci.low), float(ci.high), confidence, float(ct.low), float(ct.high),
             float(res.pvalue), 0.0, sigma, test_name("parametric", paired), True,
-        )
+        ), None
     # bootstrap
     assert rng is not None
     if paired:
@@ -197,4 +251,4 @@ def estimate(
     return Estimate(
         eff, lo, hi, confidence, tlo, thi, bs.pvalue, 1.0 / (n_resamples + 1), sigma,
         test_name("bootstrap", paired), False,
-    )
+    ), bs

@@ -44,11 +44,11 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy import special
+from scipy import optimize, special
 
 from benchlib.errors import ParameterError
 from benchlib.stats._checks import probability
-from benchlib.stats.estimate import Estimate
+from benchlib.stats.estimate import Estimate, tost_pvalue
 from benchlib.stats.exact import _t_cdf, hodges_lehmann_center, min_p_paired, signed_rank, walsh_averages
 from benchlib.stats.multiplicity import best_case_adjusted
 
@@ -60,6 +60,8 @@ __all__ = [
     "SequentialRow",
     "LookStatus",
     "analyse_row",
+    "early_stop_estimate",
+    "first_crossing",
     "plan_sequential",
     "settled",
     "status",
@@ -465,6 +467,14 @@ class SequentialRow:
         Blocks of the run analysed.
     unplanned:
         ``blocks_run`` is not a planned look (the run was interrupted or resumed).
+    drift:
+        The looks' repeated intervals (at the reported level, or at ``1 - 2 alpha`` for
+        equivalence) do not overlap: no shift is consistent with every look, which is
+        evidence that the effect moved between looks. The interval is then the latest
+        look's alone (not a zero-width intersection), and the row is never "equivalent".
+    z_path:
+        The weighted ``z`` of each look in the data (``W`` is their running maximum): at
+        which look the row first crossed a boundary (:func:`early_stop_estimate`).
     """
 
     estimate: Estimate
@@ -473,6 +483,8 @@ class SequentialRow:
     looks_done: int
     blocks_run: int
     unplanned: bool
+    drift: bool = False
+    z_path: tuple[float, ...] = ()
 
 
 def _row_counts(blocks: np.ndarray, design: SequentialDesign, blocks_run: int) -> tuple[tuple[int, ...], int]:
@@ -491,18 +503,24 @@ def _row_counts(blocks: np.ndarray, design: SequentialDesign, blocks_run: int) -
     return tuple(counts), looks_done
 
 
-def _path_w(d: np.ndarray, counts: tuple[int, ...], done: int, shape: float) -> float:
-    """Observed ``W`` after ``done`` looks (``d`` in block order, zeros dropped)."""
+def _z_path(d: np.ndarray, counts: tuple[int, ...], done: int, shape: float) -> tuple[float, ...]:
+    """The weighted ``z`` of each of the first ``done`` looks (``d`` in block order, zeros
+    dropped); ``W`` is their running maximum."""
     w = _weights(counts, shape)
-    best = 0.0
+    out = []
     for k in range(done):
         x = d[: counts[k]]
         if np.unique(np.abs(x)).size == x.size:
             p = float(_rank_p(x[None, :])[0])
         else:
             p = signed_rank(x).pvalue
-        best = max(best, float(_z(p)) * w[k])
-    return best
+        out.append(float(_z(p)) * float(w[k]))
+    return tuple(out)
+
+
+def _path_w(d: np.ndarray, counts: tuple[int, ...], done: int, shape: float) -> float:
+    """Observed ``W`` after ``done`` looks (``d`` in block order, zeros dropped)."""
+    return max(_z_path(d, counts, done, shape), default=0.0)
 
 
 def _seq_p(d: np.ndarray, counts: tuple[int, ...], done: int, shape: float) -> float:
@@ -512,17 +530,23 @@ def _seq_p(d: np.ndarray, counts: tuple[int, ...], done: int, shape: float) -> f
 
 
 def _repeated_interval(d: np.ndarray, counts: tuple[int, ...], done: int, shape: float,
-                       level: float) -> tuple[float, float]:
-    """The shifts the sequential test does not reject at ``level`` (ends at Walsh averages)."""
+                       level: float, latest_only: bool = False) -> tuple[float, float, bool]:
+    """The shifts the sequential test does not reject at ``level`` (ends at Walsh averages),
+    and whether the looks disagree: when no shift survives every look (the looks' intervals
+    do not overlap: evidence of drift between looks, not of precision), the latest look's
+    interval alone is returned and the flag is True (``latest_only``: that interval in any
+    case)."""
     wa = np.unique(walsh_averages(d[: counts[done - 1]]))
     span = float(wa[-1] - wa[0]) + 1.0
     cand = np.concatenate([[wa[0] - span], (wa[:-1] + wa[1:]) / 2.0, [wa[-1] + span]])
+    drift = False
     if len(counts) == 1 and done == 1:
         acc = np.array([signed_rank(d - c).pvalue > level for c in cand])
     else:
         crit = _critical(counts, shape, level)
         w = _weights(counts, shape)
         best = np.zeros(cand.size)
+        latest = best
         ties = np.unique(np.abs(d)).size < d.size
         for k in range(done):
             x = d[None, : counts[k]] - cand[:, None]
@@ -530,20 +554,25 @@ def _repeated_interval(d: np.ndarray, counts: tuple[int, ...], done: int, shape:
                 p = np.array([signed_rank(row).pvalue for row in x])
             else:
                 p = _rank_p(x)
-            best = np.maximum(best, _z(p) * w[k])
-        acc = best < crit - _TOL * max(1.0, abs(crit))
+            latest = _z(p) * w[k]
+            best = np.maximum(best, latest)
+        cut = crit - _TOL * max(1.0, abs(crit))
+        acc = best < cut
+        if latest_only or not acc.any():
+            drift = not acc.any()
+            acc = latest < cut
     idx = np.flatnonzero(acc)
-    if idx.size == 0:
+    if idx.size == 0:  # not even the latest look accepts a shift (cannot happen with a finite boundary)
         est = float(np.median(wa))
-        return est, est
+        return est, est, drift
     j0, j1 = int(idx[0]), int(idx[-1])
     lo = float(wa[j0 - 1]) if j0 >= 1 else -math.inf
     hi = float(wa[j1]) if j1 <= wa.size - 1 else math.inf
-    return lo, hi
+    return lo, hi, drift
 
 
 def analyse_row(a: np.ndarray, b: np.ndarray, blocks: np.ndarray, design: SequentialDesign, *, blocks_run: int,
-                confidence: float = 0.95, alpha: float = 0.05) -> SequentialRow:
+                confidence: float = 0.95, alpha: float = 0.05, margin: float = math.nan) -> SequentialRow:
     """Sequential effect, repeated intervals and p-value of ``b`` against ``a`` (paired).
 
     Parameters
@@ -559,6 +588,9 @@ def analyse_row(a: np.ndarray, b: np.ndarray, blocks: np.ndarray, design: Sequen
         Blocks of the run so far (a block whose trial is invalid still counts as run).
     confidence, alpha:
         Level of the repeated interval; the equivalence interval is at ``1 - 2 alpha``.
+    margin:
+        Equivalence margin on the comparison scale (``log(1 + m)``); given, the estimate
+        carries the sequential TOST p-value (from the sequential p-values at ``±margin``).
     """
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
@@ -579,17 +611,144 @@ def analyse_row(a: np.ndarray, b: np.ndarray, blocks: np.ndarray, design: Sequen
         p_seq = 1.0
         lo = hi = tlo = thi = 0.0 if d.size else math.nan
         mp = 1.0
+        drift = False
     else:
         p_seq = _seq_p(d, counts, done, design.shape)
-        lo, hi = _repeated_interval(d, counts, done, design.shape, 1.0 - confidence)
-        tlo, thi = _repeated_interval(d, counts, done, design.shape, 2.0 * alpha)
+        lo, hi, drift_ci = _repeated_interval(d, counts, done, design.shape, 1.0 - confidence)
+        tlo, thi, drift_tost = _repeated_interval(d, counts, done, design.shape, 2.0 * alpha)
+        drift = drift_ci or drift_tost
+        if drift:  # the looks disagree: both intervals are the latest look's
+            lo, hi, _ = _repeated_interval(d, counts, done, design.shape, 1.0 - confidence, latest_only=True)
+            tlo, thi, _ = _repeated_interval(d, counts, done, design.shape, 2.0 * alpha, latest_only=True)
         mp = (min_p_paired(counts[0]) if len(counts) == 1 else
               _p_of_w(_max_w(counts, design.shape, done), counts, design.shape))
     est = hodges_lehmann_center(d) if d.size else math.nan
     sigma = float(np.std(d, ddof=1)) if d.size > 1 else math.nan
+    p_tost = math.nan
+    if done and d.size and math.isfinite(margin) and margin > 0:
+        p_tost = tost_pvalue(lambda c: _seq_p(d - c, counts, done, design.shape), est, margin)
     e = Estimate(est, lo, hi, float(confidence), tlo, thi, float(p_seq), float(mp), sigma,
-                 "sequential Wilcoxon signed-rank", True, False, n_tied)
-    return SequentialRow(e, float(p_fixed), counts, done, int(blocks_run), unplanned)
+                 "sequential Wilcoxon signed-rank", True, False, n_tied, p_tost)
+    zp = _z_path(d, counts, done, design.shape) if done and d.size and np.any(d != 0.0) else ()
+    return SequentialRow(e, float(p_fixed), counts, done, int(blocks_run), unplanned, drift, zp)
+
+
+# ---------------------------------------------------------------------------------------
+# Estimates of rows that stopped early: simulation-calibrated, conditional on the look
+
+#: Knots (in SDs of the within-block differences) of the calibrated estimate's slopes.
+_CAL_KNOTS = np.arange(0.0, 6.01, 0.25)
+#: True effects (in SDs) over which the calibration holds the conditional mean.
+_CAL_GRID = np.arange(0.0, 8.01, 0.1)
+#: Penalties of the slope fit: towards no adjustment (slope 1), and towards equal slopes.
+_CAL_RIDGE = 1e-4
+_CAL_SMOOTH = 1e-4
+#: Fewest simulated paths with the event at an effect for that effect to enter the fit.
+_CAL_MIN_PATHS = 20
+
+
+def _ramps(t: np.ndarray) -> np.ndarray:
+    """Odd piecewise-linear basis on ``|t|``: column m rises with slope 1 between knots m and
+    m + 1 (the last one without end); a non-negative combination is an increasing odd
+    function of ``t``."""
+    a = np.abs(t)[..., None]
+    r = np.clip(a - _CAL_KNOTS, 0.0, None)
+    r[..., :-1] = np.minimum(r[..., :-1], np.diff(_CAL_KNOTS))
+    return np.sign(t)[..., None] * r
+
+
+@lru_cache(maxsize=32)
+def _cal_paths(counts: tuple[int, ...], shape: float, level: float) -> tuple[np.ndarray, ...]:
+    """Simulated standard-normal difference paths (``POWER_DRAWS`` and their mirror images):
+    per path and look, the shifts above ``up`` or at or below ``dn`` at which the look's
+    weighted ``z`` reaches the boundary at ``level``, the Hodges-Lehmann estimate and the SD
+    of the differences (the shift moves the estimate by itself and leaves the SD alone)."""
+    z = _draws(counts[-1])
+    z = np.concatenate([z, -z])
+    c = _critical(counts, shape, level)
+    w = _weights(counts, shape)
+    k_looks = len(counts)
+    up = np.full((z.shape[0], k_looks), np.inf)
+    dn = np.full((z.shape[0], k_looks), -np.inf)
+    hl = np.empty((z.shape[0], k_looks))
+    sd = np.empty((z.shape[0], k_looks))
+    for k, n in enumerate(counts):
+        i, j = np.triu_indices(n)
+        wa = np.sort((z[:, i] + z[:, j]) / 2.0, axis=1)
+        hl[:, k] = np.median(wa, axis=1)
+        sd[:, k] = z[:, :n].std(axis=1, ddof=1) if n > 1 else 1.0
+        if not math.isfinite(c):
+            continue
+        # the look rejects the shift delta iff T+(z + delta) <= t_lo or >= N - t_lo, where
+        # T+(z + delta) counts the Walsh averages of z above -delta
+        p_star = float(2.0 * special.ndtr(-(c - _TOL * max(1.0, abs(c))) / w[k]))
+        t_lo = int(np.searchsorted(2.0 * _t_cdf(n), p_star * (1 + 1e-12), side="right")) - 1
+        if t_lo >= 0:
+            up[:, k] = -wa[:, t_lo]
+            dn[:, k] = -wa[:, wa.shape[1] - t_lo - 1]
+    return up, dn, hl, sd
+
+
+@lru_cache(maxsize=256)
+def _cal_slopes(counts: tuple[int, ...], shape: float, level: float, crossed: int, look: int) -> np.ndarray:
+    """Slopes of the calibrated estimate ``sd * f(hl / sd)`` of a row analysed at look index
+    ``look`` whose first crossing was at look index ``crossed`` (-1: none through ``look``):
+    non-negative (``f`` increasing and odd), fitted by least squares so that over the true
+    effects of :data:`_CAL_GRID` the mean estimate of the simulated paths with that history
+    equals the true effect (each effect weighted by the square root of its chance of that
+    history)."""
+    up, dn, hl, sd = _cal_paths(counts, shape, level)
+    rows, rhs = [], []
+    for delta in _CAL_GRID:
+        hit = (delta > up) | (delta <= dn)
+        first = np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
+        sel = first == crossed if crossed >= 0 else (first == -1) | (first > look)
+        if np.count_nonzero(sel) < _CAL_MIN_PATHS:
+            continue
+        wt = math.sqrt(float(np.mean(sel)))
+        t = (hl[sel, look] + delta) / sd[sel, look]
+        rows.append(wt * (sd[sel, look][:, None] * _ramps(t)).mean(axis=0))
+        rhs.append(wt * delta)
+    m = _CAL_KNOTS.size
+    if not rows:
+        return np.ones(m)
+    diff = np.diff(np.eye(m), axis=0)
+    a = np.vstack([np.array(rows), math.sqrt(_CAL_RIDGE) * np.eye(m), math.sqrt(_CAL_SMOOTH) * diff])
+    b = np.r_[np.array(rhs), math.sqrt(_CAL_RIDGE) * np.ones(m), np.zeros(m - 1)]
+    slopes, _ = optimize.nnls(a, b)
+    slopes.setflags(write=False)
+    return slopes
+
+
+def first_crossing(z_path: Sequence[float], counts: tuple[int, ...], shape: float, level: float) -> int:
+    """Index of the first look whose weighted ``z`` reaches the boundary at ``level`` (-1: none)."""
+    c = _critical(counts, shape, level)
+    cut = c - _TOL * max(1.0, abs(c)) if math.isfinite(c) else math.inf
+    return next((k for k, z in enumerate(z_path) if z >= cut), -1)
+
+
+def early_stop_estimate(effect: float | np.ndarray, sigma: float | np.ndarray, counts: tuple[int, ...],
+                        shape: float, level: float, crossed: int, look: int) -> float | np.ndarray:
+    """The bias-adjusted estimate of a row analysed at look index ``look`` (0-based) of the
+    schedule ``counts``, whose test first crossed its boundary (at row level ``level``) at look
+    index ``crossed`` (-1: not through ``look``).
+
+    The plain Hodges-Lehmann estimate of a row that stopped at an early look is biased away
+    from zero (it stopped *because* its early blocks looked extreme). The adjusted estimate
+    is ``sigma * f(effect / sigma)`` with ``f`` increasing and odd, calibrated by simulating
+    the design (normal within-block differences, :data:`POWER_DRAWS` seeded paths and their
+    mirror images) so that, among paths with the same history (first crossing at the same
+    look), the mean estimate equals the true effect for true effects from 0 to 8 SDs of the
+    differences. Vectorised over ``effect`` and ``sigma``; a non-positive or NaN ``sigma``
+    leaves the estimate as it is.
+    """
+    eff = np.asarray(effect, dtype=float)
+    sig = np.asarray(sigma, dtype=float)
+    slopes = _cal_slopes(tuple(int(n) for n in counts), float(shape), float(level), int(crossed), int(look))
+    ok = np.isfinite(sig) & (sig > 0) & np.isfinite(eff)
+    safe = np.where(ok, sig, 1.0)
+    out = np.where(ok, safe * (_ramps(eff / safe) @ slopes), eff)
+    return float(out) if out.ndim == 0 else out
 
 
 def row_mde(row: SequentialRow, design: SequentialDesign, *, alpha_row: float, power: float) -> float:

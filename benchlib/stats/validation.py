@@ -46,6 +46,8 @@ __all__ = [
     "tail_only",
     "holm_family",
     "compare_rates",
+    "early_stop_bias",
+    "early_stop_checks",
     "single_trial_aa",
     "changepoint_rates",
     "coordinated_omission",
@@ -327,6 +329,7 @@ def sequential_rates(reps: int, *, design: Any, ratio: float = 1.0, rows: int = 
     offsets = np.repeat(np.r_[0.0, np.full(rows, math.log(ratio))], n_max)
     c = {"directional": 0, "per_row": 0, "slower": 0, "faster": 0, "equivalent": 0, "blocks": 0, "early": 0,
          "fixed": 0}
+    reported: dict[int, list[float]] = {}
     for _ in range(reps):
         lat = _latencies((rows + 1) * n_max, n_req, rng, phi=phi, trial_sd=trial_sd, log_offsets=offsets)
         df = _summaries(np.median(lat, axis=1).reshape(rows + 1, n_max), arms)
@@ -337,6 +340,10 @@ def sequential_rates(reps: int, *, design: Any, ratio: float = 1.0, rows: int = 
             if st.stop:
                 break
         kinds = [v.kind for v in comp.verdicts]
+        for v in comp.verdicts:
+            if v.kind is not VerdictKind.INSUFFICIENT and math.isfinite(v.estimate):
+                reported.setdefault(design.looks.index(st.blocks) + 1 if st.blocks in design.looks else 0,
+                                    []).append(math.log(v.estimate))
         c["directional"] += any(k.directional for k in kinds)
         c["per_row"] += sum(k.directional for k in kinds)
         c["slower"] += kinds.count(VerdictKind.SLOWER)
@@ -351,6 +358,8 @@ def sequential_rates(reps: int, *, design: Any, ratio: float = 1.0, rows: int = 
                            "saving": 1.0 - c["blocks"] / (reps * n_max), "stopped_early": c["early"] / reps,
                            "fixed_directional": c["fixed"] / reps}
     res.update({k: c[k] / (reps * rows) for k in ("per_row", "slower", "faster", "equivalent")})
+    res["reported_by_look"] = {k: {"rows": len(v), "bias_pp": 100.0 * (float(np.mean(v)) - math.log(ratio))}
+                               for k, v in sorted(reported.items())}
     if ratio != 1.0:
         sigma = paired_sigma(phi, trial_sd, n_req, seed + 1)
         row_alpha = alpha / rows
@@ -359,6 +368,152 @@ def sequential_rates(reps: int, *, design: Any, ratio: float = 1.0, rows: int = 
                    predicted_blocks=design.expected_blocks(ratio - 1.0, sigma, alpha=row_alpha),
                    type_s=c[wrong] / max(1, c[right] + c[wrong]))
     return res
+
+
+def _holm_rows(p: np.ndarray) -> np.ndarray:
+    """Holm-adjusted p-values of each row of ``p`` (replicates x hypotheses)."""
+    m = p.shape[1]
+    order = np.argsort(p, axis=1, kind="stable")
+    ps = np.take_along_axis(p, order, axis=1) * (m - np.arange(m))
+    adj_sorted = np.minimum(1.0, np.maximum.accumulate(ps, axis=1))
+    out = np.empty_like(p)
+    np.put_along_axis(out, order, adj_sorted, axis=1)
+    return out
+
+
+def early_stop_bias(reps: int, *, design: Any, ratio: float = 1.0, sigma: float = 0.066, rows: int = 1,
+                    alpha: float = 0.05, margin: float = 0.02, seed: int = 60) -> dict[str, Any]:
+    """Bias of the estimates of rows whose question stopped at each look, vectorised.
+
+    Each replicate is one question: a baseline and ``rows`` arms over ``design.max_blocks``
+    blocks, normal per-trial log values with the within-block log ratio's SD ``sigma``, every
+    arm's values shifted by ``log(ratio)``. At each look, as :func:`~benchlib.stats.compare`
+    does it with ``sequential=design``: the rows' exact signed-rank p-values, their weighted
+    running maximum ``W`` and sequential p-values, Holm over the rows; the sequential TOST
+    p-values at ``±log(1 + margin)``, Holm over the rows; the question stops at the first look
+    where every row is significant or equivalent. A row that stopped before the last look
+    reports :func:`~benchlib.stats.sequential.early_stop_estimate` (not clipped into its
+    repeated interval, which ``compare`` also does: see :func:`sequential_rates` for the whole
+    path).
+
+    Returned per look (1-based, as the verdicts number them): ``rows`` (rows that stopped
+    there), ``bias_plain_pp`` and ``bias_adjusted_pp`` (mean log-ratio estimate minus the true
+    log ratio, in percentage points), ``adjusted`` (whether the row reports the adjusted
+    estimate: every look but the last).
+    """
+    from benchlib.stats.sequential import (
+        _null,
+        _rank_p,
+        _weights,
+        _z,
+        early_stop_estimate,
+        first_crossing,
+    )
+
+    rng = np.random.default_rng(seed)
+    counts = tuple(design.looks)
+    shape = float(design.shape)
+    k_looks, n_max = len(counts), counts[-1]
+    theta = math.log(ratio)
+    eq = math.log1p(margin)
+    s_arm = sigma / math.sqrt(2.0)
+    base = rng.normal(0.0, s_arm, (reps, n_max))
+    d = np.stack([theta + rng.normal(0.0, s_arm, (reps, n_max)) - base for _ in range(rows)], axis=1)
+    null = _null(counts, shape)
+    w = _weights(counts, shape)
+
+    def p_of(wv: np.ndarray) -> np.ndarray:
+        if k_looks == 1:
+            return np.asarray(wv)  # not used: one look is the fixed test (below)
+        above = null.size - np.searchsorted(null, wv - 1e-9 * np.maximum(1.0, np.abs(wv)), side="left")
+        return (1.0 + above) / (null.size + 1.0)
+
+    def hl_of(x: np.ndarray) -> np.ndarray:
+        i, j = np.triu_indices(x.shape[-1])
+        return np.median((x[..., i] + x[..., j]) / 2.0, axis=-1)
+
+    zs = np.zeros((reps, rows, k_looks))
+    best = np.zeros((reps, rows))
+    best_lo = np.zeros((reps, rows))
+    best_hi = np.zeros((reps, rows))
+    stop = np.full(reps, k_looks - 1)
+    done = np.zeros(reps, dtype=bool)
+    p_seq_at = np.zeros((reps, rows))
+    p_adj_at = np.zeros((reps, rows))
+    for k, n in enumerate(counts):
+        x = d[:, :, :n].reshape(reps * rows, n)
+        z = (_z(_rank_p(x)) * w[k]).reshape(reps, rows)
+        zs[:, :, k] = z
+        best = np.maximum(best, z)
+        best_hi = np.maximum(best_hi, (_z(_rank_p(x - eq)) * w[k]).reshape(reps, rows))
+        best_lo = np.maximum(best_lo, (_z(_rank_p(x + eq)) * w[k]).reshape(reps, rows))
+        p = p_of(best)
+        hl = hl_of(x).reshape(reps, rows)
+        half_hi, half_lo = p_of(best_hi) / 2.0, p_of(best_lo) / 2.0
+        tost = np.maximum(np.where(hl < eq, half_hi, 1.0 - half_hi), np.where(hl > -eq, half_lo, 1.0 - half_lo))
+        padj = _holm_rows(p)
+        settled = (padj < alpha) | (_holm_rows(tost) < alpha)
+        now = ~done & settled.all(axis=1)
+        if k == k_looks - 1:
+            now = ~done
+        stop[now] = k
+        p_seq_at[now], p_adj_at[now] = p[now], padj[now]
+        done |= now
+    # each row's estimate at its question's stopping look
+    plain = np.empty((reps, rows))
+    sd = np.empty((reps, rows))
+    for k, n in enumerate(counts):
+        sel = stop == k
+        if sel.any():
+            plain[sel] = hl_of(d[sel, :, :n])
+            sd[sel] = d[sel, :, :n].std(axis=2, ddof=1)
+    adjusted = plain.copy()
+    early = np.nonzero(stop < k_looks - 1)[0]
+    if early.size:
+        p_raw, p_adj = p_seq_at[early], p_adj_at[early]
+        sig = (p_adj < alpha) & (p_raw > 0)
+        level = np.where(sig, alpha * p_raw / np.where(sig, p_adj, 1.0), alpha / rows)
+        keys: dict[tuple[float, int, int], list[tuple[int, int]]] = {}
+        for a_i, r_i in np.ndindex(len(early), rows):
+            rep = int(early[a_i])
+            lev = float(level[a_i, r_i])
+            look = int(stop[rep])
+            crossed = first_crossing(zs[rep, r_i, : look + 1], counts, shape, lev)
+            keys.setdefault((lev, crossed, look), []).append((rep, r_i))
+        for (lev, crossed, look), members in keys.items():
+            ri = tuple(np.array(members).T)
+            adjusted[ri] = early_stop_estimate(plain[ri], sd[ri], counts, shape, lev, crossed, look)
+    out: dict[str, Any] = {"looks": list(counts), "ratio": ratio, "sigma": sigma, "rows_per_question": rows,
+                           "replicates": reps, "by_look": {}}
+    for k in range(k_looks):
+        sel = stop == k
+        n_rows = int(sel.sum()) * rows
+        out["by_look"][k + 1] = {
+            "rows": n_rows, "adjusted": k < k_looks - 1,
+            "bias_plain_pp": float(100.0 * (plain[sel].mean() - theta)) if n_rows else math.nan,
+            "bias_adjusted_pp": float(100.0 * (adjusted[sel].mean() - theta)) if n_rows else math.nan,
+        }
+    return out
+
+
+def early_stop_checks(reps: int, *, plans: dict[str, Any] | None = None, seed: int = 60) -> dict[str, Any]:
+    """:func:`early_stop_bias` for the designs the studies use, at true effects 0, +5% and
+    +10% (within-block SD of the log ratio 6.6%, the suite's model): the validated one-row
+    design (:func:`sequential_designs`, looks at 10, 12, ..., 20 blocks) and the design
+    :func:`~benchlib.analysis.stopping.stopping_rule` makes for a two-row question over 12
+    blocks (study 05: looks at 9, 11, 12). ``plans``: :func:`sequential_designs` if already
+    computed."""
+    from benchlib.stats.sequential import SequentialDesign
+
+    plans = plans if plans is not None else sequential_designs()
+    designs = {"one_row": (plans["one_row"].design, 1),
+               "two_rows_12_blocks": (SequentialDesign.every(12, n_comparisons=2), 2)}
+    out: dict[str, Any] = {}
+    for i, (name, (design, rows)) in enumerate(designs.items()):
+        for j, ratio in enumerate((1.0, 1.05, 1.10)):
+            out[f"{name}/{round(100 * (ratio - 1))}pct"] = early_stop_bias(
+                reps, design=design, ratio=ratio, rows=rows, sigma=plans["sigma"], seed=seed + 10 * i + j)
+    return out
 
 
 def sequential_designs(target_mde: float = 0.05, power: float = 0.8) -> dict[str, Any]:
@@ -503,6 +658,7 @@ def run_all(full: bool = False, *, seed: int = 0) -> dict[str, Any]:
     for ratio in (1.05, 1.10):
         res[f"sequential_power_{round(100 * (ratio - 1))}pct"] = sequential_rates(
             r, design=plans["one_row"].design, ratio=ratio, seed=seed + 42 + round(100 * (ratio - 1)))
+    res["early_stop_bias"] = early_stop_checks(10_000 if full else 1000, plans=plans, seed=seed + 60)
     res["single_trial_aa"] = single_trial_aa(max(100, r // 5), seed=seed + 23)
     res["changepoint"] = changepoint_rates(r, seed=seed + 19)
     res["coordinated_omission"] = coordinated_omission()

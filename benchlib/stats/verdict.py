@@ -19,8 +19,10 @@ The rules (statistics reference, section 5.6; ``docs/statistics.md``):
   latency and throughput, "fewer errors"/"more errors" for the error rate), qualified
   "within ±2%" when the whole interval is inside the practical margin and "possibly within
   ±2%" when it straddles it.
-* **equivalent**: not significant and the ``1 - 2 alpha`` interval lies inside the margin
-  (TOST); decided even when the guard makes significance impossible.
+* **equivalent**: not significant and the equivalence test (TOST: the larger of the two
+  one-sided p-values at the margins), adjusted over the family like the difference
+  p-values, is below alpha (for one row: the ``1 - 2 alpha`` interval lies inside the
+  margin); decided even when the guard makes significance impossible.
 * **no difference detected** ("~"): none of the above; always with the MDE.
 * **omitted**: no values; **not run**: the arm could not run (with the reason); **no valid
   trial**: the arm ran, but none of its trials there counts (the guard invalidated them or
@@ -127,6 +129,23 @@ class Verdict:
         the row rests on and the design's maximum (both 0 for a fixed-size analysis). The
         p-values, interval, MDE and guard are then the sequential test's, and the words say
         "sequential, 8 of 12 blocks".
+    look, looks, bias_adjusted, estimate_unadjusted:
+        Group-sequential analysis of a row analysed before its last look (its question
+        stopped early): the look (1-based) and the number of looks, and then ``estimate`` is
+        the bias-adjusted estimate (conditional on the look at which the row's test first
+        crossed its boundary; :func:`benchlib.stats.sequential.early_stop_estimate`), kept
+        inside the repeated interval, and ``estimate_unadjusted`` the plain Hodges-Lehmann
+        one. The words say "stopped early at look 1 of 3; estimate bias-adjusted".
+    p_tost, p_tost_adj:
+        The equivalence test's (TOST) p-value, the larger of the one-sided p-values at the
+        two margins, and that p-value adjusted over the family by the same correction as
+        ``p_adj`` (NaN where equivalence cannot be decided: difference metrics, untested
+        rows). "Equivalent" means ``p_tost_adj`` below alpha.
+    drift:
+        Group-sequential analysis: the repeated intervals of the looks do not overlap (no
+        effect is consistent with every look: the effect moved between looks). The interval
+        is the latest look's, the row is never "equivalent", and the words say "drift
+        between looks".
     """
 
     kind: VerdictKind
@@ -166,6 +185,13 @@ class Verdict:
     reason: str = ""
     blocks_run: int = 0
     blocks_max: int = 0
+    drift: bool = False
+    p_tost: float = _NAN
+    p_tost_adj: float = _NAN
+    look: int = 0
+    looks: int = 0
+    bias_adjusted: bool = False
+    estimate_unadjusted: float = _NAN
 
     def __hash__(self) -> int:
         return hash((self.kind, self.arm, self.baseline, self.metric, tuple(sorted(map(str, self.labels.items())))))
@@ -256,12 +282,18 @@ def render(v: Verdict) -> str:
     ``insufficient trials (19 of 20 trials tied: smallest possible p 1.00)``,
     ``omitted (no values)``, ``not run: <reason>``, ``no valid trial: <reason>``. A
     group-sequential row adds how many blocks it rests on: ``faster (sequential, 8 of 12
-    blocks)``, ``~ (MDE 9.0%; sequential, 12 of 12 blocks)``.
+    blocks; stopped early at look 1 of 3; estimate bias-adjusted)``, ``~ (MDE 9.0%;
+    sequential, 12 of 12 blocks)``, and when its looks disagree ``slower (sequential, 12 of
+    12 blocks; drift between looks)``.
     """
     text = _render(v)
     if not v.sequential or v.kind in (VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL, VerdictKind.OMITTED):
         return text
     bit = f"sequential, {v.blocks_run} of {v.blocks_max} blocks"
+    if v.bias_adjusted:
+        bit += f"; stopped early at look {v.look} of {v.looks}; estimate bias-adjusted"
+    if v.drift:
+        bit += "; drift between looks"
     if text.endswith(")"):
         return f"{text[:-1]}; {bit})"
     return f"{text} ({bit})"
@@ -337,6 +369,12 @@ def decide(
     blocks_run: int = 0,
     blocks_max: int = 0,
     reason: str = "",
+    drift: bool = False,
+    p_tost: float = _NAN,
+    p_tost_adj: float = _NAN,
+    effect_unadjusted: float = _NAN,
+    look: int = 0,
+    looks: int = 0,
 ) -> Verdict:
     """Decide one row's verdict from its numbers.
 
@@ -370,6 +408,16 @@ def decide(
     reason:
         Why the guard says "insufficient" when it is not the trial count (e.g. ties that
         keep the exact p-value from going below alpha); printed instead of the trials needed.
+    drift:
+        Group-sequential analysis: the looks' repeated intervals do not overlap (the row is
+        then never "equivalent").
+    p_tost, p_tost_adj:
+        The TOST p-value and its family-adjusted value: equivalence is ``p_tost_adj <
+        alpha``. When ``p_tost_adj`` is NaN (not given), the unadjusted rule for one row:
+        the ``1 - 2 alpha`` interval inside the margin.
+    effect_unadjusted, look, looks:
+        Group-sequential row analysed before its last look: ``effect`` is then the
+        bias-adjusted estimate and ``effect_unadjusted`` the plain one; ``look`` of ``looks``.
     """
     log = info.scale == "log"
     base = dict(
@@ -377,7 +425,7 @@ def decide(
         effect="ratio" if log else "difference", unit=info.unit, correction=correction,
         family_size=int(family_size), alpha=float(alpha), margin=float(margin), mde_power=float(power),
         paired=bool(paired), n_baseline=int(n_baseline), n_arm=int(n_arm), n_tied=int(n_tied),
-        blocks_run=int(blocks_run), blocks_max=int(blocks_max),
+        blocks_run=int(blocks_run), blocks_max=int(blocks_max), drift=bool(drift),
     )
     if status == "omitted":
         return Verdict(VerdictKind.OMITTED, **base)
@@ -389,15 +437,20 @@ def decide(
         return math.expm1(x) if log and math.isfinite(x) else x
 
     nums = dict(estimate=conv(effect), ci_lo=conv(lo), ci_hi=conv(hi), confidence=float(achieved),
-                p_raw=float(p_raw), p_adj=float(p_adj), min_p=float(min_p))
+                p_raw=float(p_raw), p_adj=float(p_adj), min_p=float(min_p), p_tost=float(p_tost),
+                p_tost_adj=float(p_tost_adj), look=int(look), looks=int(looks),
+                bias_adjusted=not math.isnan(effect_unadjusted), estimate_unadjusted=conv(effect_unadjusted))
     if status == "single":
         return Verdict(VerdictKind.INSUFFICIENT, need=need, mde=scale_mde(mde), mde_is_lower_bound=True,
                        between_run_variance_estimated=False, **nums, **base)
     lo_m, hi_m = 1.0 / (1.0 + margin), 1.0 + margin
-    equiv = bool(
-        log and margin > 0 and math.isfinite(tost_lo) and math.isfinite(tost_hi)
-        and lo_m <= math.exp(tost_lo) and math.exp(tost_hi) <= hi_m
-    )
+    if math.isnan(p_tost_adj):
+        equiv = bool(
+            log and margin > 0 and not drift and math.isfinite(tost_lo) and math.isfinite(tost_hi)
+            and lo_m <= math.exp(tost_lo) and math.exp(tost_hi) <= hi_m
+        )
+    else:  # the TOST p-value adjusted over the family
+        equiv = bool(log and margin > 0 and not drift and p_tost_adj < alpha)
     # significance first: a row whose adjusted p is below alpha is decided, whatever the
     # guard says (the guard's best case assumes every row of the family at the design's
     # floor, which Holm's step-down can beat: issue 19, item 4)

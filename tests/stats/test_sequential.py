@@ -77,7 +77,11 @@ def test_compare_stops_a_clear_difference_at_the_first_look() -> None:
     v = comp.verdicts[0]
     assert v.kind is VerdictKind.SLOWER and v.sequential and v.stopped_early
     assert (v.blocks_run, v.blocks_max) == (8, 16)
-    assert render(v) == "slower (sequential, 8 of 16 blocks)"
+    assert render(v) == "slower (sequential, 8 of 16 blocks; stopped early at look 1 of 3; estimate bias-adjusted)"
+    # stopped at the first look on a large effect (25%, many SDs of the differences): the
+    # adjustment is small, and the estimate stays inside the repeated interval
+    assert v.bias_adjusted and (v.look, v.looks) == (1, 3)
+    assert abs(math.log(v.estimate / v.estimate_unadjusted)) < 0.01 and v.ci_lo <= v.estimate <= v.ci_hi
     st = status(comp)
     assert st.stop and st.settled and st.blocks == 8
     assert "settled at 8 of 16" in st.explain()
@@ -148,3 +152,28 @@ def test_plan_sequential_reaches_its_power_with_few_more_blocks_than_fixed() -> 
     assert "fixed design needs" in p.explain()
     # predicted power is monotone in the effect
     assert p.design.power(0.02, 0.066) < p.design.power(0.05, 0.066) < p.design.power(0.10, 0.066)
+
+
+def test_looks_that_disagree_give_the_latest_looks_interval_and_never_equivalent() -> None:
+    # the first look's 8 blocks sit at +10%, the next 8 at -10%: no shift is consistent with
+    # both looks, so the intersection of the repeated intervals is empty (drift, not precision)
+    rng = np.random.default_rng(1)
+    d = np.r_[0.10 + rng.uniform(-0.003, 0.003, 8), -0.10 + rng.uniform(-0.01, 0.01, 8)]
+    design = SequentialDesign((8, 16))
+    row = analyse_row(np.zeros(16), d, np.arange(16), design, blocks_run=16)
+    # the latest look's interval (here it holds 0 and reaches beyond the margin), not a zero-width one
+    assert row.estimate.tost_lo < 0.0 < row.estimate.tost_hi
+    assert row.estimate.tost_hi - row.estimate.tost_lo > 0.04
+    assert row.estimate.lo <= row.estimate.tost_lo and row.estimate.hi >= row.estimate.tost_hi
+    assert row.estimate.lo <= row.estimate.effect <= row.estimate.hi
+    assert row.drift
+    # through compare: two identical rows (Holm makes neither significant); before, both read
+    # "equivalent (±2%)" on a zero-width interval
+    frame = _frame(np.zeros(16), d)
+    frame["p99_ms"] = frame["p50_ms"] * 3.0
+    comp = compare(frame, baseline="A", metrics=("p50_ms", "p99_ms"), sequential=design, shift=False)
+    for v in comp.verdicts:
+        assert v.kind is not VerdictKind.EQUIVALENT and not v.equivalent and v.drift
+        assert "drift between looks" in render(v)
+    assert any("do not overlap" in f for f in comp.footnotes)
+    assert bool(comp.table["drift"].all())
