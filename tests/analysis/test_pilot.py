@@ -129,3 +129,15 @@ def test_cli_prints_components_and_plans(run_dir: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert "## s / r / main" in out and "### target MDE 5%" in out and "**Design**" in out
     assert not math.isnan(float(out.count("|")))
+
+
+def test_benchlib_plan_is_the_same_planner(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchlib.cli import main as benchlib
+
+    args = ["--metric", "p50_ms", "--target", "0.05", str(run_dir)]  # options before the run, as argparse allows
+    assert main(args) == 0
+    direct = capsys.readouterr().out
+    assert benchlib(["plan", *args]) == 0
+    assert capsys.readouterr().out == direct and "### target MDE 5%" in direct
+    assert benchlib(["plan", "no-such-run"]) == 2
+    assert "benchlib: error: StorageError: no run 'no-such-run'" in capsys.readouterr().err
