@@ -126,8 +126,8 @@ def runs_made(executed: str | Path, *, runs_root: str | Path | None = None) -> l
     start = parse_utc(str(meta["start_time"]))
     end = (parse_utc(str(meta["end_time"])) if meta.get("end_time")
            else _dt.datetime.fromtimestamp(executed.stat().st_mtime, _dt.timezone.utc))
-    found = [r.path for r in sorted(runs_started_between(root, start, end), key=lambda r: (r.collected_utc, r.run_id))
-             if r.study == study]
+    found = [r.store.path for r in sorted(runs_started_between(root, start, end),
+                                          key=lambda r: (r.collected_utc, r.store.run_id)) if r.store.study == study]
     named = str(params.get("run_id") or "")
     if named and (root / study).is_dir():
         resumed = [p for p in [root / study / named, *sorted((root / study).glob(f"{named}-*"))]

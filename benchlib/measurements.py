@@ -165,7 +165,7 @@ def record_reports(reports_dir: str | Path, *, scale: str, builds: str,
         loads = [r.loadavg_1min for r in runs if r.loadavg_1min is not None]
         out.append(Measurement(
             what=executed.stem, scale=scale, builds=builds, kind="measured", seconds=round(float(meta["duration"]), 1),
-            date=start.date().isoformat(), source=source, run_ids=tuple(r.run_id for r in runs),
+            date=start.date().isoformat(), source=source, run_ids=tuple(r.store.run_id for r in runs),
             loadavg=(min(loads), max(loads)) if loads else None))
     if not out:
         raise ValueError(f"{reports_dir}: no executed notebook with papermill's timing (run `make report` first)")

@@ -364,23 +364,15 @@ class RunStart:
 
     Attributes
     ----------
-    path: the run folder (``<root>/<study>/<run_id>``).
+    store: the run folder (``<root>/<study>/<run_id>``; its ``study``, ``run_id``, ``path``).
     collected_utc: when its provenance was collected (the run's first start; a resumed run
         keeps it).
     loadavg_1min: the 1-min load average then (``None`` when not recorded).
     """
 
-    path: Path
+    store: RunStore
     collected_utc: _dt.datetime
     loadavg_1min: float | None
-
-    @property
-    def run_id(self) -> str:
-        return self.path.name
-
-    @property
-    def study(self) -> str:
-        return self.path.parent.name
 
 
 def runs_started_between(runs_root: str | Path, start: _dt.datetime, end: _dt.datetime) -> list[RunStart]:
@@ -396,5 +388,5 @@ def runs_started_between(runs_root: str | Path, start: _dt.datetime, end: _dt.da
             continue
         if start <= when <= end:
             load = prov.get("loadavg_at_start") or [None]
-            found.append(RunStart(run_json.parent, when, load[0]))
+            found.append(RunStart(RunStore(run_json.parent), when, load[0]))
     return found
