@@ -3,11 +3,17 @@
 ::
 
     benchlib run NOTEBOOK [-p NAME VALUE]...     execute one notebook, export its HTML report
-                                                 and refresh reports/index.html
+                                                 (reports/NOTEBOOK.html, kept as
+                                                 reports/NOTEBOOK/RUN_ID.html with the run's
+                                                 data) and refresh reports/index.html
     benchlib report [NOTEBOOK...] [-p NAME VALUE]...
                                                  every study notebook (or those named) to
                                                  reports/*.html plus reports/index.html
                                                  (reports already there stay listed)
+    benchlib plan RUN [--target MDE]...          the design planner: a stored run as the pilot,
+                                                 its variance components and the blocks and
+                                                 seconds per trial a target MDE needs
+    benchlib --version                           benchlib's version (and git commit in a checkout)
     benchlib services                            the services, their variants and availability
     benchlib cleanup [--run-id ID] [--all]       remove benchlib's leftover containers, and kill
                                                  services whose benchlib process is gone
@@ -46,10 +52,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from benchlib.report import run_notebook, summary_lines, write_index
 
     run = run_notebook(args.notebook, _params(args.parameter), reports_dir=args.reports_dir,
-                       html=not args.no_html, show=None if args.quiet else print)
+                       html=not args.no_html, show=None if args.quiet else print, with_raw=args.with_raw)
     print(f"executed: {run.executed}")
     if run.html:
         print(f"report:   {run.html}")
+    if run.kept:
+        print(f"kept:     {run.kept.html or run.kept.executed} (data: {', '.join(str(p) for p in run.kept.runs)})")
+    if run.html:
         print(f"index:    {write_index([run], run.html.parent)}")
     print("\n".join(summary_lines([run])))
     if not run.ok:
@@ -65,7 +74,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from benchlib.report import build_reports, summary_lines
 
     runs = build_reports(args.notebooks or None, _params(args.parameter), reports_dir=args.reports_dir,
-                         show=None if args.quiet else print)
+                         show=None if args.quiet else print, with_raw=args.with_raw)
     failed = [r for r in runs if not r.ok]
     if runs:
         print(f"index: {runs[0].executed.parent / 'index.html'}")
@@ -78,6 +87,42 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if any(not r.user_error for r in failed):
         return 1
     return 2 if failed else 0
+
+
+def version_text() -> str:
+    """``benchlib <version>``, plus ``(git <commit>[, modified])`` when benchlib is imported
+    from a git checkout (:func:`benchlib.provenance.git_info`)."""
+    from pathlib import Path
+
+    import benchlib
+    from benchlib.provenance import git_info
+
+    text = f"benchlib {benchlib.__version__}"
+    checkout = Path(benchlib.__file__).resolve().parent.parent
+    if (checkout / ".git").exists():  # a checkout's own .git (a folder, or a file in a worktree)
+        git = git_info(checkout)
+        if git.get("sha"):
+            text += f" (git {str(git['sha'])[:12]}{', modified' if git.get('dirty') else ''})"
+    return text
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print :func:`version_text` (computed only when asked) and exit."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print benchlib's version (and git commit in a checkout) and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(version_text())
+        parser.exit()
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from benchlib.analysis.pilot import main as planner
+
+    return planner(args.planner_args, prog="benchlib plan")
 
 
 def _cmd_services(args: argparse.Namespace) -> int:
@@ -112,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used to document the CLI)."""
     parser = argparse.ArgumentParser(prog="benchlib", description="Reproducible, statistically rigorous "
                                      "web-service benchmarks as Jupyter notebooks.")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -120,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="set a notebook parameter (repeatable)")
         p.add_argument("--reports-dir", default=None, help="where executed notebooks and HTML go (default: reports/)")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+        p.add_argument("--with-raw", action="store_true",
+                       help="also keep the runs' per-request rows and logs beside their kept reports "
+                            "(reports/<study>/<run_id>/trials/; a run's rows can weigh hundreds of MB)")
 
     p_run = sub.add_parser("run", help="execute one notebook and export its HTML report")
     p_run.add_argument("notebook", help="notebook path, file name or stem (e.g. 00_quickstart)")
@@ -131,6 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_rep.add_argument("notebooks", nargs="*", help="notebooks to run (default: all study notebooks)")
     add_params(p_rep)
     p_rep.set_defaults(func=_cmd_report)
+
+    # its arguments are the planner's own (benchlib.analysis.pilot, imported only when it runs): main() hands them on
+    p_plan = sub.add_parser("plan", add_help=False,
+                            help="the design planner: blocks and seconds per trial for a target MDE, from a stored "
+                                 "run (benchlib plan --help)")
+    p_plan.add_argument("planner_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    p_plan.set_defaults(func=_cmd_plan)
 
     p_svc = sub.add_parser("services", help="list the services under test and whether they can run here")
     p_svc.add_argument("--services-dir", default=None)
@@ -156,7 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``benchlib`` command; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["plan"]:  # the planner parses its own arguments (options may come first)
+        args = argparse.Namespace(func=_cmd_plan, planner_args=argv[1:])
+    else:
+        args = parser.parse_args(argv)
     try:
         status: int = args.func(args)
         return status

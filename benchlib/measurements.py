@@ -147,31 +147,11 @@ def merge(old: Iterable[Measurement], new: Iterable[Measurement]) -> list[Measur
 
 # -- recording -------------------------------------------------------------------------------
 
-def _utc(text: str) -> dt.datetime:
-    t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
-
-
-def _runs_between(runs_root: Path, start: dt.datetime, end: dt.datetime) -> list[tuple[str, float | None]]:
-    """(run id, 1-min load average at its start) of every run whose provenance was collected
-    between ``start`` and ``end``."""
-    found = []
-    for run_json in sorted(runs_root.glob("*/*/run.json")):
-        try:
-            prov = json.loads(run_json.read_text(encoding="utf-8")).get("provenance", {})
-            when = _utc(prov["collected_utc"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if start <= when <= end:
-            load = prov.get("loadavg_at_start") or [None]
-            found.append((run_json.parent.name, load[0]))
-    return found
-
-
 def record_reports(reports_dir: str | Path, *, scale: str, builds: str,
                    runs_root: str | Path | None = None, source: str = "make report") -> list[Measurement]:
     """One measured entry per executed notebook in ``reports_dir`` (papermill's duration),
     with the runs it made (found by time under ``runs_root``) and their load averages."""
+    from benchlib.results import parse_utc, runs_started_between
     from benchlib.store import default_runs_root
 
     root = Path(runs_root) if runs_root else default_runs_root()
@@ -180,12 +160,12 @@ def record_reports(reports_dir: str | Path, *, scale: str, builds: str,
         meta = json.loads(executed.read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})
         if not meta.get("duration") or not meta.get("start_time") or meta.get("exception"):
             continue
-        start, end = _utc(meta["start_time"]), _utc(meta["end_time"])
-        runs = _runs_between(root, start, end)
-        loads = [x for _, x in runs if x is not None]
+        start, end = parse_utc(meta["start_time"]), parse_utc(meta["end_time"])
+        runs = runs_started_between(root, start, end)
+        loads = [r.loadavg_1min for r in runs if r.loadavg_1min is not None]
         out.append(Measurement(
             what=executed.stem, scale=scale, builds=builds, kind="measured", seconds=round(float(meta["duration"]), 1),
-            date=start.date().isoformat(), source=source, run_ids=tuple(r for r, _ in runs),
+            date=start.date().isoformat(), source=source, run_ids=tuple(r.store.run_id for r in runs),
             loadavg=(min(loads), max(loads)) if loads else None))
     if not out:
         raise ValueError(f"{reports_dir}: no executed notebook with papermill's timing (run `make report` first)")

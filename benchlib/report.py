@@ -28,11 +28,14 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from benchlib import settings
 from benchlib.errors import BenchlibError, ParameterError, UserError
 from benchlib.signals import Interrupted, recorded_signals, signal_name
+
+if TYPE_CHECKING:
+    from benchlib.history import KeptReport
 
 __all__ = [
     "NotRunArm",
@@ -144,6 +147,9 @@ class NotebookRun:
     user_error: bool = False
     #: the folders of the runs the notebook executed (``$BENCHLIB_RUNS_FILE``), in order
     runs: tuple[Path, ...] = ()
+    #: the report kept under its run with the run's data (:mod:`benchlib.history`); ``None``
+    #: when the notebook made no run
+    kept: KeptReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -403,11 +409,16 @@ def run_notebook(
     kernel_name: str | None = None,
     stop_grace_s: float | None = None,
     left: Callable[[float | None], str] | None = None,
+    with_raw: bool = False,
 ) -> NotebookRun:
     """Execute ``notebook`` with papermill (parameters checked first) and export HTML.
 
     The executed notebook is ``<reports_dir>/<stem>.ipynb`` and the report
-    ``<reports_dir>/<stem>.html`` (default ``reports/`` of the project). Progress lines
+    ``<reports_dir>/<stem>.html`` (default ``reports/`` of the project): the newest report,
+    at a stable address. Both are also kept as ``<reports_dir>/<stem>/<run_id>.html`` and
+    ``.ipynb`` with the data of the runs the notebook made (``<reports_dir>/<stem>/<run_id>/``:
+    run.json, the verdict tables' JSON, the per-trial summaries as CSV and, with ``with_raw``,
+    the per-request rows; :func:`benchlib.history.keep_report`). Progress lines
     from the notebook's runs go to ``show`` (e.g. ``print``), not into the report. A
     failing notebook is still exported (the error is in the HTML) and reported in
     :attr:`NotebookRun.error`. The kernel is this interpreter (``kernel_name=None``) unless
@@ -457,7 +468,8 @@ def run_notebook(
                 else:
                     os.environ[k] = v
     html_path = export_html(executed, out_dir / f"{nb_path.stem}.html") if html and executed.exists() else None
-    return NotebookRun(nb_path, executed, html_path, time.monotonic() - t0, error, user_error, tuple(folders))
+    kept = _keep(executed, html_path, out_dir, with_raw=with_raw, runs=tuple(folders))
+    return NotebookRun(nb_path, executed, html_path, time.monotonic() - t0, error, user_error, tuple(folders), kept)
 
 
 @dataclass(frozen=True)
@@ -506,6 +518,15 @@ def summary_lines(runs: Sequence[NotebookRun]) -> list[str]:
     return lines
 
 
+def _keep(executed: Path, html_path: Path | None, reports_dir: Path, *, with_raw: bool,
+          runs: Sequence[Path]) -> KeptReport | None:
+    """:func:`benchlib.history.keep_report` of an execution (``None`` if nothing was executed);
+    ``runs``: the run folders the runner recorded for it (``$BENCHLIB_RUNS_FILE``)."""
+    from benchlib.history import keep_report
+
+    return keep_report(executed, html_path, reports_dir, with_raw=with_raw, runs=runs) if executed.exists() else None
+
+
 def _read_executed(executed: Path) -> tuple[str, bool]:
     """The title (first markdown heading, else the file's stem) of an executed notebook, and
     whether it holds an error output (a failed run). An unreadable file: (stem, False)."""
@@ -525,7 +546,11 @@ def _read_executed(executed: Path) -> tuple[str, bool]:
 def write_index(runs: list[NotebookRun], reports_dir: str | Path) -> Path:
     """``index.html`` linking every report in ``reports_dir``: those of ``runs`` with their status
     and execution time (minutes), and every report already there from an earlier invocation
-    (marked with its date), so that running one notebook never drops the others from the index."""
+    (marked with its date), so that running one notebook never drops the others from the index;
+    then every run kept under ``reports_dir`` with its id, date, report and data
+    (:func:`benchlib.history.runs_section`)."""
+    from benchlib.history import runs_section
+
     reports_dir = Path(reports_dir)
     rows = []
     fresh = {r.notebook.stem for r in runs}
@@ -553,7 +578,9 @@ def write_index(runs: list[NotebookRun], reports_dir: str | Path) -> Path:
 </head><body><h1>benchlib reports</h1><p>Generated {stamp}.</p>
 <table><tr><th>report</th><th>notebook</th><th>status</th><th>time</th></tr>
 {''.join(row for _, row in rows)}
-</table></body></html>
+</table>
+{runs_section(reports_dir)}
+</body></html>
 """
     path = reports_dir / "index.html"
     path.write_text(page, encoding="utf-8")
@@ -602,8 +629,11 @@ def build_reports(
     *,
     reports_dir: str | Path | None = None,
     show: Callable[[str], None] | None = None,
+    with_raw: bool = False,
 ) -> list[NotebookRun]:
     """Execute and export ``notebooks`` (default: every study notebook), then write the index.
+    Each report is also kept under its run (:func:`run_notebook`; ``with_raw`` copies the
+    per-request rows too).
 
     ``parameters`` apply to every notebook that declares them (others are skipped for that
     notebook, so ``-p runtime docker`` works across all). Raises :class:`UserError` if a
@@ -627,7 +657,7 @@ def build_reports(
                 show(f"== {p.stem} (study {k} of {len(paths)}): executing" + (f" with {own}" if own else "")
                      + (f"; the ones after it took {_later_words(later)} last time" if later else ""))
             left = functools.partial(_overall_left, k, len(paths), later=later)
-            run = run_notebook(p, own, reports_dir=out, show=show, left=left)
+            run = run_notebook(p, own, reports_dir=out, show=show, left=left, with_raw=with_raw)
             if show:
                 show(f"== {p.stem} (study {k} of {len(paths)}): {'ok' if run.ok else 'FAILED: ' + str(run.error)} "
                      f"in {run.seconds / 60:.1f} min" + (f" -> {run.html}" if run.html else ""))

@@ -13,6 +13,8 @@ studies compute them from :meth:`Run.summaries`.
 
 from __future__ import annotations
 
+import datetime as _dt
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -32,7 +34,8 @@ from benchlib.store import RunStore, StoredTrial, default_runs_root
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SUMMARY_VERSION", "Run", "cross_check_summary", "experiment_from_parameters", "open_run", "trial_summary"]
+__all__ = ["SUMMARY_VERSION", "Run", "RunStart", "cross_check_summary", "experiment_from_parameters", "open_run",
+           "parse_utc", "runs_started_between", "trial_summary"]
 
 #: Version of :func:`trial_summary`'s columns (keys the summaries cache of a stored run).
 SUMMARY_VERSION = "3: read through benchlib.records (offered_rps NaN for a closed load)"
@@ -345,3 +348,45 @@ def open_run(path_or_id: str | Path | RunStore, *, root: str | Path | None = Non
         cpus=run.get("cpus") or {}, provenance=run.get("provenance") or {}, runtime=run.get("runtime") or {},
         run=run,
     )
+
+
+# -- runs by the time they started ------------------------------------------------------------
+
+def parse_utc(text: str) -> _dt.datetime:
+    """An ISO 8601 time (``Z`` or an offset; none reads as UTC) as an aware datetime."""
+    t = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """A stored run's folder and the facts of its start that run.json's provenance records.
+
+    Attributes
+    ----------
+    store: the run folder (``<root>/<study>/<run_id>``; its ``study``, ``run_id``, ``path``).
+    collected_utc: when its provenance was collected (the run's first start; a resumed run
+        keeps it).
+    loadavg_1min: the 1-min load average then (``None`` when not recorded).
+    """
+
+    store: RunStore
+    collected_utc: _dt.datetime
+    loadavg_1min: float | None
+
+
+def runs_started_between(runs_root: str | Path, start: _dt.datetime, end: _dt.datetime) -> list[RunStart]:
+    """Every run under ``runs_root`` (``<study>/<run_id>/run.json``) whose provenance was
+    collected between ``start`` and ``end`` (aware datetimes, both included), in folder order.
+    Folders without a readable run.json or provenance time are left out."""
+    found = []
+    for run_json in sorted(Path(runs_root).glob("*/*/run.json")):
+        try:
+            prov = json.loads(run_json.read_text(encoding="utf-8")).get("provenance", {})
+            when = parse_utc(prov["collected_utc"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if start <= when <= end:
+            load = prov.get("loadavg_at_start") or [None]
+            found.append(RunStart(RunStore(run_json.parent), when, load[0]))
+    return found

@@ -43,3 +43,14 @@ def test_services_lists_every_service_with_availability(capsys: pytest.CaptureFi
 def test_missing_command_is_a_usage_error() -> None:
     out = _run()
     assert out.returncode == 2 and "usage: benchlib" in out.stderr
+
+
+def test_version_names_the_package_version_and_the_checkouts_commit() -> None:
+    import benchlib
+    from benchlib.provenance import git_info
+
+    out = _run("--version")
+    assert out.returncode == 0 and out.stdout.startswith(f"benchlib {benchlib.__version__}")
+    sha = git_info().get("sha")
+    if sha:  # tests run from a checkout
+        assert f"(git {sha[:12]}" in out.stdout

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import nbformat
+import pandas as pd
 import pytest
 
 from benchlib.report import list_notebooks, notebook_parameters, run_notebook
@@ -77,6 +78,14 @@ def test_quickstart_runs_end_to_end_and_its_report_shows_this_runs_numbers(tmp_p
     nb = nbformat.read(str(run.executed), as_version=4)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
+
+    # the report is kept under its run, with the verdicts' JSON and the per-trial summaries; no raw rows
+    kept = tmp_path / "reports" / "00_quickstart"
+    assert run.kept is not None and run.kept.html == kept / "nbtest.html" and run.kept.runs == (kept / "nbtest",)
+    assert (kept / "nbtest.html").read_text() == page and (kept / "nbtest.ipynb").is_file()
+    assert (kept / "nbtest" / "derived" / "comparison.json").read_bytes() == \
+        (store.path / "derived" / "comparison.json").read_bytes()
+    assert len(pd.read_csv(kept / "nbtest" / "summaries.csv")) == 4 and not (kept / "nbtest" / "trials").exists()
 
 
 def test_report_html_hides_code(tmp_path: Path) -> None:

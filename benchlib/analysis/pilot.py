@@ -16,8 +16,9 @@
   construction), the MDE the run achieved (its verdicts'; a sequential run's are the
   sequential test's, and so is the prediction), and the design the planner would choose for a
   target;
-* ``python -m benchlib.analysis.pilot RUN_DIR --baseline ARM --target 0.10 --target 0.05``
-  prints the components and the plans in Markdown.
+* ``benchlib plan RUN --baseline ARM --target 0.10 --target 0.05`` (also
+  ``python -m benchlib.analysis.pilot ...``, the same :func:`main`) prints the components and
+  the plans in Markdown.
 
 Reads only (``benchlib.records``); the stored run is never modified.
 """
@@ -403,9 +404,9 @@ def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m benchlib.analysis.pilot") -> int:
     """Print a stored run's variance components and design plans (Markdown)."""
-    ap = argparse.ArgumentParser(prog="python -m benchlib.analysis.pilot", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog=prog, description=main.__doc__)
     ap.add_argument("run", help="a stored run: its folder, <study>/<run_id>, or its run id (looked up under data/runs)")
     ap.add_argument("--condition", action="append", help="condition(s) to plan (default: each)")
     ap.add_argument("--baseline", help="arm the others are compared with (default: the run's baseline)")

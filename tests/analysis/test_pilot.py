@@ -165,3 +165,15 @@ def test_a_prediction_comes_from_data_the_run_did_not_produce(run_dir: Path, tmp
     # a sequential run: the MDE over its looks, larger than the fixed test's at the same blocks
     seq = design_table(run, [ans], pilot=earlier, sequential=SequentialDesign((6, 8, 10))).iloc[0]
     assert seq["predicted_mde_pct"] > row["predicted_mde_pct"]
+
+
+def test_benchlib_plan_is_the_same_planner(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchlib.cli import main as benchlib
+
+    args = ["--metric", "p50_ms", "--target", "0.05", str(run_dir)]  # options before the run, as argparse allows
+    assert main(args) == 0
+    direct = capsys.readouterr().out
+    assert benchlib(["plan", *args]) == 0
+    assert capsys.readouterr().out == direct and "### target MDE 5%" in direct
+    assert benchlib(["plan", "no-such-run"]) == 2
+    assert "benchlib: error: StorageError: no run 'no-such-run'" in capsys.readouterr().err
