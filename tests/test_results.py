@@ -99,3 +99,13 @@ def test_open_run_says_what_is_stored_when_it_cannot_find_the_run(tmp_path: Path
         open_run(tmp_path / "plain-folder", root=tmp_path)
     with pytest.raises(StorageError, match="no run folder at /no/such/run"):
         open_run("/no/such/run", root=tmp_path)
+
+
+def test_a_report_names_where_a_run_is_stored_without_an_absolute_path(tmp_path: Path) -> None:
+    from benchlib.analysis.run_info import stored_where
+    from benchlib.report import project_root
+
+    inside = Run("quickstart", "r1", project_root() / "data" / "runs" / "quickstart" / "r1")
+    assert stored_where(inside) == "data/runs/quickstart/r1"
+    elsewhere = open_run(_stored(tmp_path, "quickstart", "r2"))
+    assert stored_where(elsewhere) == "<runs folder>/quickstart/r2" and str(tmp_path) not in stored_where(elsewhere)

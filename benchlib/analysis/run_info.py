@@ -8,7 +8,7 @@ from typing import Any
 
 from benchlib.results import Run
 
-__all__ = ["design_markdown", "provenance_markdown"]
+__all__ = ["design_markdown", "provenance_markdown", "stored_where"]
 
 
 def _cpus(cpus: Any) -> str:
@@ -18,6 +18,18 @@ def _cpus(cpus: Any) -> str:
 def _limits_text(lim: Any) -> str:
     parts = [f"{lim.cpus:g} CPU" if lim.cpus else "", f"{lim.memory_mb} MB" if lim.memory_mb else ""]
     return ", ".join(p for p in parts if p) or "none requested"
+
+
+def stored_where(run: Run) -> str:
+    """Where the run is stored, relative to the project (``data/runs/<study>/<run_id>``); a run
+    stored outside the project is named ``<runs folder>/<study>/<run_id>``, so that no absolute
+    path of the machine that measured it reaches a report."""
+    from benchlib.manifest import find_services_dir
+
+    try:
+        return run.path.resolve().relative_to(find_services_dir().parent.resolve()).as_posix()
+    except (ValueError, OSError):
+        return f"<runs folder>/{run.path.parent.name}/{run.path.name}"
 
 
 def design_markdown(run: Run) -> str:
@@ -31,7 +43,7 @@ def design_markdown(run: Run) -> str:
         if t.arm not in enforced and t.enforced is not None:
             enforced[t.arm] = t.enforced.describe()
     cpus = run.cpus
-    lines = [f"**Run** `{run.run_id}` of study `{exp.study}`, stored in `{run.path}`.", ""]
+    lines = [f"**Run** `{run.run_id}` of study `{exp.study}`, stored in `{stored_where(run)}`.", ""]
     lines.append("| arm | service | variant | language | framework | log sink | runtime | limits asked | enforced (read back) |")
     lines.append("|---|---|---|---|---|---|---|---|---|")
     for arm in exp.arms:
