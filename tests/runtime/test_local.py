@@ -140,6 +140,35 @@ def test_failing_build_shows_the_build_log_tail(tmp_path: Path, monkeypatch: pyt
     assert "missing semicolon" in "\n".join(err.value.__notes__)
 
 
+def test_variants_with_the_same_build_are_built_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Variants that differ only in how they run share one build folder: the second is
+    "cached"; a variant with its own build command gets its own folder and build."""
+    monkeypatch.setenv("BENCHLIB_CACHE", str(tmp_path / "cache"))
+    d = _service(tmp_path, """
+        name = "tmp-svc"
+        language = "python"
+        framework = "none"
+        toolchains = ["python"]
+        default_variant = "a"
+        [build]
+        command = ["{python}", "-c", "import pathlib, sys; p = pathlib.Path(sys.argv[1]) / 'builds'; p.write_text(p.read_text() + 'x' if p.exists() else 'x')", "{build_dir}"]
+        [run]
+        command = ["{python}", "-c", "pass"]
+        [variants.a]
+        [variants.b]
+        run = { env = { MODE = "b" } }
+        [variants.own]
+        build = { env = { OTHER = "1" } }
+    """)
+    m = load_manifest(d)
+    rt = get_runtime("local")
+    a, b, own = (rt.prepare(m.resolve(v)) for v in ("a", "b", "own"))
+    assert (a.built, b.built, own.built) == (True, False, True)
+    assert a.build_dir == b.build_dir != own.build_dir and b.info["build"] == "cached"
+    assert (a.build_dir / "builds").read_text() == "x" and (own.build_dir / "builds").read_text() == "x"
+    assert m.resolve("b").build_variant == "a" and m.resolve("own").build_variant == "own"
+
+
 def test_log_sinks_file_and_discard(tmp_path: Path) -> None:
     rt = get_runtime("local")
     svc = get_manifest("python-aiohttp-hello").resolve()
