@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make report   run every study notebook (local runtime by default) -> reports/*.html + reports/index.html
-#   make test     run the test suite
+#   make test     run the test suite (scripts/test.sh: the pure tests in parallel, then the rest serially)
 # Both set up what they need first (scripts/setup.sh, idempotent: the project's virtual
 # environment .venv with the exact versions of requirements.lock, the Jupyter kernel "benchlib").
 # Pass notebook parameters to `make report` with P, e.g. make report P="-p trials 4 -p runtime docker",
@@ -23,7 +23,7 @@ report: setup
 	$(PYTHON) -m benchlib.cli report $(N) $(P)
 
 test: setup
-	$(PYTHON) -m pytest
+	PYTHON=$(PYTHON) scripts/test.sh
 
 test-slow: setup
 	$(PYTHON) -m pytest -m slow

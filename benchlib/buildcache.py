@@ -1,7 +1,8 @@
 """The build cache: where service builds live (outside the clone) and when to rebuild.
 
 ``$BENCHLIB_CACHE`` (default ``~/.cache/benchlib``) holds ``build/<service>/<variant>/``,
-one folder per service variant, rebuilt in place (so incremental compilers such as cargo
+one folder per service variant (variants with the same build share the first one's folder:
+:attr:`benchlib.manifest.ResolvedService.build_variant`), rebuilt in place (so incremental compilers such as cargo
 stay fast) whenever the *source hash* changes: a hash of the build command, its
 environment, the input files and the toolchain versions.
 """

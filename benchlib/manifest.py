@@ -157,6 +157,18 @@ class ResolvedService:
     def name(self) -> str:
         return self.manifest.name
 
+    @property
+    def build_variant(self) -> str:
+        """The variant whose build folder this variant uses: the first of the manifest's
+        variants with the same build (command, environment and inputs), so variants that
+        differ only in how they run (``[run]``, endpoints) are built once, not once each."""
+        build = (self.build_command, dict(self.build_env), self.build_inputs)
+        for v in self.manifest.variants:
+            other = self.manifest.resolve(v)
+            if (other.build_command, dict(other.build_env), other.build_inputs) == build:
+                return v
+        return self.variant
+
     def endpoint(self, name: str | None = None) -> Endpoint:
         """The endpoint called ``name`` (the first one when ``None``)."""
         if not self.endpoints:

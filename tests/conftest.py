@@ -1,7 +1,14 @@
 """Shared test set-up: tests marked ``docker`` are skipped, with the reason and the command
 that starts an engine, when no Docker engine answers; every other test runs as usual. The
 ``executed_notebook`` fixture runs a study notebook under papermill and checks that it ran
-cleanly."""
+cleanly.
+
+``--part parallel`` / ``--part serial`` split the suite in two for ``make test``
+(``scripts/test.sh``): the *parallel* part, run by pytest-xdist workers side by side, is the
+tests of :data:`PARALLEL_FILES` that carry none of :data:`SERIAL_MARKERS`; everything else
+(services, pinned CPUs, load, timing, notebooks) is the *serial* part, run alone afterwards.
+The two parts together are exactly the default run (``--part all``).
+"""
 
 from __future__ import annotations
 
@@ -22,6 +29,70 @@ def docker_unavailable_reason() -> str | None:
     if reason is None:
         return None
     return f"{reason} (the docker-marked tests need an engine: `sudo scripts/docker-engine.sh start`)"
+
+
+#: Test files (relative to ``tests/``) of pure computations: statistics, tables, parsing,
+#: manifests, notebooks' parameters read without running them. None of their tests starts a
+#: service, pins a CPU or measures time, so xdist may run them side by side. A file not listed
+#: here runs serially: list a new file only when that holds for every test in it.
+PARALLEL_FILES: tuple[str, ...] = (
+    "stats/",
+    "analysis/test_conclusion.py", "analysis/test_params_fmt_display.py", "analysis/test_pilot.py",
+    "analysis/test_questions.py", "analysis/test_tables_peers.py",
+    "loadgen/test_http1_props.py", "peers/test_ghz.py",
+    "test_bad_input.py", "test_cli.py", "test_contract.py", "test_design.py", "test_environment_sync.py",
+    "test_exported_members.py", "test_layers.py", "test_manifest.py", "test_model.py", "test_plots.py",
+    "test_progress.py", "test_records.py", "test_server_cpu.py", "test_settings.py", "test_store.py",
+    "test_studies_guide.py", "test_sweep.py",
+    "test_study01_notebook.py", "test_study02_notebook.py", "test_study03_notebook.py",
+    "test_study04_notebook.py", "test_study05_notebook.py",
+)
+
+#: A test with one of these markers is serial wherever its file is listed.
+SERIAL_MARKERS: tuple[str, ...] = ("integration", "docker", "notebook")
+
+PARTS = ("all", "parallel", "serial")
+_TESTS_DIR = Path(__file__).resolve().parent
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--part", choices=PARTS, default="all",
+                     help="run only the parallel-safe tests (parallel), only the others (serial), or all (default)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    workers = config.getoption("numprocesses", default=None)
+    if workers and config.getoption("--part") != "parallel":
+        raise pytest.UsageError(
+            f"-n {workers} would run tests that start services, pin CPUs or measure side by side; "
+            "add --part parallel (then run --part serial without -n), or use `make test`")
+    from benchlib.settings import VALIDATION_REPORT
+
+    if workers and VALIDATION_REPORT.get() is not None:
+        raise pytest.UsageError(f"{VALIDATION_REPORT.name} collects the validation figures in one process; "
+                                "run without -n (e.g. pytest -m slow tests/stats/test_validation.py)")
+
+
+def is_parallel_safe(item: pytest.Item) -> bool:
+    """Is ``item`` in the parallel part: its file listed in :data:`PARALLEL_FILES`, and none
+    of :data:`SERIAL_MARKERS` on it?"""
+    try:
+        rel = item.path.resolve().relative_to(_TESTS_DIR).as_posix()
+    except ValueError:
+        return False
+    listed = any(rel == f or (f.endswith("/") and rel.startswith(f)) for f in PARALLEL_FILES)
+    return listed and not any(item.get_closest_marker(m) is not None for m in SERIAL_MARKERS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    part = config.getoption("--part")
+    if part == "all":
+        return
+    keep = [i for i in items if is_parallel_safe(i) == (part == "parallel")]
+    dropped = [i for i in items if is_parallel_safe(i) != (part == "parallel")]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

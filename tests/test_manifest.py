@@ -50,6 +50,14 @@ def test_every_shipped_manifest_validates_and_resolves_every_variant() -> None:
             assert r.run_command, m.name
 
 
+def test_variants_that_build_alike_share_the_first_ones_build() -> None:
+    assert [get_manifest("go-fcgi").resolve(v).build_variant for v in ("fcgi", "fcgi-4", "http")] == ["fcgi"] * 3
+    assert [get_manifest("rust-tonic-axum").resolve(v).build_variant for v in ("grpc", "json")] == ["grpc"] * 2
+    # a debug and a release cargo build are two builds
+    assert [get_manifest("rust-actix-logger").resolve(v).build_variant for v in ("faithful", "fair")] == [
+        "faithful", "fair"]
+
+
 def test_variants_override_run_and_contract(tmp_path: Path) -> None:
     m = load_manifest(_write(tmp_path, GOOD))
     assert m.default_variant == "fair"

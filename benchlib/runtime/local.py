@@ -336,7 +336,8 @@ class LocalRuntime:
         Raises ToolchainMissing (with the install hint) or BuildError (with the log tail).
         """
         versions = toolchains.require(service.manifest)
-        build_dir = buildcache.build_dir_for(service.name, service.variant)
+        # variants with the same build share one folder (built once; see ResolvedService.build_variant)
+        build_dir = buildcache.build_dir_for(service.name, service.build_variant)
         if service.build_command is None:
             return Prepared(service=service, build_dir=build_dir, built=False,
                             info={"toolchains": versions, "build": "nothing to build"})

@@ -26,6 +26,23 @@ def _service(tmp_path: Path, body: str, name: str = "tmp-svc") -> Path:
     return d
 
 
+def _python_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, build_command: str, variants: str = "") -> Path:
+    """A service whose ``[build] command`` is ``build_command`` (a TOML array) and whose run
+    does nothing, with ``variants`` (TOML tables) after it; its builds go to a cache of its own."""
+    monkeypatch.setenv("BENCHLIB_CACHE", str(tmp_path / "cache"))
+    header = textwrap.dedent("""
+        name = "tmp-svc"
+        language = "python"
+        framework = "none"
+        toolchains = ["python"]
+        [build]
+        command = {build}
+        [run]
+        command = ["{{python}}", "-c", "pass"]
+    """).format(build=build_command)
+    return _service(tmp_path, header + textwrap.dedent(variants))
+
+
 def _no_process_left(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -124,20 +141,30 @@ def test_missing_toolchain_names_it_and_how_to_install(tmp_path: Path) -> None:
 
 
 def test_failing_build_shows_the_build_log_tail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BENCHLIB_CACHE", str(tmp_path / "cache"))
-    d = _service(tmp_path, """
-        name = "tmp-svc"
-        language = "python"
-        framework = "none"
-        toolchains = ["python"]
-        [build]
-        command = ["{python}", "-c", "import sys; print('compile error: missing semicolon'); sys.exit(1)"]
-        [run]
-        command = ["{python}", "-c", "pass"]
-    """)
+    d = _python_build(tmp_path, monkeypatch, """["{python}", "-c", "import sys; print('compile error: missing semicolon'); sys.exit(1)"]""")
     with pytest.raises(BuildError, match="build failed with exit code 1") as err:
         get_runtime("local").prepare(load_manifest(d).resolve())
     assert "missing semicolon" in "\n".join(err.value.__notes__)
+
+
+def test_variants_with_the_same_build_are_built_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Variants that differ only in how they run share one build folder: the second is
+    "cached"; a variant with its own build command gets its own folder and build."""
+    count = """["{python}", "-c", "import pathlib, sys; p = pathlib.Path(sys.argv[1]) / 'builds'; p.write_text(p.read_text() + 'x' if p.exists() else 'x')", "{build_dir}"]"""
+    d = _python_build(tmp_path, monkeypatch, count, """
+        [variants.a]
+        [variants.b]
+        run = { env = { MODE = "b" } }
+        [variants.own]
+        build = { env = { OTHER = "1" } }
+    """)
+    m = load_manifest(d)
+    rt = get_runtime("local")
+    a, b, own = (rt.prepare(m.resolve(v)) for v in ("a", "b", "own"))
+    assert (a.built, b.built, own.built) == (True, False, True)
+    assert a.build_dir == b.build_dir != own.build_dir and b.info["build"] == "cached"
+    assert (a.build_dir / "builds").read_text() == "x" and (own.build_dir / "builds").read_text() == "x"
+    assert m.resolve("b").build_variant == "a" and m.resolve("own").build_variant == "own"
 
 
 def test_log_sinks_file_and_discard(tmp_path: Path) -> None:

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The test suite as `make test` runs it: two pytest runs, together exactly the default run.
+#
+#   1. the parallel part (`--part parallel`: pure computations, tests/conftest.py's
+#      PARALLEL_FILES) on pytest-xdist workers, one per CPU this process may use;
+#   2. the serial part (`--part serial`: everything that starts services, pins CPUs, loads
+#      or measures), alone on the machine, as before.
+#
+# Both parts always run; the exit status is the first failure's (0 when both pass). Extra
+# arguments go to both runs (e.g. scripts/test.sh -x). Without pytest-xdist the parallel part
+# runs in one process. PYTHON (default python3) picks the interpreter.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+workers="$($PYTHON -c 'import os; print(len(os.sched_getaffinity(0)))')" || exit 2
+if [ "$workers" -gt 1 ] && $PYTHON -c 'import xdist' 2>/dev/null; then
+    parallel=(-n "$workers")
+else
+    parallel=()
+    [ "$workers" -gt 1 ] && echo "test.sh: pytest-xdist is not installed: the parallel part runs in one process"
+fi
+
+echo "test.sh: part 1 of 2, the pure tests${parallel:+ on $workers workers}"
+$PYTHON -m pytest --part parallel "${parallel[@]}" "$@"
+first=$?
+echo "test.sh: part 2 of 2, the tests that start services, pin CPUs or measure (serially)"
+$PYTHON -m pytest --part serial "$@"
+second=$?
+# 5: no test collected in that part (e.g. -k selected only the other part's tests)
+[ "$first" = 5 ] && first=0
+[ "$second" = 5 ] && second=0
+[ "$first" != 0 ] && exit "$first"
+exit "$second"
