@@ -189,7 +189,8 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
         assert {f"actix-release-{sink}", f"go-{sink}"} <= {t.arm for t in trials}
 
     # logging really happened: about one line per request (fastify two) in every pipe and file log
-    lines = log_lines_table(store, expected=rvg.expected_log_lines(list(arms)), condition="closed").set_index("arm")
+    stored = open_run(store)
+    lines = log_lines_table(stored, expected=rvg.expected_log_lines(list(arms)), condition="closed").set_index("arm")
     for arm, a in arms.items():
         if a.log_sink == "discard":
             assert math.isnan(lines.loc[arm, "log lines per request (median over trials)"])
@@ -198,7 +199,7 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
             assert per == pytest.approx(lines.loc[arm, "expected"], rel=0.05), (arm, per)
 
     # the client's CPU use is reported for every arm
-    client = client_cpu_table(store, condition="closed")
+    client = client_cpu_table(stored, condition="closed")
     assert set(client["arm"]) == set(arms) and (client["client CPU, median"] > 0).all()
 
     # wrk ran on the seed's arms only, on the same instance, first in odd blocks and second in even ones
@@ -211,8 +212,8 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
             assert x["latency_percentiles_ms"]["99"] > 0
         else:
             assert not x, t.arm
-    summaries = open_run(store).summaries()
-    beside = peer_beside(store, summaries=summaries, tool="wrk")
+    summaries = stored.summaries()
+    beside = peer_beside(stored, summaries=summaries, tool="wrk")
     assert sorted(beside["arm"].unique()) == sorted(rvg.SEED_ARMS) and len(beside) == 2 * len(rvg.SEED_ARMS)
     assert (beside["peer_rps"] > 0).all() and (beside["bl_rps"] > 0).all()
     bytes_per = beside.groupby("arm")["peer_bytes"].median()

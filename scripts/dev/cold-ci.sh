@@ -51,6 +51,15 @@ while [ $# -gt 0 ]; do
 done
 
 say() { printf 'cold-ci: %s\n' "$*"; }
+# The suite's signal tests send SIGINT and SIGHUP to themselves: under nohup, or started with '&'
+# from a shell without job control, those signals arrive ignored and cannot be reset, so the
+# tests fail for the way the script was started. Refuse that at once.
+sig_ignored="$(awk '/^SigIgn:/ {print $2}' /proc/$$/status 2>/dev/null || echo 0)"
+if [ "$dry_run" = 0 ] && (( (16#${sig_ignored:-0} & 3) != 0 )); then
+    echo "cold-ci.sh: SIGHUP or SIGINT is ignored here (nohup, or '&' without job control): the suite's" \
+         "signal tests would fail; run it in the foreground, or in the background with 'set -m' / setsid" >&2
+    exit 2
+fi
 if [ "$dry_run" = 0 ] && [ "$(id -u)" != 0 ]; then
     echo "cold-ci.sh: needs root (it stops the Docker engine and purges Debian packages); try --dry-run" >&2
     exit 2
@@ -176,7 +185,7 @@ set -e
 elapsed=$(( $(date +%s) - t0 ))
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 # pytest's summary lines (one per pytest invocation: `make test` may run several): sum them
-count() { grep -E '^=+ .* in [0-9.]+s' "$out_dir/ci-run.log" | grep -oE "[0-9]+ $1" | awk '{s += $1} END {print s + 0}'; }
+count() { { grep -E '^=+ .* in [0-9.]+s' "$out_dir/ci-run.log" | grep -oE "[0-9]+ $1" || true; } | awk '{s += $1} END {print s + 0}'; }
 passed="$(count passed)"; skipped="$(count skipped)"; failed="$(count failed)"; errors="$(count error)"
 line="$(printf '%s commit=%s exit=%s elapsed_s=%s (%dm%02ds) passed=%s skipped=%s failed=%s errors=%s load_before=%s load_after=%s cpus=%s' \
     "$stamp" "${commit:0:10}" "$rc" "$elapsed" $((elapsed / 60)) $((elapsed % 60)) "$passed" "$skipped" "$failed" \
