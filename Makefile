@@ -1,5 +1,6 @@
 # The two commands of the README:
-#   make report   run every study notebook (local runtime by default) -> reports/*.html + reports/index.html
+#   make report   run every study notebook (local runtime by default) -> reports/*.html + reports/index.html,
+#                 then the site of every kept run (benchlib publish) -> reports/site/index.html
 #   make test     run the test suite (scripts/test.sh: the pure tests in parallel, then the rest serially)
 # Both set up what they need first (scripts/setup.sh, idempotent: the project's virtual
 # environment .venv with the exact versions of requirements.lock, the Jupyter kernel "benchlib").
@@ -20,7 +21,7 @@ setup:
 	BASE_PYTHON='$(BASE_PYTHON)' PYTHON='$(PYTHON)' scripts/setup.sh
 
 report: setup
-	$(PYTHON) -m benchlib.cli report $(N) $(P)
+	$(PYTHON) -m benchlib.cli report $(N) $(P); status=$$?; $(PYTHON) -m benchlib.cli publish && exit $$status
 
 test: setup
 	PYTHON=$(PYTHON) scripts/test.sh

@@ -216,13 +216,12 @@ def run_client(name: str, port: int, streams: int, args: argparse.Namespace, wor
         out = {"rps": r["requests_per_s"], "p50_ms": r["latency_percentiles_ms"].get("50"), "errors": r["non_ok"],
                "client_cpu": r["cpu_fraction"]}
     elif name == "h2load":
-        body = workdir / "framed.bin"
-        body.write_bytes(b"\x00" + len(SMALL_REQUEST).to_bytes(4, "big") + SMALL_REQUEST)
         r = run_h2load(url, connections=1, duration_s=args.duration_s, warmup_s=args.warmup_s, threads=1, h1=False,
-                       cpus=cpu, extra_args=["-m", str(streams), "-d", str(body), "-H", "content-type: application/grpc",
-                                             "-H", "te: trailers"])
-        out = {"rps": r["requests_per_s"], "p50_ms": None, "errors": (r.get("failed") or 0) + (r.get("errored") or 0),
-               "client_cpu": r["cpu_fraction"]}
+                       cpus=cpu, method="POST", body=b"\x00" + len(SMALL_REQUEST).to_bytes(4, "big") + SMALL_REQUEST,
+                       headers=(("content-type", "application/grpc"), ("te", "trailers")),
+                       extra_args=["-m", str(streams)])
+        out = {"rps": r["requests_per_s"], "p50_ms": r["latency_percentiles_ms"].get("50"),
+               "errors": (r.get("failed") or 0) + (r.get("errored") or 0), "client_cpu": r["cpu_fraction"]}
     else:
         raise ValueError(name)
     out["server_cpu"] = (proc_cpu_s(server_pid) - s0) / (time.monotonic() - t0)

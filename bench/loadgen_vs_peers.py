@@ -171,7 +171,7 @@ def run_peer(name: str, server: Server, connections: int, threads: int, duration
         errors = sum(r["errors"].values())
     elif name == "h2load":
         r = run_h2load(server.url, connections=connections, duration_s=duration_s, threads=threads, cpus=[client_cpu])
-        p50 = None  # h2load prints mean/sd/min/max only
+        p50 = r["latency_percentiles_ms"].get("50")  # from its per-request log
         errors = (r.get("failed") or 0) + (r.get("errored") or 0)
     else:
         raise ValueError(name)

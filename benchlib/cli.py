@@ -13,6 +13,11 @@
     benchlib plan RUN [--target MDE]...          the design planner: a stored run as the pilot,
                                                  its variance components and the blocks and
                                                  seconds per trial a target MDE needs
+    benchlib compare RUN_A RUN_B [--margin PCT] [--fail-on-regression PCT] [--json]
+                                                 run B against run A of one study: per condition,
+                                                 arm and metric the ratio B/A with its exact
+                                                 interval and a verdict (benchlib.runcompare);
+                                                 status 1 on a regression beyond the threshold
     benchlib --version                           benchlib's version (and git commit in a checkout)
     benchlib services                            the services, their variants and availability
     benchlib cleanup [--run-id ID] [--all]       remove benchlib's leftover containers, and kill
@@ -50,9 +55,11 @@ def _params(pairs: Sequence[Sequence[str]] | None) -> dict[str, Any]:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from benchlib.report import run_notebook, summary_lines, write_index
+    from benchlib.settle import settle_env
 
-    run = run_notebook(args.notebook, _params(args.parameter), reports_dir=args.reports_dir,
-                       html=not args.no_html, show=None if args.quiet else print, with_raw=args.with_raw)
+    with settle_env(args.settle, args.settle_max):  # the run waits for it after its builds
+        run = run_notebook(args.notebook, _params(args.parameter), reports_dir=args.reports_dir,
+                           html=not args.no_html, show=None if args.quiet else print, with_raw=args.with_raw)
     print(f"executed: {run.executed}")
     if run.html:
         print(f"report:   {run.html}")
@@ -73,8 +80,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from benchlib.report import build_reports, summary_lines
 
-    runs = build_reports(args.notebooks or None, _params(args.parameter), reports_dir=args.reports_dir,
-                         show=None if args.quiet else print, with_raw=args.with_raw)
+    from benchlib.settle import settle_env
+
+    with settle_env(args.settle, args.settle_max):  # each run waits for it after its builds
+        runs = build_reports(args.notebooks or None, _params(args.parameter), reports_dir=args.reports_dir,
+                             show=None if args.quiet else print, with_raw=args.with_raw)
     failed = [r for r in runs if not r.ok]
     if runs:
         print(f"index: {runs[0].executed.parent / 'index.html'}")
@@ -87,6 +97,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if any(not r.user_error for r in failed):
         return 1
     return 2 if failed else 0
+
+
+def _cmd_publish(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from benchlib.report import project_root
+    from benchlib.site import build_site
+
+    reports = Path(args.reports_dir) if args.reports_dir else project_root() / "reports"
+    site = build_site(reports, args.out, runs_root=args.runs)
+    print(f"site: {site.out / 'index.html'} ({len(site.pages)} pages, {site.size_bytes / 1e6:.1f} MB, "
+          f"built in {site.seconds:.1f} s; relative links only: copy the folder anywhere)")
+    return 0
 
 
 def version_text() -> str:
@@ -123,6 +146,42 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from benchlib.analysis.pilot import main as planner
 
     return planner(args.planner_args, prog="benchlib plan")
+
+
+def percent(text: str) -> float:
+    """A percentage as given on the command line (``5``, ``5%``, ``2.5%``) as a fraction (0.05)."""
+    body = str(text).strip().removesuffix("%").strip()
+    try:
+        value = float(body)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage; give e.g. 5 or 5% (= 5%)") from None
+    if not (0.0 <= value < 100.0):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a percentage in [0, 100), e.g. 5%")
+    return value / 100.0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from benchlib.results import open_run
+    from benchlib.runcompare import compare_runs
+
+    def names(text: str | None) -> list[str] | None:
+        return None if text is None else [x.strip() for x in text.split(",") if x.strip()]
+
+    a, b = open_run(args.run_a, root=args.runs_dir), open_run(args.run_b, root=args.runs_dir)
+    kw = {} if args.margin is None else {"margin": args.margin}
+    if args.metrics:
+        kw["metrics"] = names(args.metrics)
+    result = compare_runs(a, b, arms=names(args.arms), conditions=names(args.conditions), allow=args.allow or (),
+                          alpha=args.alpha, **kw)
+    print(result.to_json() if args.json else result.to_text(only_significant=args.only_significant), end="")
+    if args.fail_on_regression is None:
+        return 0
+    worse = result.regressions(args.fail_on_regression)
+    for r in worse:
+        v = r.verdict
+        print(f"benchlib compare: regression beyond {100 * args.fail_on_regression:g}%: {r.condition}/{r.arm} "
+              f"{r.metric} {v.estimate:.3f} [{v.ci_lo:.3f}, {v.ci_hi:.3f}] ({v.text})", file=sys.stderr)
+    return 1 if worse else 0
 
 
 def _cmd_services(args: argparse.Namespace) -> int:
@@ -169,6 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--with-raw", action="store_true",
                        help="also keep the runs' per-request rows and logs beside their kept reports "
                             "(reports/<study>/<run_id>/trials/; a run's rows can weigh hundreds of MB)")
+        p.add_argument("--settle", type=float, default=None, metavar="LOAD",
+                       help="each run starts its first trial (after its builds) only when the 1-min load average "
+                            "is below LOAD (e.g. 0.3: a reference run on a quiet machine); waits at most --settle-max s")
+        p.add_argument("--settle-max", type=float, default=600.0, metavar="S",
+                       help="the longest wait for --settle, in seconds (default 600); then it starts anyway")
 
     p_run = sub.add_parser("run", help="execute one notebook and export its HTML report")
     p_run.add_argument("notebook", help="notebook path, file name or stem (e.g. 00_quickstart)")
@@ -182,11 +246,49 @@ def build_parser() -> argparse.ArgumentParser:
     p_rep.set_defaults(func=_cmd_report)
 
     # its arguments are the planner's own (benchlib.analysis.pilot, imported only when it runs): main() hands them on
+    p_pub = sub.add_parser("publish", help="build the static site of every kept run (studies, history plots, "
+                                          "runs, reports)")
+    p_pub.add_argument("--reports-dir", default=None, help="where the kept runs are (default: reports/)")
+    p_pub.add_argument("--out", default=None, help="the site's folder (default: <reports-dir>/site)")
+    p_pub.add_argument("--runs", default=None, help="where the runs' trials are, for the latest-vs-previous "
+                       "comparison (default: data/runs, or $BENCHLIB_DATA)")
+    p_pub.set_defaults(func=_cmd_publish)
+
     p_plan = sub.add_parser("plan", add_help=False,
                             help="the design planner: blocks and seconds per trial for a target MDE, from a stored "
                                  "run (benchlib plan --help)")
     p_plan.add_argument("planner_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p_plan.set_defaults(func=_cmd_plan)
+
+    p_cmp = sub.add_parser(
+        "compare", help="run B against run A of one study: ratios with exact intervals and verdicts",
+        description="Compare two stored runs of one study per condition, arm and metric: the ratio B/A with its "
+                    "exact interval across the two runs' trials, Holm over the table, verdicts (faster/slower only "
+                    "beyond the margin, equivalent, ~ with the MDE). Exit status: 0, or 1 with --fail-on-regression "
+                    "when a row is decided slower beyond the threshold, 2 for bad input or runs that are not "
+                    "comparable. Run-level effects (the machine that day) are not sampled by one run's trials: "
+                    "the margin is how much of them you accept as noise.")
+    p_cmp.add_argument("run_a", metavar="RUN_A", help="the baseline run: its folder, <study>/<run_id> or its run id")
+    p_cmp.add_argument("run_b", metavar="RUN_B", help="the run compared with it")
+    p_cmp.add_argument("--margin", type=percent, default=None, metavar="PCT",
+                       help="practical margin in percent (default 5): differences within it are not called "
+                            "faster/slower, and equivalence is tested against it")
+    p_cmp.add_argument("--fail-on-regression", type=percent, default=None, metavar="PCT",
+                       help="exit with status 1 when a row is decided slower (costlier, ...) with its whole interval "
+                            "beyond this percentage, e.g. 5%%")
+    p_cmp.add_argument("--only-significant", action="store_true", help="show only rows decided faster or slower")
+    p_cmp.add_argument("--json", action="store_true", help="print the comparison as JSON instead of the table")
+    p_cmp.add_argument("--metrics", default=None, help="summary columns, comma-separated (default p50_ms,p99_ms,"
+                                                       "throughput_rps)")
+    p_cmp.add_argument("--arms", default=None, help="compare only these arms (comma-separated; in both runs)")
+    p_cmp.add_argument("--conditions", default=None, help="compare only these conditions (comma-separated)")
+    p_cmp.add_argument("--allow", action="append", default=None, metavar="WHAT",
+                       help="accept this difference as the change under test (repeatable): config (an arm's "
+                            "variant, environment, log sink), toolchains (services' toolchain or package "
+                            "versions), cpus (CPUs given to server and client)")
+    p_cmp.add_argument("--alpha", type=float, default=0.05, help="level, Holm over the table (default 0.05)")
+    p_cmp.add_argument("--runs-dir", default=None, help="where run ids are looked up (default data/runs)")
+    p_cmp.set_defaults(func=_cmd_compare)
 
     p_svc = sub.add_parser("services", help="list the services under test and whether they can run here")
     p_svc.add_argument("--services-dir", default=None)

@@ -25,6 +25,9 @@ runs of its study whose provenance was collected while it executed
 (:func:`benchlib.results.runs_started_between`), and the run its ``run_id`` parameter named
 (a resumed run keeps its first start time) with the runs named after it (``<run_id>-sweep``).
 The report is named after the first of them.
+
+No kept file holds an absolute path of the machine that made it (:func:`scrub_paths`): a path
+inside the project is written relative to it, one outside it as ``<outside the project>``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
+import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,7 +44,8 @@ from typing import Any
 
 from benchlib.results import Run, open_run, parse_utc, runs_started_between
 
-__all__ = ["KeptReport", "KeptRun", "keep_report", "keep_run", "kept_runs", "runs_made", "runs_section"]
+__all__ = ["KeptReport", "KeptRun", "keep_report", "keep_run", "kept_runs", "runs_made", "runs_section",
+           "scrub_paths"]
 
 #: The stored run's folders copied only when the raw rows are asked for.
 RAW_FOLDERS = ("trials", "logs")
@@ -93,6 +98,49 @@ class KeptRun:
     with_raw: bool
 
 
+#: An absolute POSIX path in text (not the path part of a URL, nor inside base64 data: no
+#: ``/``, ``:``, ``+``, ``=`` or word character just before it).
+_ABS_PATH = re.compile(r"(?<![\w.~:/\\+=-])/(?:[\w.@+-]+/)*[\w.@+-]+/?")
+
+#: What a path outside the project becomes in a kept file.
+OUTSIDE = "<outside the project>"
+
+
+def scrub_paths(text: str, project: Path | None = None) -> str:
+    """``text`` with every absolute path of this machine made relative to ``project`` (default:
+    the project folder), and those outside it replaced by :data:`OUTSIDE`. A path counts when
+    its first component exists here (``/tmp/...``, ``/home/...``), so URL paths such as an
+    endpoint's ``/json`` are left alone."""
+    if project is None:
+        from benchlib.manifest import find_services_dir
+
+        project = find_services_dir().parent
+    root = project.resolve()
+
+    def fix(m: re.Match[str]) -> str:
+        path = m.group(0)
+        first = path.strip("/").split("/", 1)[0]
+        if not first or not Path("/" + first).exists():
+            return path
+        try:
+            rel = Path(path).relative_to(root).as_posix()
+        except ValueError:
+            try:
+                rel = Path(path).resolve().relative_to(root).as_posix()
+            except (ValueError, OSError):
+                return OUTSIDE
+        return rel or "."
+
+    return _ABS_PATH.sub(fix, text)
+
+
+def _copy_scrubbed(src: Path, dest: Path) -> None:
+    """Copy the text file ``src`` to ``dest`` with :func:`scrub_paths` applied (atomically)."""
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    tmp.write_text(scrub_paths(src.read_text(encoding="utf-8")), encoding="utf-8")
+    tmp.replace(dest)
+
+
 def _papermill(executed: Path) -> dict[str, Any]:
     try:
         meta = json.loads(executed.read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})
@@ -138,13 +186,14 @@ def runs_made(executed: str | Path, *, runs_root: str | Path | None = None) -> l
 
 
 def keep_run(run: Run, dest: str | Path, *, with_raw: bool = False) -> Path:
-    """Copy ``run``'s data into ``dest`` (made if needed): run.json, ``derived/*.json`` (the
-    verdict tables), ``summaries.csv`` and, with ``with_raw``, its ``trials/`` and ``logs/``.
-    Files already in ``dest`` are replaced; returns ``dest``."""
+    """Copy ``run``'s data into ``dest`` (made if needed): run.json (its paths relative to the
+    project, :func:`scrub_paths`), ``derived/*.json`` (the verdict tables), ``summaries.csv``
+    and, with ``with_raw``, its ``trials/`` and ``logs/``. Files already in ``dest`` are
+    replaced; returns ``dest``."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     if (run.path / "run.json").is_file():
-        shutil.copy2(run.path / "run.json", dest / "run.json")
+        _copy_scrubbed(run.path / "run.json", dest / "run.json")
     for f in sorted((run.path / "derived").glob("*.json")):
         (dest / "derived").mkdir(exist_ok=True)
         shutil.copy2(f, dest / "derived" / f.name)
@@ -175,11 +224,11 @@ def keep_report(executed: str | Path, html_path: str | Path | None, reports_dir:
     folder.mkdir(parents=True, exist_ok=True)
     run_id = runs[0].name
     kept_nb = folder / f"{run_id}.ipynb"
-    shutil.copy2(executed, kept_nb)
+    _copy_scrubbed(executed, kept_nb)
     kept_html = None
     if html_path is not None and Path(html_path).is_file():
         kept_html = folder / f"{run_id}.html"
-        shutil.copy2(html_path, kept_html)
+        _copy_scrubbed(Path(html_path), kept_html)
     kept = tuple(keep_run(open_run(p), folder / p.name, with_raw=with_raw) for p in runs)
     return KeptReport(study, run_id, kept_html, kept_nb, kept, with_raw)
 

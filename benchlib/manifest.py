@@ -9,17 +9,18 @@ example, is in ``docs/services.md``.
 
 Placeholders in ``build.command``, ``run.command``, ``post_start``, ``reset`` and env values:
 
-===================  =====================================================================
-``{service_dir}``    the folder holding ``service.toml``
-``{build_dir}``      a per-service, per-variant build cache outside the clone
-``{port}``           the TCP port the runtime chose (also exported as ``run.port_env``)
-``{host}``           the address to bind (``127.0.0.1``)
-``{python}``         the running Python interpreter
-``{dep.NAME.port}``  the port of required service NAME (likewise ``{dep.NAME.host}``)
-``{ports}``          all the service's ports, comma-separated (``[run] ports = N``; else ``{port}``)
-``{backend.host}``   a front only: the address of the service it forwards to (likewise
-                     ``{backend.port}``, its first port, and ``{backend.ports}``, all of them)
-===================  =====================================================================
+======================  =====================================================================
+``{service_dir}``       the folder holding ``service.toml``
+``{build_dir}``         a per-service, per-variant build cache outside the clone
+``{cargo_target_dir}``  the Cargo target folder all Rust services' local builds share
+``{port}``              the TCP port the runtime chose (also exported as ``run.port_env``)
+``{host}``              the address to bind (``127.0.0.1``)
+``{python}``            the running Python interpreter
+``{dep.NAME.port}``     the port of required service NAME (likewise ``{dep.NAME.host}``)
+``{ports}``             all the service's ports, comma-separated (``[run] ports = N``; else ``{port}``)
+``{backend.host}``      a front only: the address of the service it forwards to (likewise
+                        ``{backend.port}``, its first port, and ``{backend.ports}``, all of them)
+======================  =====================================================================
 
 Multi-process services: ``[run] ports = N`` asks the runtime for N free ports; the first is
 ``{port}`` (and ``run.port_env``), all of them are ``{ports}`` and the variable

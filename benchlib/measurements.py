@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 __all__ = ["Measurement", "load", "save", "record_reports", "record_total", "sync", "check",
-           "readme_table", "notebook_note", "page_block", "main"]
+           "readme_table", "notebook_note", "page_block", "replace_block", "write_generated", "main"]
 
 SCALES = ("default", "full")
 BUILDS = ("cached", "cold")
@@ -149,7 +149,8 @@ def merge(old: Iterable[Measurement], new: Iterable[Measurement]) -> list[Measur
 
 def record_reports(reports_dir: str | Path, *, scale: str, builds: str,
                    runs_root: str | Path | None = None, source: str = "make report") -> list[Measurement]:
-    """One measured entry per executed notebook in ``reports_dir`` (papermill's duration),
+    """One measured entry per executed notebook in ``reports_dir`` (papermill's duration, less
+    the seconds its runs waited for a quiet machine: ``--settle`` is not the notebook's cost),
     with the runs it made (found by time under ``runs_root``) and their load averages."""
     from benchlib.results import parse_utc, runs_started_between
     from benchlib.store import default_runs_root
@@ -164,7 +165,8 @@ def record_reports(reports_dir: str | Path, *, scale: str, builds: str,
         runs = runs_started_between(root, start, end)
         loads = [r.loadavg_1min for r in runs if r.loadavg_1min is not None]
         out.append(Measurement(
-            what=executed.stem, scale=scale, builds=builds, kind="measured", seconds=round(float(meta["duration"]), 1),
+            what=executed.stem, scale=scale, builds=builds, kind="measured",
+            seconds=round(float(meta["duration"]) - sum(r.settle_wait_s for r in runs), 1),
             date=start.date().isoformat(), source=source, run_ids=tuple(r.store.run_id for r in runs),
             loadavg=(min(loads), max(loads)) if loads else None))
     if not out:
@@ -188,11 +190,12 @@ def _find(entries: Sequence[Measurement], what: str, scale: str, builds: str = "
 
 
 def _load_words(e: Measurement) -> str:
-    """How ``e`` was obtained, in words: ``measured 2026-12-03, load average 0.7-1.8, run <id>``
+    """How ``e`` was obtained, in words: ``measured 2026-12-03, load average 0.70-1.80, run <id>``
     or ``estimated: <source>``."""
     if e.kind != "measured":
         return f"estimated: {e.source}"
-    la = f", load average {e.loadavg[0]:.1f}-{e.loadavg[1]:.1f}" if e.loadavg else ""
+    la = "" if not e.loadavg else (f", load average {e.loadavg[0]:.2f}" if e.loadavg[0] == e.loadavg[1] else
+                                    f", load average {e.loadavg[0]:.2f}-{e.loadavg[1]:.2f}")
     runs = f", run {', '.join(e.run_ids)}" if len(e.run_ids) == 1 else (f", {len(e.run_ids)} runs" if e.run_ids else "")
     return f"measured {e.date}{la}{runs}"
 
@@ -233,7 +236,8 @@ def page_block(entries: Sequence[Measurement], notebook: str) -> str:
             "every service: README, \"What it costs\".")
 
 
-def _replace_block(text: str, begin: str, end: str, body: str) -> str:
+def replace_block(text: str, begin: str, end: str, body: str) -> str:
+    """``text`` with what lies between the markers ``begin`` and ``end`` replaced by ``body``."""
     i, j = text.find(begin), text.find(end)
     if i < 0 or j < i:
         raise ValueError(f"markers {begin} ... {end} not found")
@@ -260,7 +264,7 @@ def _targets(root: Path, entries: Sequence[Measurement]) -> list[tuple[Path, str
     """(file, its text as generated) for every generated place."""
     out = []
     readme = root / "README.md"
-    out.append((readme, _replace_block(readme.read_text(encoding="utf-8"), README_BEGIN, README_END,
+    out.append((readme, replace_block(readme.read_text(encoding="utf-8"), README_BEGIN, README_END,
                                        readme_table(entries))))
     for nb in notebooks_in(entries):
         path = root / "notebooks" / f"{nb}.ipynb"
@@ -271,7 +275,7 @@ def _targets(root: Path, entries: Sequence[Measurement]) -> list[tuple[Path, str
         m = re.search(r"<!-- time:begin notebook=(\S+) -->", text)
         if m:
             begin = m.group(0)
-            out.append((page, _replace_block(text, begin, PAGE_END, page_block(entries, m.group(1)))))
+            out.append((page, replace_block(text, begin, PAGE_END, page_block(entries, m.group(1)))))
     return out
 
 
@@ -280,8 +284,13 @@ def sync(root: str | Path | None = None, path: str | Path | None = None) -> list
     from benchlib.report import project_root
 
     r = Path(root) if root else project_root()
+    return write_generated(_targets(r, load(path or r / "data" / "measurements.json")))
+
+
+def write_generated(targets: Iterable[tuple[Path, str]]) -> list[Path]:
+    """Write each (file, its text as generated) that differs; the files changed."""
     changed = []
-    for p, text in _targets(r, load(path or r / "data" / "measurements.json")):
+    for p, text in targets:
         if p.read_text(encoding="utf-8") != text:
             p.write_text(text, encoding="utf-8")
             changed.append(p)

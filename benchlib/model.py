@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
+from benchlib.cluster.spec import parse_cluster
 from benchlib.errors import LoadSpecError, ParameterError
 from benchlib.design import DEFAULT_CROSS_CHECK_BLOCKS, check_cross_check_blocks
 
@@ -538,23 +539,53 @@ class Condition:
     load: the LoadSpec. Its request (method, path, body, headers) is replaced by the arm's
         endpoint from the service manifest, so one condition fits services whose paths differ.
     endpoint: the manifest endpoint to load (``None``: the arm's, else the service's first).
-    cross_check: a peer tool run on the same instance in the experiment's ``cross_check_blocks`` (see :class:`CrossCheck`).
+    cross_check: a peer tool run on the same instance in the experiment's ``cross_check_blocks``
+        (see :class:`CrossCheck`), or several for different arms (ghz beside the gRPC arms, h2load
+        beside the JSON ones): each then names its arms, and no arm is in two (one peer tool per trial).
     """
 
     name: str
     load: LoadSpec
     endpoint: str | None = None
-    cross_check: CrossCheck | None = None
+    cross_check: CrossCheck | tuple[CrossCheck, ...] | None = None
 
     def __post_init__(self) -> None:
         check_name("condition name", self.name)
         if not isinstance(self.load, LoadSpec):
             raise ParameterError(f"condition {self.name!r}: load must be a LoadSpec(...); got {_got(self.load)}")
+        checks = self.cross_checks
+        if any(not isinstance(c, CrossCheck) for c in checks):
+            raise ParameterError(f"condition {self.name!r}: cross_check must be a CrossCheck(...), a tuple of them "
+                                 f"or None; got {_got(self.cross_check)}")
+        if len(checks) > 1:
+            if any(c.arms is None for c in checks):
+                raise ParameterError(f"condition {self.name!r}: with several cross-checks each names its arms "
+                                     f"(arms=...); {', '.join(c.tool for c in checks if c.arms is None)} names none")
+            seen: dict[str, str] = {}
+            for c in checks:
+                for a in c.arms or ():
+                    if a in seen:
+                        raise ParameterError(f"condition {self.name!r}: arm {a!r} has two cross-checks ({seen[a]} "
+                                             f"and {c.tool}); one peer tool per trial")
+                    seen[a] = c.tool
+
+    @property
+    def cross_checks(self) -> tuple[CrossCheck, ...]:
+        """The condition's cross-checks (none, one, or several for different arms)."""
+        c = self.cross_check
+        return () if c is None else tuple(c) if isinstance(c, tuple) else (c,)
+
+    def cross_check_of(self, arm: str) -> CrossCheck | None:
+        """The cross-check that runs beside ``arm`` (``None``: none does)."""
+        return next((c for c in self.cross_checks if c.applies_to(arm)), None)
 
 
 RUNTIME_NAMES = ("local", "docker")
 #: How long the arms' dependencies (``requires``) live: one start per trial, or one per block
 DEPENDENCY_SCOPES = ("trial", "block")
+#: :attr:`Experiment.service_starts`: a fresh service per trial (the default), or one start per
+#: (condition, arm) cell kept for all its trials (for measuring what the restart costs only).
+SERVICE_STARTS = ("trial", "cell")
 
 
 @dataclass(frozen=True)
@@ -577,6 +608,11 @@ class Experiment:
         could not keep the load: schedule lag, client CPU) is run again at once, in its place in
         the block, at most this many times; the invalid attempts are kept aside (``.failed-N``
         files) and listed in the stored trial's ``previous_attempts``. 0 (default): never.
+    repeat_disturbed: a trial the machine disturbed beyond a bound (outside signals only: other
+        processes' CPU on the pinned CPUs, steal, the canary's slowdown;
+        :mod:`benchlib.records.disturbance`) is marked invalid and run again in its place at most
+        this many times (default 2); a trial still disturbed then stays invalid, and the report
+        says so. 0: such trials are marked invalid, never repeated.
     cross_check_blocks: the blocks in which a condition's peer tool (:class:`CrossCheck`) runs:
         ``"all"``, a number of blocks spread over the run (default 3: the first, a middle and the
         last), or a fraction of the blocks (see :func:`benchlib.design.cross_check_blocks`).
@@ -585,6 +621,26 @@ class Experiment:
         first trial that needs it, is shared by the block's trials (of every arm and condition)
         and stops when the block ends; before each later trial its manifest's ``[run] reset``
         steps give it fresh data (a dependency without them is refused).
+    budget_min: the study's time budget in minutes, its pilot included (``None``: no budget; the
+        design is ``trials`` x the conditions' durations as given). With a budget the study starts
+        with a pilot (:func:`benchlib.analysis.planned.run_planned`) that chooses the blocks, the
+        measured seconds and the warm-up for ``target_mde`` within it.
+    target_mde: the smallest change (percent, 5 = 5%) every question should be able to detect at
+        80% power (``None``: none). With sequential looks, a row that cannot reach it within the
+        budget stops as "not decidable within the budget".
+    cluster: where the load runs: ``None`` (default: this machine), ``"local:N"`` (a Ray
+        cluster of N load nodes started on this machine for the run), ``"auto"`` or
+        ``"ray://host:port"`` (an existing Ray cluster); each may add ``"?service=<resource>"``
+        (the services run on the node carrying that Ray resource, e.g. ``"local:3?service=
+        benchlib_host_0"``, the load from the other nodes; ``&server_cpus=all`` pins them to all
+        its CPUs); see :mod:`benchlib.cluster` and ``docs/cluster.md`` (needs ``benchlib[cluster]``).
+    service_starts: ``"trial"`` (default): every trial starts the arm's service (its front and
+        dependencies) afresh and stops it after, so trials are independent. ``"cell"``: one start
+        per (condition, arm), kept running for all that cell's trials and stopped when the run
+        ends (started again if it died). This BREAKS TRIAL INDEPENDENCE (a trial inherits the
+        previous one's caches, heap and connections' server state): it exists only to measure
+        what the restart per trial adds to the variance and costs in time
+        (``bench/variance_sources.py``); never use it for a comparison.
     """
 
     study: str
@@ -598,12 +654,28 @@ class Experiment:
     between_trials_s: float = 0.5
     retry_failed: bool = False
     repeat_invalid: int = 0
+    repeat_disturbed: int = 2
     cross_check_blocks: int | float | str = DEFAULT_CROSS_CHECK_BLOCKS
     dependencies: str = "trial"
+    budget_min: float | None = None
+    target_mde: float | None = None
+    cluster: str | None = None
+    service_starts: str = "trial"
 
     def __post_init__(self) -> None:
         check_name("study name", self.study)
+        parse_cluster(self.cluster)
+        for name in ("budget_min", "target_mde"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                                  or v <= 0):
+                raise ParameterError(f"Experiment.{name} must be a positive number or None "
+                                     f"({'minutes, the pilot included' if name == 'budget_min' else 'percent, 5 = 5%'})"
+                                     f"; got {_got(v)}")
+            if v is not None:
+                _set(self, name, float(v))
         _choice("Experiment", "dependencies", self.dependencies, DEPENDENCY_SCOPES, ParameterError)
+        _choice("Experiment", "service_starts", self.service_starts, SERVICE_STARTS, ParameterError)
         _set(self, "cross_check_blocks", check_cross_check_blocks(self.cross_check_blocks))
         _choice("Experiment", "runtime", self.runtime, RUNTIME_NAMES, ParameterError)
         _set(self, "trials", _int("Experiment", "trials", self.trials, low=1, error=ParameterError))
@@ -612,6 +684,8 @@ class Experiment:
                                                 error=ParameterError))
         _set(self, "repeat_invalid", _int("Experiment", "repeat_invalid", self.repeat_invalid, low=0,
                                           error=ParameterError))
+        _set(self, "repeat_disturbed", _int("Experiment", "repeat_disturbed", self.repeat_disturbed, low=0,
+                                            error=ParameterError))
         if not isinstance(self.retry_failed, bool):
             raise ParameterError(f"Experiment.retry_failed must be True or False; got {_got(self.retry_failed)}")
         if not isinstance(self.limits, Limits):

@@ -10,6 +10,7 @@ Axes, puts units in the axis labels and never calls ``plt.show()``.
 * :func:`shift_plot`: the shift function (ratio per decile with simultaneous intervals).
 * :func:`run_sequence`: latency over a trial's time with window medians and change points.
 * :func:`throughput_latency`: latency quantile against achieved throughput across load levels.
+* :func:`trial_timeline`: every trial's completion rate and p99 latency over its time, per window.
 
 Inputs come from :func:`benchlib.stats.requests_frame` (per-request), the summaries table
 (per-trial), ``Comparison.shift`` and :func:`benchlib.stats.changepoint.detect_changes`.
@@ -26,7 +27,7 @@ import pandas as pd
 
 from benchlib.errors import ParameterError
 
-__all__ = ["ecdf", "trial_strip", "percentiles", "shift_plot", "run_sequence", "throughput_latency", "nines"]
+__all__ = ["ecdf", "trial_strip", "percentiles", "shift_plot", "run_sequence", "throughput_latency", "trial_timeline", "nines"]
 
 _LABELS = {
     "latency_ms": "latency (ms)",
@@ -413,3 +414,53 @@ def throughput_latency(
     ax.legend(title=hue)
     ax.grid(True, which="both", alpha=0.3)
     return ax
+
+
+def trial_timeline(windows: pd.DataFrame, *, axes: Sequence[Any] | None = None, hue: str = "arm") -> Any:
+    """Every trial over its own time: completion rate (top) and p99 latency (bottom, log) per
+    window, one line per trial coloured by ``hue`` (the warm-up included, shaded).
+
+    Parameters
+    ----------
+    windows:
+        One row per trial and window (:func:`benchlib.analysis.run_info.trial_windows`):
+        ``trial`` (a trial's key), ``hue``, ``t_s`` (window centre, s since the trial's start),
+        ``rate_rps`` (completed requests/s), ``p99_ms`` and ``warmup`` (bool).
+    axes:
+        Two Axes (rate, p99); a new figure with two rows when None.
+    hue:
+        Column colouring the lines.
+
+    Returns the two Axes.
+    """
+    _need(windows, ["trial", hue, "t_s", "rate_rps", "p99_ms", "warmup"], "trial_timeline")
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(2, 1, figsize=(12, 5.5), sharex=True)
+    ax_rate, ax_p99 = axes
+    levels = list(dict.fromkeys(windows[hue]))
+    colours = {h: f"C{i % 10}" for i, h in enumerate(levels)}
+    for _, w in windows.groupby("trial", sort=False):
+        c = colours[w[hue].iloc[0]]
+        ax_rate.plot(w["t_s"], w["rate_rps"], color=c, alpha=0.6, linewidth=1)
+        ax_p99.plot(w["t_s"], w["p99_ms"], color=c, alpha=0.6, linewidth=1)
+    warm = windows[windows["warmup"].astype(bool)]
+    for ax in (ax_rate, ax_p99):
+        if len(warm):
+            ax.axvspan(0.0, float(warm["t_s"].max()), color="orange", alpha=0.08)
+        ax.grid(True, which="both", alpha=0.3)
+    for h in levels:
+        ax_rate.plot([], [], color=colours[h], label=str(h))
+    if len(warm):
+        ax_rate.fill_between([], [], color="orange", alpha=0.2, label="warm-up")
+    ax_rate.legend(loc="lower right", fontsize="small")
+    ax_rate.set_ylabel("completed (req/s)")
+    ax_p99.set_ylabel("p99 latency (ms), log scale")
+    ax_p99.set_yscale("log")
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ax_p99.yaxis.set_major_formatter(ScalarFormatter())
+    ax_p99.yaxis.set_minor_formatter(NullFormatter())
+    ax_p99.set_xlabel("time since the trial's start (s)")
+    return axes

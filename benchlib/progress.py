@@ -1,6 +1,6 @@
 """Progress display for long runs, kept out of exported reports.
 
-The runner emits events (dicts with ``event`` = ``start``, ``trial``, ``skip``, ``settled``,
+The runner emits events (dicts with ``event`` = ``start``, ``note``, ``trial``, ``skip``, ``settled``,
 ``block``, ``done``); :class:`Estimate` adds to each what a long run needs to show: trials and blocks
 done of those planned, the seconds elapsed, and the seconds left, estimated from the trials'
 measured wall times (each (condition, arm, peer tool or not) by its own mean; the overall
@@ -142,6 +142,8 @@ def format_event(ev: Mapping[str, Any]) -> str:
     if kind == "done":
         took = f" in {format_duration(ev.get('elapsed_s'))}" if "elapsed_s" in ev else ""
         return f"{study} run {ev.get('run_id')}: done ({ev.get('ran')} run, {ev.get('skipped')} stored before){took}"
+    if kind == "note":  # a line the runner has to say (e.g. the wait for a quiet machine)
+        return f"{study} {ev.get('text')}"
     if kind == "block":
         decided: Sequence[str] | None = ev.get("decided")
         words = ("; decided so far: " + "; ".join(decided) if decided else "; no question decided yet"

@@ -54,6 +54,12 @@ __all__ = [
 ]
 
 
+#: nbconvert templates shipped with benchlib (package data).
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates" / "nbconvert"
+#: The report's nbconvert template: ``lab`` without its CDN scripts.
+REPORT_TEMPLATE = "benchlib_report"
+
+
 def project_root() -> Path:
     """The project folder (the one holding ``notebooks/`` and ``services/``)."""
     from benchlib.manifest import find_services_dir
@@ -93,7 +99,9 @@ _FALSE = {"false", "0", "no", "off"}
 
 def coerce_parameters(notebook: str | Path, raw: Mapping[str, Any]) -> dict[str, Any]:
     """Check names against the notebook's parameters and convert string values to the
-    declared types (``int``, ``float``, ``bool``, ``str``, lists as Python literals).
+    declared types (``int``, ``float``, ``bool``, ``str``, lists as Python literals). A
+    non-empty ``run_id`` must be a plain folder name (:func:`benchlib.model.check_name`, the
+    store's own rule), checked here so that a bad one is refused before a kernel starts.
 
     Raises
     ------
@@ -131,6 +139,13 @@ def coerce_parameters(notebook: str | Path, raw: Mapping[str, Any]) -> dict[str,
         except ValueError as exc:
             raise ParameterError(f"{Path(notebook).stem}: parameter {name!r} is declared {type_name}; "
                                  f"cannot use {value!r} ({exc})") from None
+    if out.get("run_id"):
+        from benchlib.model import check_name
+
+        try:
+            check_name("run id", out["run_id"])
+        except ParameterError as exc:
+            raise ParameterError(f"{Path(notebook).stem}: {exc}") from None
     return out
 
 
@@ -237,7 +252,9 @@ def _this_python_kernel() -> Iterator[str]:
 def export_html(executed: str | Path, html_path: str | Path | None = None) -> Path:
     """Export an executed notebook to HTML with code cells' inputs hidden.
 
-    Cells tagged ``remove-cell`` are dropped; ``remove-input`` / ``remove-output`` hide
+    The template (:data:`REPORT_TEMPLATE`) is nbconvert's ``lab`` without the scripts it
+    would load from a CDN (require.js, widgets, MathJax, mermaid): a report loads nothing from
+    outside itself and opens offline. Cells tagged ``remove-cell`` are dropped; ``remove-input`` / ``remove-output`` hide
     those parts (Jupyter Book tag names).
     """
     import nbformat
@@ -251,8 +268,8 @@ def export_html(executed: str | Path, html_path: str | Path | None = None) -> Pa
     c.TagRemovePreprocessor.remove_cell_tags = {"remove-cell", "parameters", "injected-parameters"}
     c.TagRemovePreprocessor.remove_input_tags = {"remove-input"}
     c.TagRemovePreprocessor.remove_all_outputs_tags = {"remove-output"}
-    exporter = HTMLExporter(config=c, template_name="lab", exclude_input=True, exclude_input_prompt=True,
-                            exclude_output_prompt=True)
+    exporter = HTMLExporter(config=c, template_name=REPORT_TEMPLATE, extra_template_basedirs=[str(TEMPLATES_DIR)],
+                            exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     nb = nbformat.read(str(executed), as_version=4)
     body, _ = exporter.from_notebook_node(nb)
     html_path.parent.mkdir(parents=True, exist_ok=True)
@@ -468,6 +485,10 @@ def run_notebook(
                 else:
                     os.environ[k] = v
     html_path = export_html(executed, out_dir / f"{nb_path.stem}.html") if html and executed.exists() else None
+    if html_path is not None:  # the newest report names no absolute path either (the kept copies: history)
+        from benchlib.history import scrub_paths
+
+        html_path.write_text(scrub_paths(html_path.read_text(encoding="utf-8")), encoding="utf-8")
     kept = _keep(executed, html_path, out_dir, with_raw=with_raw, runs=tuple(folders))
     return NotebookRun(nb_path, executed, html_path, time.monotonic() - t0, error, user_error, tuple(folders), kept)
 

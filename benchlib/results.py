@@ -28,6 +28,7 @@ from benchlib.design import DEFAULT_CROSS_CHECK_BLOCKS
 from benchlib.errors import BenchlibError, ParameterError, StorageError
 from benchlib.model import NAME_PATTERN, Arm, Condition, CrossCheck, Experiment, Limits, LoadSpec, Stage
 from benchlib.records import PeerReport, TrialRecord
+from benchlib.records.plan import PlanRecord
 from benchlib.records import rows as R
 from benchlib.store import RunStore, StoredTrial, default_runs_root
 
@@ -112,10 +113,13 @@ def _load(d: Mapping[str, Any]) -> LoadSpec:
     return LoadSpec(**d)
 
 
+def _cross_check(x: Mapping[str, Any]) -> CrossCheck:
+    return CrossCheck(x["tool"], _pairs(x.get("options")), None if x.get("arms") is None else tuple(x["arms"]))
+
+
 def _condition(d: Mapping[str, Any]) -> Condition:
     x = d.get("cross_check")
-    check = None if x is None else CrossCheck(x["tool"], _pairs(x.get("options")),
-                                              None if x.get("arms") is None else tuple(x["arms"]))
+    check = None if x is None else tuple(_cross_check(c) for c in x) if isinstance(x, list) else _cross_check(x)
     return Condition(d["name"], _load(d["load"]), d.get("endpoint"), check)
 
 
@@ -147,7 +151,9 @@ def experiment_from_parameters(params: Mapping[str, Any]) -> Experiment:
             seed=p.get("seed", 0), runtime=p.get("runtime", "local"), limits=_limits(p.get("limits")) or Limits(),
             baseline=p.get("baseline"), between_trials_s=p.get("between_trials_s", 0.5),
             retry_failed=p.get("retry_failed", False), repeat_invalid=p.get("repeat_invalid", 0),
-            cross_check_blocks=blocks, dependencies=p.get("dependencies", "trial"))
+            repeat_disturbed=p.get("repeat_disturbed", 2),
+            cross_check_blocks=blocks, dependencies=p.get("dependencies", "trial"),
+            budget_min=p.get("budget_min"), target_mde=p.get("target_mde"), cluster=p.get("cluster"))
     except (KeyError, TypeError, ValueError, BenchlibError) as exc:
         raise ParameterError(f"run.json's parameters do not describe an experiment ({type(exc).__name__}: "
                              f"{exc})") from None
@@ -167,7 +173,10 @@ class Run:
     trials: every stored trial (set-aside attempts excluded), in execution order.
     unavailable: arms that did not run, with why.
     arms, conditions: names in the experiment's order.
-    parameters, notebook_parameters, cpus, provenance, runtime: as run.json stores them.
+    parameters, notebook_parameters, cpus, provenance, runtime: as run.json stores them:
+        ``parameters`` the experiment that ran (with a budget: the planned blocks, measured
+        and warm-up seconds), ``notebook_parameters`` what the notebook was asked (with a
+        budget: the parameters that plan again, e.g. the pilot's trial length).
     run: run.json itself.
     ran, skipped: trials this execution ran and found stored (a run the runner returns; 0
         for a run read from disk).
@@ -199,6 +208,13 @@ class Run:
     def status(self) -> str:
         """``running`` or ``complete`` as run.json says ("" when it has none)."""
         return str(self.run.get("status") or "")
+
+    @property
+    def plan(self) -> PlanRecord | None:
+        """The design a pilot planned for this run within a budget (run.json's ``pilot``:
+        :class:`~benchlib.records.plan.PlanRecord`), ``None`` for a run without a budget (or
+        one whose main run has not finished)."""
+        return PlanRecord.from_json(self.run.get("pilot"))
 
     @property
     def baseline(self) -> str:
@@ -368,11 +384,14 @@ class RunStart:
     collected_utc: when its provenance was collected (the run's first start; a resumed run
         keeps it).
     loadavg_1min: the 1-min load average then (``None`` when not recorded).
+    settle_wait_s: seconds the run waited for a quiet machine before it (``--settle``; run.json's
+        ``settle``), 0 when it did not wait: time the notebook took that is not the run's cost.
     """
 
     store: RunStore
     collected_utc: _dt.datetime
     loadavg_1min: float | None
+    settle_wait_s: float = 0.0
 
 
 def runs_started_between(runs_root: str | Path, start: _dt.datetime, end: _dt.datetime) -> list[RunStart]:
@@ -382,11 +401,13 @@ def runs_started_between(runs_root: str | Path, start: _dt.datetime, end: _dt.da
     found = []
     for run_json in sorted(Path(runs_root).glob("*/*/run.json")):
         try:
-            prov = json.loads(run_json.read_text(encoding="utf-8")).get("provenance", {})
+            doc = json.loads(run_json.read_text(encoding="utf-8"))
+            prov = doc.get("provenance", {})
             when = parse_utc(prov["collected_utc"])
+            waited = float((doc.get("settle") or {}).get("waited_s") or 0.0)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
         if start <= when <= end:
             load = prov.get("loadavg_at_start") or [None]
-            found.append(RunStart(RunStore(run_json.parent), when, load[0]))
+            found.append(RunStart(RunStore(run_json.parent), when, load[0], waited))
     return found

@@ -36,9 +36,11 @@ import numpy as np
 
 from benchlib import provenance as _provenance
 from benchlib import settings
+from benchlib.settle import Settled, wait_for_quiet
 from benchlib.contract import verify
 from benchlib.cpus import CpuPlan, plan_cpus
 from benchlib.design import PlannedTrial, cross_check_blocks, plan_trials
+from benchlib.disturbance import DisturbanceSampler
 from benchlib.errors import (
     BenchlibError,
     BuildError,
@@ -54,10 +56,11 @@ from benchlib.model import CROSS_CHECK_TOOLS, Arm, Condition, CrossCheck, Experi
 from benchlib.progress import ProgressCallback, make_progress
 from benchlib.records import (TRIAL_RECORD_VERSION, Attempt, DependencyRecord, EnforcedLimits, FrontRecord, LoadMeta,
                               ServiceLog, TrialRecord, peer_report)
+from benchlib.records.disturbance import DEFAULT_BOUNDS, Disturbance, DisturbanceBounds, is_disturbed
 from benchlib.records.trial import utc_now
 from benchlib.results import Run, open_run, trial_summary
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
-from benchlib.runtime.base import handle_ports, reset_service
+from benchlib.runtime.base import StopInfo, handle_ports, reset_service
 from benchlib.runtime.ports import free_port
 from benchlib.schema import ROW_DTYPE
 from benchlib.signals import interrupt_on_signals
@@ -158,11 +161,20 @@ class _Executor:
         self.shared_block: int | None = None
         #: seconds the last reset of each shared dependency took (None: started for this trial)
         self.dep_reset_s: dict[str, float | None] = {}
+        #: what the machine did to each attempt so far (the disturbance rule's references)
+        self.disturbances: list[Disturbance] = []
+        #: the disturbance rule's bounds (``None``: measured and reported, never judged;
+        #: ``BENCHLIB_DISTURBANCE_RULE=record``)
+        self.disturbance_bounds: DisturbanceBounds | None = (
+            DEFAULT_BOUNDS if settings.DISTURBANCE_RULE.value() == "judge" else None)
+        #: service_starts="cell": each (condition, arm)'s running services (service, resolved
+        #: service, dependencies, front) and every handle to stop when the run ends
+        self.kept: dict[tuple[str, str], tuple[tuple[Any, ...], list[ServiceHandle], contextlib.ExitStack]] = {}
 
     def cross_check_for(self, planned: PlannedTrial, condition: Condition) -> CrossCheck | None:
         """The condition's peer tool if it runs in this trial (its arm, one of the chosen blocks)."""
-        check = condition.cross_check
-        if check is None or not check.applies_to(planned.arm) or planned.block not in self.check_blocks:
+        check = condition.cross_check_of(planned.arm)
+        if check is None or planned.block not in self.check_blocks:
             return None
         return check
 
@@ -272,11 +284,43 @@ class _Executor:
         for h in shared.values():
             h.stop()
 
+    def stop_kept(self) -> None:
+        """Stop the services kept for their cells (``service_starts="cell"``), fronts first."""
+        kept, self.kept = self.kept, {}
+        for _, _, stack in kept.values():
+            stack.close()
+
     @contextlib.contextmanager
     def services(self, arm: Arm, condition: str, block: int) -> Iterator[
             tuple[ServiceHandle, ResolvedService, list[ServiceHandle], ServiceHandle | None]]:
         """Start the arm's dependencies, then the arm's service, then its front (if any); stop
-        all on exit, the front first. Yields (service, resolved service, dependencies, front)."""
+        all on exit, the front first. Yields (service, resolved service, dependencies, front).
+        With ``service_starts="cell"`` they start once per (condition, arm) and are kept
+        running (a :class:`_KeptHandle` each, whose ``stop()`` leaves them running) until
+        :meth:`stop_kept`; a cell whose services died gets new ones."""
+        if self.exp.service_starts == "cell":
+            key = (condition, arm.name)
+            got = self.kept.get(key)
+            if got is not None and not all(h.alive() for h in got[1]):
+                got[2].close()
+                got = None
+            if got is None:
+                with contextlib.ExitStack() as guard:
+                    handle, svc, deps, front = guard.enter_context(self._start_services(arm, condition, block))
+                    handles = [*deps, handle, *([front] if front is not None else [])]
+                    keep = guard.pop_all()  # started: kept running past this trial, closed by stop_kept()
+                got = ((handle, svc, deps, front), handles, keep)
+                self.kept[key] = got
+            handle, svc, deps, front = got[0]
+            yield (_KeptHandle(handle), svc, [_KeptHandle(d) for d in deps],
+                   _KeptHandle(front) if front is not None else None)
+            return
+        with self._start_services(arm, condition, block) as started:
+            yield started
+
+    @contextlib.contextmanager
+    def _start_services(self, arm: Arm, condition: str, block: int) -> Iterator[
+            tuple[ServiceHandle, ResolvedService, list[ServiceHandle], ServiceHandle | None]]:
         svc = self.resolve(arm)
         front_svc = self.resolve_front(arm)
         run_id = self.store.run_id
@@ -322,6 +366,7 @@ class _Executor:
             limits=asdict(arm.limits or self.exp.limits), cpus={k: tuple(v) for k, v in self.cpus.to_dict().items()},
             started=utc_now(), attempts=tuple(attempts), version=TRIAL_RECORD_VERSION)
         rows = np.zeros(0, dtype=ROW_DTYPE)
+        hosts: np.ndarray | None = None  # each row's load host (several hosts: benchlib.cluster)
         status, reason = "ok", None
         got: dict[str, Any] = {}  # the record's fields as the trial gets them (TrialRecord's names)
 
@@ -355,14 +400,33 @@ class _Executor:
                 if check is not None and peer_first:
                     got["peer"] = peer_report(self.run_check(check, target_url + endpoint.path, endpoint,
                                                              order="before"))
+                sampler = DisturbanceSampler.for_trial(self.cpus.server, self.cpus.client, self.cpus.dependencies,
+                                                       handle, front, deps).start()
                 _sample_now(handle, front)  # CPU and memory as the load starts ...
-                result = self.load(spec, Target(target.host, target.port), client_cpus=self.cpus.client,
-                                   seed=self.exp.seed * 1_000_003 + planned.seq)
+                try:
+                    result = self.load(spec, Target(target.host, target.port), client_cpus=self.cpus.client,
+                                       seed=self.exp.seed * 1_000_003 + planned.seq)
+                except BenchlibError:
+                    # the load could not start (e.g. refused): if the service or its front died
+                    # first, the death is the trial's reason, not the refused connection
+                    for who, h in (("service", handle), (f"front {arm.front}", front)):
+                        if h is not None and not h.alive():
+                            stopped = h.stop()
+                            if h is handle:
+                                got["stop"] = asdict(stopped)
+                            got["log_tail"] = h.logs_tail(40)
+                            raise _Died(f"{who} died before the load connected ({stopped.detail})") from None
+                    raise
                 _sample_now(handle, front)  # ... and as it ends
+                # what the machine did to the trial (outside signals only), judged by one rule for every arm
+                got["disturbance"] = sampler.finish(LoadMeta.from_dict(result.meta), history=self.disturbances,
+                                                    bounds=self.disturbance_bounds)
+                self.disturbances.append(got["disturbance"])
                 if check is not None and not peer_first:
                     got["peer"] = peer_report(self.run_check(check, target_url + endpoint.path, endpoint,
                                                              order="after"))
                 rows = result.rows
+                hosts = result.hosts
                 got["load"] = LoadMeta.from_dict(result.meta)
                 alive = handle.alive()
                 front_alive = front.alive() if front is not None else True
@@ -391,6 +455,11 @@ class _Executor:
                 elif not result.meta.get("valid", True):
                     status = "invalid"
                     reason = result.meta.get("invalid_reason") or "load generator marked the trial invalid"
+                elif got["disturbance"].disturbed:
+                    status = "invalid"
+                    reason = got["disturbance"].verdict
+        except _Died as exc:
+            status, reason = "failed", str(exc)
         except (ServiceStartError, ContractError) as exc:
             status = "failed"
             reason = f"{type(exc).__name__}: {exc}"
@@ -402,8 +471,44 @@ class _Executor:
             reason = f"{type(exc).__name__}: {exc}"
             got["traceback"] = traceback.format_exc()[-4000:]
         rec = replace(rec, **got, status=status, reason=reason, finished=utc_now())
-        self.store.write_trial(rows, rec.to_meta())
+        self.store.write_trial(rows, rec.to_meta(), hosts=hosts)
         return rec
+
+
+def _settle(show: Callable[[Any], None], study: str) -> Settled | None:
+    """Wait for the load average ``BENCHLIB_SETTLE`` asks for (at most ``BENCHLIB_SETTLE_MAX_S``),
+    saying how it went; returns what it found (stored in run.json as ``settle``: the seconds
+    waited are not the run's cost); nothing when unset."""
+    threshold = settings.SETTLE.get()
+    if threshold is None:
+        return None
+    got = wait_for_quiet(threshold, max_wait_s=settings.SETTLE_MAX_S.value())
+    show({"event": "note", "study": study, "text": got.line()})
+    return got
+
+
+class _Died(Exception):
+    """A service or front was found dead when the load could not start (the trial's reason)."""
+
+
+class _KeptHandle:
+    """A running service kept for its cell's next trial (``service_starts="cell"``): everything
+    is the handle's, except that ``stop()`` and leaving its context leave it running."""
+
+    def __init__(self, handle: ServiceHandle) -> None:
+        self._handle = handle
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+    def stop(self, *args: Any, **kwargs: Any) -> StopInfo:
+        return StopInfo(exit_code=None, detail="kept running for the cell's next trial (service_starts=\"cell\")")
+
+    def __enter__(self) -> _KeptHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 def _sample_now(*handles: ServiceHandle | None) -> None:
@@ -420,14 +525,26 @@ def _front_names() -> list[str]:
     return sorted(n for n, m in list_services().items() if m.role == "front") or ["(none)"]
 
 
+def _sends_requests(tool: str) -> bool:
+    """Whether a peer tool's ``run_<tool>`` sends the request it is given (takes ``body``)."""
+    import importlib
+    import inspect
+
+    func = getattr(importlib.import_module(f"benchlib.peers.{tool}"), f"run_{tool}")
+    return "body" in inspect.signature(func).parameters
+
+
 def cross_check_for(check: CrossCheck, endpoint: Endpoint) -> CrossCheck:
     """``check`` fitted to the endpoint it cross-checks: a gRPC endpoint is cross-checked by
     ghz only, which gets the endpoint's request message (``body``), metadata (``headers``)
-    and ``.proto`` (``proto``) unless ``check.options`` set them.
+    and ``.proto`` (``proto``) unless ``check.options`` set them. An HTTP endpoint's method,
+    body and headers go to a tool that sends a request as given (its ``run_*`` takes
+    ``body``: h2load); a tool that sends bodyless GETs cross-checks GET endpoints only.
 
     Raises
     ------
-    ParameterError  a gRPC endpoint with another tool, or ghz with an HTTP endpoint (the
+    ParameterError  a gRPC endpoint with another tool, ghz with an HTTP endpoint, or a tool
+        that sends bodyless GETs with an endpoint of another method or with a body (the
         runner records it as the cross-check's error; the trial stands).
     """
     grpc_ep = endpoint.protocol == "grpc"
@@ -436,9 +553,19 @@ def cross_check_for(check: CrossCheck, endpoint: Endpoint) -> CrossCheck:
             f"endpoint {endpoint.name!r} is a gRPC method: cross-check it with ghz (CrossCheck('ghz', ...))"
             if grpc_ep else f"ghz calls gRPC methods; endpoint {endpoint.name!r} is {endpoint.protocol!r} "
                             f"(valid tools for it: {', '.join(t for t in CROSS_CHECK_TOOLS if t != 'ghz')})")
-    if not grpc_ep:
-        return check
     options = dict(check.options)
+    if not grpc_ep:
+        if _sends_requests(check.tool):
+            options.setdefault("method", endpoint.method)
+            options.setdefault("body", endpoint.body or None)
+            options.setdefault("headers", tuple(endpoint.headers))
+            return replace(check, options=tuple(options.items()))
+        if endpoint.body or endpoint.method.upper() != "GET":
+            senders = [t for t in CROSS_CHECK_TOOLS if t != "ghz" and _sends_requests(t)]
+            raise ParameterError(f"{check.tool} sends GET requests without a body; endpoint {endpoint.name!r} is "
+                                 f"{endpoint.method} with a {len(endpoint.body)}-byte body: cross-check it with "
+                                 f"{', '.join(senders)}")
+        return check
     options.setdefault("body", endpoint.body)
     options.setdefault("headers", tuple(endpoint.headers))
     if endpoint.proto is not None:
@@ -497,8 +624,17 @@ def experiment_parameters(exp: Experiment) -> dict[str, Any]:
     params = json.loads(json.dumps(asdict(exp), default=lambda o: o.hex() if isinstance(o, bytes) else str(o)))
     if not params.get("repeat_invalid"):  # added later: runs stored before it still resume
         params.pop("repeat_invalid", None)
+    if params.get("repeat_disturbed") == 2:  # likewise (its default: stored only when not)
+        params.pop("repeat_disturbed", None)
     if params.get("dependencies") == "trial":  # likewise
         params.pop("dependencies", None)
+    for key in ("budget_min", "target_mde"):  # likewise (issue 23): absent without a budget
+        if params.get(key) is None:
+            params.pop(key, None)
+    if params.get("cluster") is None:  # likewise
+        params.pop("cluster", None)
+    if params.get("service_starts") == "trial":  # likewise
+        params.pop("service_starts", None)
     if params.get("cross_check_blocks") == "all" or not any(c.cross_check for c in exp.conditions):
         params.pop("cross_check_blocks", None)  # likewise (before it, every block ran the peer tool)
     for arm in params.get("arms", ()):  # likewise the arms' front (added later): absent when unused
@@ -537,7 +673,11 @@ def run_experiment(
         arms name (:func:`benchlib.runtime.get_runtime`): one :class:`~benchlib.runtime.Runtime`
         for every name, or a mapping from names to runtimes (other names by name). Each trial
         stores the name of the runtime that ran it.
-    load: the function that runs a trial's load (default :func:`benchlib.loadgen.run_load`).
+    load: the function that runs a trial's load (default :func:`benchlib.loadgen.run_load`, or
+        with ``experiment.cluster`` :class:`benchlib.cluster.load.ClusterLoad` on the cluster
+        started or joined for this run and stopped or left when it ends; a cluster with
+        ``?service=<resource>`` also runs the services on that node:
+        :mod:`benchlib.cluster.service`).
     cross_check: the function that runs a cross-check's peer tool (default :func:`run_cross_check`).
     until: a stopping rule (e.g. :class:`benchlib.analysis.stopping.StopWhenSettled`), called
         after each complete block as ``until(run, blocks_done)`` (``run``: the trials so far,
@@ -559,11 +699,24 @@ def run_experiment(
         resuming a run whose folder has no ``run.json``, or whose stored data is unreadable
         (the file is named); nothing was written then.
     """
-    if load is None:
-        from benchlib.loadgen import run_load
-
-        load = run_load
     with interrupt_on_signals():
+        if load is None and experiment.cluster is not None:
+            from benchlib.cluster.load import ClusterLoad
+            from benchlib.cluster.service import on_service_node
+            from benchlib.cluster.session import ClusterSession
+            from benchlib.cluster.spec import parse_cluster
+
+            spec = parse_cluster(experiment.cluster)
+            assert spec is not None
+            # stopped (a local cluster) or left whatever happens; with "?service=" the services
+            # run on that node (each runtime wrapped), stopped there at the end
+            with ClusterSession(spec) as session, on_service_node(session, _runtime_lookup(runtime)) as runtimes:
+                return _run(experiment, run_id, out_dir, cpus or plan_cpus(), progress, notebook_parameters,
+                            runtimes, ClusterLoad(session), cross_check or run_cross_check, until, decided)
+        if load is None:
+            from benchlib.loadgen import run_load
+
+            load = run_load
         return _run(experiment, run_id, out_dir, cpus or plan_cpus(), progress, notebook_parameters,
                     _runtime_lookup(runtime), load, cross_check or run_cross_check, until, decided)
 
@@ -605,6 +758,9 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
          progress: bool | ProgressCallback, notebook_parameters: Mapping[str, Any] | None,
          runtimes: Callable[[str], Runtime], load: LoadFunction, cross_check: CrossCheckFunction,
          until: StopRule | None = None, decided: Callable[[Any], Sequence[str]] | None = None) -> Run:
+    longest = settings.MAX_BETWEEN_TRIALS_S.get()  # $BENCHLIB_MAX_BETWEEN_TRIALS_S: the pause used is the one stored
+    if longest is not None and experiment.between_trials_s > longest:
+        experiment = replace(experiment, between_trials_s=longest)
     runtime = runtimes(experiment.runtime)
     runtime.check()  # before the run folder is made
     store = RunStore.open(experiment.study, run_id, root=out_dir)
@@ -621,6 +777,7 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
     toolchain_names = {t for a in experiment.arms for name in (a.service, a.front) if name
                        for t in get_manifest(name).toolchains}
     if not existing:
+        settled = _settle(show, experiment.study)  # BENCHLIB_SETTLE: a quiet machine before the first trial
         store.write_run({
             "study": experiment.study, "run_id": store.run_id, "status": "running",
             "parameters": params, "notebook_parameters": dict(notebook_parameters or {}),
@@ -630,6 +787,7 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                        for k, v in ex.prepared.items()},
             "runtime": runtime.provenance(), "provenance": _provenance.collect(toolchain_names),
             **({"runtimes": {n: r.provenance() for n, r in ex.runtimes.items()}} if len(ex.runtimes) > 1 else {}),
+            **({"settle": asdict(settled)} if settled is not None else {}),
         })
     _record_run_folder(store)
     conditions = {c.name: c for c in experiment.conditions}
@@ -642,6 +800,7 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
     stopped_after: int | None = None
     with _pinned_to(cpus.client), contextlib.ExitStack() as shared:
         shared.callback(ex.end_block)  # dependencies="block": the last block's, also on an interrupt
+        shared.callback(ex.stop_kept)  # service_starts="cell": the kept services, also on an interrupt
         for i, planned in enumerate(plan):
             if i and plan[i - 1].block != planned.block:  # every condition's trials of the previous block are stored
                 ex.end_block()
@@ -668,8 +827,9 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
             t_trial = time.monotonic()
             rec = ex.run_trial(planned, conditions[planned.condition])
             attempts: list[Attempt] = []
-            while rec.status == "invalid" and len(attempts) < experiment.repeat_invalid:
-                # the client could not keep the load: run the same trial again, in its place
+            while rec.status == "invalid" and len(attempts) < (
+                    experiment.repeat_disturbed if is_disturbed(rec.reason) else experiment.repeat_invalid):
+                # the client could not keep the load, or the machine disturbed the trial: run it again, in its place
                 attempts.append(Attempt(rec.status, rec.reason, rec.started, rec.finished))
                 store.set_aside(planned.condition, planned.arm, planned.block)
                 if experiment.between_trials_s:

@@ -32,11 +32,17 @@ __all__ = [
     "ROW_BYTES",
     "SCHEMA_VERSION",
     "SCHEMA_HISTORY",
+    "READABLE_SCHEMA_VERSIONS",
+    "HOST_COLUMN",
+    "HOST_DTYPE",
 ]
 
 #: Version of the stored trial and run formats. Bump it, and add a line to
 #: :data:`SCHEMA_HISTORY`, whenever a stored column or run.json field changes meaning.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+#: Every stored version this benchlib reads (older runs are read as they are, never migrated).
+READABLE_SCHEMA_VERSIONS: tuple[int, ...] = (1, 2)
 
 SCHEMA_HISTORY = """\
 1 - (benchlib 0.1) first version: rows t_intended_ns, t_sent_ns, t_done_ns, status, error,
@@ -47,7 +53,17 @@ SCHEMA_HISTORY = """\
     error kind ``grpc`` (a gRPC call that ended with a non-OK grpc-status, that status in
     ``status``; or an HTTP status other than 200 without a gRPC response, that HTTP status in
     ``status``).
+2 - stored trials gain the column ``host`` (uint16): the load host that sent the request, an
+    index into the trial metadata's ``load.cluster.hosts`` (0 on a single machine). A version-1
+    trial is read with ``host`` 0 for every row. The in-memory row (:data:`ROW_DTYPE`) is
+    unchanged: the host is a column of the stored trial, beside the rows
+    (``LoadResult.hosts``, ``StoredTrial.hosts()``).
 """
+
+#: The stored trial's column naming the load host of each request (schema version 2).
+HOST_COLUMN = "host"
+#: Its type: an index into the trial's ``load.cluster.hosts`` (0 on a single machine).
+HOST_DTYPE = np.dtype(np.uint16)
 
 #: Error kinds, by code. ``none`` = a complete response was received (any status);
 #: ``connect`` = the connection could not be opened (refused, unreachable); ``reset`` = the

@@ -29,8 +29,9 @@ from benchlib.errors import ParameterError
 __all__ = [
     "ALLOW_INSECURE_DOCKER", "ALLOW_REMOTE_TARGET", "BOMBARDIER", "BUILD_CA_BUNDLE", "CACHE", "DATA",
     "DEBIAN_MIRROR", "DOCKERD_ARGS", "DOCKERD_TIMEOUT_S", "DOCKER_BIND_HOST", "DOCKER_DEPENDENCY_BIND_HOST",
-    "DOCKER_LIMITS", "DOCKER_SERVICE_HOST", "GHZ", "K6", "PROGRESS_FILE", "RUNS_FILE", "SERVICES", "SETTINGS",
-    "SKIP_APT", "SKIP_DOCKER", "STOP_GRACE_S", "Setting", "VALIDATION_REPORT", "markdown_table",
+    "DOCKER_LIMITS", "DOCKER_SERVICE_HOST", "GHZ", "K6", "MAX_BETWEEN_TRIALS_S", "PROGRESS_FILE", "RUNS_FILE", "SERVICES",
+    "SETTINGS",
+    "SETTLE", "SETTLE_MAX_S", "SKIP_APT", "SKIP_DOCKER", "STOP_GRACE_S", "Setting", "VALIDATION_REPORT", "markdown_table",
 ]
 
 T = TypeVar("T")
@@ -263,10 +264,48 @@ GHZ: Setting[Path] = Setting(
     "A ghz v0.120.0 binary for the ghz (gRPC) cross-checks and bench/grpc_vs_peers.py.",
     "the path of a ghz v0.120.0 binary", "benchlib.peers.ghz", _path)
 
+BUILD_TIMES: Setting[Path] = Setting(
+    "BENCHLIB_BUILD_TIMES", "path", "unset (not recorded)",
+    "Where every build and build-cache look-up (service builds, Docker images, base images, peer tools) appends "
+    "one line: what, which runtime, seconds, cache hit or not; `scripts/test.sh` sets it and prints the summary.",
+    "a file path", "benchlib.buildcache", _path)
+
 VALIDATION_REPORT: Setting[Path] = Setting(
     "BENCHLIB_VALIDATION_REPORT", "path", "unset (figures not written)",
     "Where the statistics validation tests write their recorded figures (JSON).", "a file path",
     "tests/stats/conftest.py", _path)
+
+def _disturbance_rule(text: str) -> str:
+    if text not in ("judge", "record"):
+        raise ValueError("")
+    return text
+
+
+DISTURBANCE_RULE: Setting[str] = Setting(
+    "BENCHLIB_DISTURBANCE_RULE", "choice", "judge",
+    "What the runner does with a trial's disturbance measure (hypervisor steal, other processes' CPU, the client's "
+    "canary: docs/statistics.md \"Disturbed trials\"): `judge` marks a trial disturbed beyond the bounds invalid and "
+    "repeats it; `record` stores and reports the measure but never invalidates a trial (the test suite's default: "
+    "its tests assert what the code decides, not how busy the machine's host was).",
+    "judge, record", "benchlib.runner", _disturbance_rule, fallback=lambda: "judge")
+
+SETTLE: Setting[float] = Setting(
+    "BENCHLIB_SETTLE", "number", "none",
+    "A 1-min load average: a run waits, after its builds and just before its first trial, until the machine's load "
+    "average is below it (for runs meant to be cited; `benchlib run/report --settle LOAD` sets it). The run's stored "
+    "load average at start is taken after the wait.",
+    "a load average from 0.01 to 64", "benchlib.runner", _seconds(0.01, 64.0))
+
+SETTLE_MAX_S: Setting[float] = Setting(
+    "BENCHLIB_SETTLE_MAX_S", "seconds", "600", "The longest wait for `BENCHLIB_SETTLE`; then the run starts anyway "
+    "and says so (`--settle-max`).", "seconds from 0 to 86400", "benchlib.runner", _seconds(0.0, 86400.0),
+    fallback=lambda: 600.0)
+MAX_BETWEEN_TRIALS_S: Setting[float] = Setting(
+    "BENCHLIB_MAX_BETWEEN_TRIALS_S", "seconds", "unset (each experiment's own `between_trials_s`)",
+    "The longest pause between two trials: a run whose experiment asks for a longer one pauses this long instead, "
+    "and its run.json records the pause it used. The test suite sets 0.1 (tests/conftest.py): the pause lets "
+    "sockets and caches settle for a measurement, and the suite's tests assert what the code decides.",
+    "seconds from 0 to 3600", "benchlib.runner", _seconds(0.0, 3600.0))
 
 SKIP_APT: Setting[bool] = Setting(
     "BENCHLIB_SKIP_APT", "flag", "0", "1 makes `scripts/setup.sh` skip the apt packages.", "1 (skip), 0",
@@ -288,7 +327,9 @@ DOCKERD_TIMEOUT_S: Setting[float] = Setting(
 SETTINGS: tuple[Setting[Any], ...] = (
     DATA, CACHE, SERVICES, PROGRESS_FILE, RUNS_FILE, STOP_GRACE_S, DOCKER_LIMITS, DOCKER_SERVICE_HOST, DOCKER_BIND_HOST,
     DOCKER_DEPENDENCY_BIND_HOST, DEBIAN_MIRROR, BUILD_CA_BUNDLE, ALLOW_REMOTE_TARGET, ALLOW_INSECURE_DOCKER, K6,
-    BOMBARDIER, GHZ, VALIDATION_REPORT, SKIP_APT, SKIP_DOCKER, DOCKERD_ARGS, DOCKERD_TIMEOUT_S,
+    BOMBARDIER, GHZ, BUILD_TIMES, DISTURBANCE_RULE, SETTLE, SETTLE_MAX_S, MAX_BETWEEN_TRIALS_S, VALIDATION_REPORT,
+    SKIP_APT, SKIP_DOCKER,
+    DOCKERD_ARGS, DOCKERD_TIMEOUT_S,
 )
 
 #: ``BENCHLIB_*`` names that are not settings: variables benchlib's manifests set for a

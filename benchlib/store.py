@@ -35,7 +35,15 @@ import numpy as np
 from benchlib import settings
 from benchlib.errors import StorageError
 from benchlib.model import check_name
-from benchlib.schema import ERROR_NAMES, PHASE_NAMES, ROW_DTYPE, SCHEMA_VERSION
+from benchlib.schema import (
+    ERROR_NAMES,
+    HOST_COLUMN,
+    HOST_DTYPE,
+    PHASE_NAMES,
+    READABLE_SCHEMA_VERSIONS,
+    ROW_DTYPE,
+    SCHEMA_VERSION,
+)
 
 __all__ = ["RunStore", "StoredTrial", "default_runs_root", "new_run_id", "rows_to_table", "table_to_rows"]
 
@@ -73,13 +81,17 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def rows_to_table(rows: np.ndarray, metadata: Mapping[bytes, bytes] | None = None) -> Any:
+def rows_to_table(rows: np.ndarray, metadata: Mapping[bytes, bytes] | None = None, *,
+                  hosts: np.ndarray | None = None) -> Any:
     """A ``pyarrow.Table`` of ``rows`` (:data:`~benchlib.schema.ROW_DTYPE`); ``error`` and
-    ``phase`` become dictionary-encoded strings."""
+    ``phase`` become dictionary-encoded strings; ``hosts`` (one load-host index per row,
+    default 0 for every row) becomes the column :data:`~benchlib.schema.HOST_COLUMN`."""
     import pyarrow as pa
 
     if rows.dtype != ROW_DTYPE:
         raise StorageError(f"rows must have benchlib.schema.ROW_DTYPE, got {rows.dtype}")
+    if hosts is not None and len(hosts) != len(rows):
+        raise StorageError(f"hosts must have one entry per row: {len(hosts)} for {len(rows)} rows")
     cols: dict[str, Any] = {}
     for name in ROW_DTYPE.names or ():
         col = np.ascontiguousarray(rows[name])
@@ -89,6 +101,8 @@ def rows_to_table(rows: np.ndarray, metadata: Mapping[bytes, bytes] | None = Non
             cols[name] = pa.DictionaryArray.from_arrays(pa.array(col.astype(np.int8)), pa.array(PHASE_NAMES))
         else:
             cols[name] = pa.array(col)
+    host = np.zeros(len(rows), HOST_DTYPE) if hosts is None else np.ascontiguousarray(hosts, dtype=HOST_DTYPE)
+    cols[HOST_COLUMN] = pa.array(host)
     table = pa.table(cols)
     if metadata:
         table = table.replace_schema_metadata(dict(metadata))
@@ -114,6 +128,14 @@ def table_to_rows(table: Any) -> np.ndarray:
         else:
             rows[name] = col.to_numpy(zero_copy_only=False)
     return rows
+
+
+def table_to_hosts(table: Any) -> np.ndarray:
+    """The load host of each row (:data:`~benchlib.schema.HOST_DTYPE`); a table stored before
+    the column existed (schema version 1, one machine) gives 0 for every row."""
+    if HOST_COLUMN not in table.column_names:
+        return np.zeros(table.num_rows, HOST_DTYPE)
+    return np.asarray(table.column(HOST_COLUMN).combine_chunks().to_numpy(zero_copy_only=False), dtype=HOST_DTYPE)
 
 
 @dataclass(frozen=True)
@@ -153,6 +175,10 @@ class StoredTrial:
     def rows(self) -> np.ndarray:
         """The trial's rows as a ROW_DTYPE array."""
         return table_to_rows(self.read_table())
+
+    def hosts(self) -> np.ndarray:
+        """The load host of each row, in the order of :meth:`rows` (see :func:`table_to_hosts`)."""
+        return table_to_hosts(self.read_table())
 
     def frame(self) -> Any:
         """The trial's rows as a pandas DataFrame (``error``/``phase`` categorical)."""
@@ -205,8 +231,9 @@ class RunStore:
         if not isinstance(data, dict):
             raise StorageError(f"{p}: expected a JSON object, got {type(data).__name__}")
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise StorageError(f"{p}: schema_version {version!r}; this benchlib reads {SCHEMA_VERSION}")
+        if version not in READABLE_SCHEMA_VERSIONS:
+            raise StorageError(f"{p}: schema_version {version!r}; this benchlib reads "
+                               f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))}")
         return data
 
     def write_run(self, data: Mapping[str, Any]) -> None:
@@ -248,8 +275,9 @@ class RunStore:
         os.replace(p, dest)
         return dest
 
-    def write_trial(self, rows: np.ndarray, meta: Mapping[str, Any]) -> Path:
-        """Store one trial (rows + metadata); ``meta`` must name condition, arm and block.
+    def write_trial(self, rows: np.ndarray, meta: Mapping[str, Any], *, hosts: np.ndarray | None = None) -> Path:
+        """Store one trial (rows + metadata); ``meta`` must name condition, arm and block;
+        ``hosts``: each row's load host (default 0: one machine).
 
         Raises StorageError if that trial is already stored (trials are never rewritten).
         """
@@ -265,7 +293,7 @@ class RunStore:
         table = rows_to_table(rows, {
             _META_TRIAL: json.dumps(dict(meta), sort_keys=True, default=str).encode(),
             _META_VERSION: str(SCHEMA_VERSION).encode(),
-        })
+        }, hosts=hosts)
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd", write_page_checksum=True)
         _atomic_write_bytes(path, sink.getvalue().to_pybytes())
@@ -292,8 +320,9 @@ class RunStore:
             except Exception as exc:  # noqa: BLE001 - pyarrow raises several types
                 raise _unreadable(p, exc) from None
             version = md.get(_META_VERSION, b"?").decode(errors="replace")
-            if version != str(SCHEMA_VERSION):
-                raise StorageError(f"{p}: schema_version {version}; this benchlib reads {SCHEMA_VERSION}")
+            if version not in {str(v) for v in READABLE_SCHEMA_VERSIONS}:
+                raise StorageError(f"{p}: schema_version {version}; this benchlib reads "
+                                   f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))}")
             try:
                 meta = json.loads(md[_META_TRIAL])
                 if not isinstance(meta, dict):

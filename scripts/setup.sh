@@ -39,7 +39,7 @@ base_given="${BASE_PYTHON:+yes}"
 BASE_PYTHON="${BASE_PYTHON:-python3}"
 PYTHON="${PYTHON:-$VENV/bin/python}"
 LOCK=requirements.lock
-APT_PACKAGES=(python3-venv docker.io debootstrap wrk apache2-utils hey nghttp2-client curl nginx php-fpm)
+APT_PACKAGES=(python3-venv docker.io debootstrap wrk apache2-utils hey nghttp2-client curl nginx php-fpm chromium chromium-driver)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 2; }

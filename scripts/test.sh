@@ -9,6 +9,11 @@
 # Both parts always run; the exit status is the first failure's (0 when both pass). Extra
 # arguments go to both runs (e.g. scripts/test.sh -x). Without pytest-xdist the parallel part
 # runs in one process. PYTHON (default python3) picks the interpreter.
+#
+# Where the time goes, in every run's output: pytest's slowest tests (--durations: 20 of the
+# parallel part, 40 of the serial part), and after each part the table of builds (service,
+# image, base image, peer tool; runtime; seconds; cache hit or not) from BENCHLIB_BUILD_TIMES,
+# one file per part in TEST_TIMES_DIR (default: a new temporary folder, printed at the end).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,12 +26,19 @@ else
     [ "$workers" -gt 1 ] && echo "test.sh: pytest-xdist is not installed: the parallel part runs in one process"
 fi
 
+times_dir="${TEST_TIMES_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/benchlib-test-times.XXXXXX")}"
+mkdir -p "$times_dir"
+SECONDS=0
 echo "test.sh: part 1 of 2, the pure tests${parallel:+ on $workers workers}"
-$PYTHON -m pytest --part parallel "${parallel[@]}" "$@"
+BENCHLIB_BUILD_TIMES="$times_dir/builds-parallel.jsonl" \
+    $PYTHON -m pytest --part parallel "${parallel[@]}" --durations=20 "$@"
 first=$?
+echo "test.sh: part 1 took ${SECONDS} s"
+SECONDS=0
 echo "test.sh: part 2 of 2, the tests that start services, pin CPUs or measure (serially)"
-$PYTHON -m pytest --part serial "$@"
+BENCHLIB_BUILD_TIMES="$times_dir/builds-serial.jsonl" $PYTHON -m pytest --part serial --durations=40 "$@"
 second=$?
+echo "test.sh: part 2 took ${SECONDS} s; build records: $times_dir"
 # 5: no test collected in that part (e.g. -k selected only the other part's tests)
 [ "$first" = 5 ] && first=0
 [ "$second" = 5 ] && second=0

@@ -8,9 +8,14 @@ cleanly.
 tests of :data:`PARALLEL_FILES` that carry none of :data:`SERIAL_MARKERS`; everything else
 (services, pinned CPUs, load, timing, notebooks) is the *serial* part, run alone afterwards.
 The two parts together are exactly the default run (``--part all``).
+
+When ``$BENCHLIB_BUILD_TIMES`` is set, the terminal summary ends with the table of builds and
+build-cache hits recorded there (:func:`benchlib.buildcache.build_times_summary`).
 """
 
 from __future__ import annotations
+
+import os
 
 import functools
 from collections.abc import Callable, Mapping
@@ -37,19 +42,22 @@ def docker_unavailable_reason() -> str | None:
 #: here runs serially: list a new file only when that holds for every test in it.
 PARALLEL_FILES: tuple[str, ...] = (
     "stats/",
-    "analysis/test_conclusion.py", "analysis/test_params_fmt_display.py", "analysis/test_pilot.py",
-    "analysis/test_questions.py", "analysis/test_tables_peers.py",
-    "loadgen/test_http1_props.py", "peers/test_ghz.py",
-    "test_bad_input.py", "test_cli.py", "test_contract.py", "test_design.py", "test_environment_sync.py",
-    "test_exported_members.py", "test_layers.py", "test_manifest.py", "test_model.py", "test_plots.py",
-    "test_progress.py", "test_records.py", "test_server_cpu.py", "test_settings.py", "test_store.py",
-    "test_studies_guide.py", "test_sweep.py",
+    "analysis/test_client_cost.py", "analysis/test_conclusion.py", "analysis/test_conclusion_rule.py",
+    "analysis/test_params_fmt_display.py", "analysis/test_pilot.py",
+    "analysis/test_questions.py", "analysis/test_run_info.py", "analysis/test_tables_peers.py",
+    "analysis/test_variance_sources.py",
+    "cluster/test_cluster_pure.py", "loadgen/test_http1_props.py", "loadgen/test_shares.py", "peers/test_ghz.py",
+    "test_bad_input.py", "test_cli.py", "test_cold_ci.py", "test_contract.py", "test_design.py",
+    "test_environment_sync.py", "test_exported_members.py", "test_history.py", "test_layers.py", "test_manifest.py", "test_measurements.py",
+    "test_model.py", "test_plots.py", "test_progress.py", "test_records.py", "test_results.py", "test_server_cpu.py",
+    "test_settings.py", "test_settle.py", "test_site.py", "test_store.py", "test_studies_guide.py", "test_studypages.py",
+    "test_sweep.py",
     "test_study01_notebook.py", "test_study02_notebook.py", "test_study03_notebook.py",
     "test_study04_notebook.py", "test_study05_notebook.py",
 )
 
 #: A test with one of these markers is serial wherever its file is listed.
-SERIAL_MARKERS: tuple[str, ...] = ("integration", "docker", "notebook")
+SERIAL_MARKERS: tuple[str, ...] = ("integration", "docker", "notebook", "cluster")
 
 PARTS = ("all", "parallel", "serial")
 _TESTS_DIR = Path(__file__).resolve().parent
@@ -61,6 +69,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # the disturbance measure is recorded and reported, never a reason to invalidate a trial in
+    # the suite: its tests assert what the code decides, not how busy the machine's host was
+    # (tests/test_disturbance.py sets `judge` where it tests the rule)
+    os.environ.setdefault("BENCHLIB_DISTURBANCE_RULE", "record")
+    # the pause between trials (0.5 s by default, for sockets and caches to settle before the
+    # next measurement) is at most 0.1 s in the suite: a study notebook's test runs up to 48 trials
+    os.environ.setdefault("BENCHLIB_MAX_BETWEEN_TRIALS_S", "0.1")
     workers = config.getoption("numprocesses", default=None)
     if workers and config.getoption("--part") != "parallel":
         raise pytest.UsageError(
@@ -93,6 +108,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Where build time went in this run: the ``$BENCHLIB_BUILD_TIMES`` file's table
+    (``scripts/test.sh`` sets one file per part), after pytest's ``--durations``."""
+    from benchlib import buildcache, settings
+
+    path = settings.BUILD_TIMES.get()
+    records = buildcache.read_build_records(path) if path is not None else []
+    if records:
+        terminalreporter.write_sep("=", f"build times ({path})")
+        terminalreporter.write_line(buildcache.build_times_summary(records))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -214,18 +214,22 @@ def test_valid_values_of_other_numeric_types_are_stored_as_plain_numbers() -> No
 
 # ----------------------------------------------------------------------------- through the CLI
 
-CLI_CASES = [
-    # refused by the parameter check, before the notebook starts
+#: refused by the parameter check, before the notebook starts (no kernel: these run in the
+#: parallel part of the suite)
+CLI_EARLY = [
     (("duration_s", "abc"), "parameter 'duration_s' is declared float; cannot use 'abc'"),
     (("duration_s", "inf"), "parameter 'duration_s' is declared float; cannot use 'inf' (expected a finite number)"),
     (("duration_s", "nan"), "cannot use 'nan' (expected a finite number)"),
     (("connections", "2.5"), "parameter 'connections' is declared int; cannot use '2.5'"),
     (("connections", "true"), "parameter 'connections' is declared int; cannot use 'true'"),
-    # refused inside the notebook, before any traffic
+    (("run_id", ".."), "stop_probe: run id '..' must match"),
+]
+#: refused inside the notebook (a kernel starts), before any traffic
+CLI_IN_NOTEBOOK = [
     (("connections", "0"), "LoadSpecError: LoadSpec.connections must be an integer >= 1; got 0 (int)"),
-    (("run_id", ".."), "ParameterError: run id '..' must match"),
     (("service", "../ferretdb"), "ParameterError: arm 'a': service (a folder under services/) '../ferretdb' must match"),
 ]
+CLI_CASES = CLI_EARLY + CLI_IN_NOTEBOOK
 
 
 def cli_refusal(param: tuple[str, str], tmp: Path) -> subprocess.CompletedProcess[str]:
@@ -236,16 +240,27 @@ def cli_refusal(param: tuple[str, str], tmp: Path) -> subprocess.CompletedProces
         capture_output=True, text=True, timeout=300, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
-@pytest.mark.notebook
-@pytest.mark.parametrize("param,expected", CLI_CASES, ids=[f"{p}={v}" for (p, v), _ in CLI_CASES])
-def test_a_bad_notebook_parameter_is_one_line_and_status_2(param: tuple[str, str], expected: str,
-                                                            tmp_path: Path) -> None:
-    out = cli_refusal(param, tmp_path)
+def _assert_one_line_status_2(out: subprocess.CompletedProcess[str], expected: str, tmp_path: Path) -> None:
     assert out.returncode == 2, out
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("benchlib: error: ") and expected in lines[0], out.stderr
     assert "Traceback" not in out.stderr
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("*.parquet"))
+
+
+@pytest.mark.parametrize("param,expected", CLI_EARLY, ids=[f"{p}={v}" for (p, v), _ in CLI_EARLY])
+def test_a_bad_parameter_is_refused_in_one_line_before_a_kernel_starts(param: tuple[str, str], expected: str,
+                                                                       tmp_path: Path) -> None:
+    out = cli_refusal(param, tmp_path)
+    _assert_one_line_status_2(out, expected, tmp_path)
+    assert not (tmp_path / "reports").exists()  # refused before the notebook's execution was set up
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("param,expected", CLI_IN_NOTEBOOK, ids=[f"{p}={v}" for (p, v), _ in CLI_IN_NOTEBOOK])
+def test_a_bad_notebook_parameter_is_one_line_and_status_2(param: tuple[str, str], expected: str,
+                                                            tmp_path: Path) -> None:
+    _assert_one_line_status_2(cli_refusal(param, tmp_path), expected, tmp_path)
 
 
 def markdown_table() -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 #: PyPI name -> conda-forge name, where they differ.
-CONDA_NAMES = {"docker": "docker-py"}
+CONDA_NAMES = {"docker": "docker-py", "ray": "ray-core"}
 
 
 def _req(spec: str) -> tuple[str, str]:

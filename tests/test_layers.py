@@ -9,7 +9,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "benchlib"
 PURE = ["model.py", "schema.py", "design.py", "stats", "plots.py", "records/rows.py", "records/peer.py",
-        "records/limits.py", "records/load.py", "records/cpu.py", "records/_convert.py", "analysis/fmt.py", "analysis/params.py",
+        "records/limits.py", "records/load.py", "records/cpu.py", "records/disturbance.py", "records/_convert.py", "records/plan.py", "analysis/fmt.py", "analysis/params.py",
         "analysis/conclusion.py"]
 FORBIDDEN = ("benchlib.runtime", "benchlib.loadgen", "benchlib.store", "benchlib.runner", "docker", "httpx")
 

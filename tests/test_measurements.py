@@ -51,10 +51,12 @@ def _executed(reports: Path, stem: str, start: str, end: str, duration: float) -
         "start_time": start, "end_time": end, "duration": duration, "exception": None}}}))
 
 
-def _run(runs: Path, study: str, run_id: str, collected: str, load: float) -> None:
+def _run(runs: Path, study: str, run_id: str, collected: str, load: float, waited_s: float | None = None) -> None:
     d = runs / study / run_id
     d.mkdir(parents=True)
-    (d / "run.json").write_text(json.dumps({"provenance": {"collected_utc": collected, "loadavg_at_start": [load, 0.5, 0.4]}}))
+    settle = {"settle": {"threshold": 0.3, "loadavg": load, "waited_s": waited_s, "quiet": True}} if waited_s else {}
+    (d / "run.json").write_text(json.dumps({"provenance": {"collected_utc": collected, "loadavg_at_start": [load, 0.5, 0.4]},
+                                            **settle}))
 
 
 def test_record_reads_papermill_timing_and_the_runs_made_meanwhile(tmp_path):
@@ -62,12 +64,13 @@ def test_record_reads_papermill_timing_and_the_runs_made_meanwhile(tmp_path):
     _executed(reports, "00_quickstart", "2026-12-03T10:00:00.000000Z", "2026-12-03T10:01:10.000000Z", 70.0)
     _executed(reports, "90_harness_overhead", "2026-12-03T10:01:12.000000Z", "2026-12-03T10:03:00.000000Z", 108.0)
     _run(runs, "quickstart", "20261203-100005-aaaa", "2026-12-03T10:00:05+00:00", 0.21)
-    _run(runs, "harness_overhead", "20261203-100130-bbbb", "2026-12-03T10:01:30+00:00", 0.9)
+    _run(runs, "harness_overhead", "20261203-100130-bbbb", "2026-12-03T10:01:30+00:00", 0.29, waited_s=12.5)
     _run(runs, "quickstart", "20261202-090000-cccc", "2026-12-02T09:00:00+00:00", 3.0)  # another day: not this one's
     got = {e.what: e for e in m.record_reports(reports, scale="default", builds="cold", runs_root=runs)}
     q = got["00_quickstart"]
     assert (q.seconds, q.run_ids, q.loadavg, q.builds, q.kind) == (70.0, ("20261203-100005-aaaa",), (0.21, 0.21), "cold", "measured")
-    assert got["90_harness_overhead"].run_ids == ("20261203-100130-bbbb",)
+    h = got["90_harness_overhead"]  # its run waited 12.5 s for a quiet machine (--settle): not its cost
+    assert (h.run_ids, h.seconds) == (("20261203-100130-bbbb",), 95.5)
     # a newer record replaces the entry of the same key and keeps the others
     old = [m.Measurement("00_quickstart", "default", "cold", "measured", 99.0, "2026-12-01", "x"),
            m.Measurement("00_quickstart", "full", "cached", "estimated", 300.0, "2026-12-01", "projected")]
@@ -93,7 +96,7 @@ def test_sync_writes_every_place_and_check_then_agrees(tmp_path):
     assert len(m.check(tmp_path)) == 3
     assert len(m.sync(tmp_path)) == 3 and m.check(tmp_path) == []
     readme = (tmp_path / "README.md").read_text()
-    assert "| `00_quickstart` | 1.1 min (measured 2026-12-03, load average 0.2-0.4, run 20261203-100005-aaaa) | not measured |" in readme
+    assert "| `00_quickstart` | 1.1 min (measured 2026-12-03, load average 0.20-0.40, run 20261203-100005-aaaa) | not measured |" in readme
     assert "**30.0 min**" in readme and readme.startswith("intro\n") and readme.endswith("rest\n")
     src = _parameters_source(tmp_path / "notebooks" / "00_quickstart.ipynb")
     assert "[time: default 1.1 min, full scale not measured, builds cached; README, \"What it costs\"]" in src

@@ -62,3 +62,11 @@ def test_experiment_validates_runtime_arms_and_baseline() -> None:
     assert Experiment("s", arms, cond).baseline_arm == "a"
     with pytest.raises(ParameterError, match="Limits.cpus"):
         Limits(cpus=0)
+
+
+def test_service_starts_is_trial_unless_asked_and_names_its_choices() -> None:
+    arms, cond = (Arm("a", "svc"),), (Condition("c", LoadSpec()),)
+    assert Experiment("s", arms, cond).service_starts == "trial"
+    assert Experiment("s", arms, cond, service_starts="cell").service_starts == "cell"
+    with pytest.raises(ParameterError, match="service_starts 'run'; valid: trial, cell"):
+        Experiment("s", arms, cond, service_starts="run")

@@ -159,6 +159,23 @@ def test_a_resume_skips_stored_trials_and_refuses_other_parameters(fake_services
         _run(_exp("t-resume", exp.arms, trials=3), tmp_path, run_id="r1")
 
 
+def test_the_pause_between_trials_is_at_most_the_settings_bound_and_the_run_records_it(
+        fake_services: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def exp(pause: float) -> Experiment:
+        return Experiment("t-pause", (Arm("a", "a"),), (Condition("main", TINY),), trials=2, between_trials_s=pause)
+
+    monkeypatch.setenv("BENCHLIB_MAX_BETWEEN_TRIALS_S", "0.05")
+    res = _run(exp(0.5), tmp_path, run_id="p1")
+    assert res.store.read_run()["parameters"]["between_trials_s"] == 0.05
+    assert res.require_experiment().between_trials_s == 0.05
+    assert _run(exp(0.5), tmp_path, run_id="p1").skipped == 2  # the same bound: the same run, resumed
+    assert _run(exp(0.01), tmp_path, run_id="p2").store.read_run()["parameters"]["between_trials_s"] == 0.01
+    monkeypatch.setenv("BENCHLIB_MAX_BETWEEN_TRIALS_S", "soon")
+    with pytest.raises(ParameterError, match="BENCHLIB_MAX_BETWEEN_TRIALS_S='soon' is not valid: not a number; "
+                                             "valid: seconds from 0 to 3600"):
+        _run(exp(0.5), tmp_path, run_id="p3")
+
+
 def test_retry_failed_runs_failed_trials_again_and_keeps_the_failed_files(fake_services: Path, tmp_path: Path) -> None:
     exp = _exp("t-retry", (Arm("a", "a"), Arm("b", "b")), trials=2, retry_failed=True)
     rt = FakeRuntime()
@@ -393,8 +410,8 @@ def test_a_real_run_stores_its_plan_keeps_unrunnable_arms_records_a_dying_servic
         pytest.skip("dotnet is installed here")
     exp = Experiment("t-runner", (Arm("a", "python-aiohttp-hello"), Arm("b", "python-aiohttp-hello"),
                                   Arm("dotnet", "needs-dotnet"), Arm("dies", "dies-soon")),
-                     (Condition("main", LoadSpec(connections=2, duration_s=1.5, warmup_s=0.1, timeout_s=1)),),
-                     trials=2, seed=5, between_trials_s=0)
+                     (Condition("main", LoadSpec(connections=2, duration_s=0.8, warmup_s=0.1, timeout_s=1)),),
+                     trials=2, seed=5, between_trials_s=0)  # dies-soon exits 0.5 s after its start: mid-load
     res = run_experiment(exp, run_id="r1", out_dir=tmp_path / "runs", progress=False)
     assert "dotnet" in res.unavailable and "install the .NET 8 SDK" in res.unavailable["dotnet"]
     trials = res.trials
@@ -451,8 +468,8 @@ def test_the_peer_runs_in_the_chosen_blocks_and_the_progress_counts_blocks_and_t
 
     check = CrossCheck("wrk", (("threads", 1), ("connections", 2), ("duration_s", 1)), arms=("a",))
     exp = Experiment("t-runner6", (Arm("a", "python-aiohttp-hello"), Arm("b", "python-aiohttp-hello")),
-                     (Condition("main", TINY, cross_check=check),), trials=4, seed=1, between_trials_s=0,
-                     cross_check_blocks=2)
+                     (Condition("main", TINY.with_(duration_s=0.3, warmup_s=0.1), cross_check=check),), trials=4,
+                     seed=1, between_trials_s=0, cross_check_blocks=2)
     events: list[dict] = []
     looked: list[int] = []
 
@@ -557,3 +574,23 @@ def test_an_unknown_dependency_scope_is_one_clear_error() -> None:
         Experiment("t-scope", (Arm("a", "a"),), (Condition("main", TINY),), dependencies="run")
     # the default is not stored, so runs made before the parameter existed still resume
     assert "dependencies" not in experiment_parameters(Experiment("t-scope", (Arm("a", "a"),), (Condition("main", TINY),)))
+
+
+def test_service_starts_cell_starts_each_cells_services_once_and_stops_them_at_the_end(
+        fake_services: Path, tmp_path: Path) -> None:
+    """``service_starts="cell"`` (the variance measurement's, not a comparison's): each
+    (condition, arm) starts its dependency, service and front once, keeps them for its trials
+    (their records say so) and stops them all when the run ends, the front first."""
+    rt = FakeRuntime()
+    exp = _exp("t-kept", (Arm("db-backed", "web"), Arm("fronted", "b", front="proxy")), trials=3,
+               conditions=(Condition("c1", TINY), Condition("c2", TINY.with_(connections=4))), service_starts="cell")
+    res = _run(exp, tmp_path, rt, run_id="k1")
+    assert res.ran == 12 and all(t.status == "ok" for t in res.trials)
+    starts = [e[1] for e in rt.events if e[0] == "start"]
+    assert sorted(starts) == sorted(["db", "web", "b", "proxy"] * 2)  # once per cell, not per trial
+    assert all("kept running" in t.stop["detail"] for t in res.trials)
+    assert not any(h.alive() for h in rt.handles)  # all stopped when the run ended
+    stops = [e[1] for e in rt.events if e[0] == "stop"]
+    assert stops.index("proxy") < stops.index("b")
+    assert res.store.read_run()["parameters"]["service_starts"] == "cell"
+    assert "service_starts" not in experiment_parameters(_exp("t-x", (Arm("a", "a"),)))

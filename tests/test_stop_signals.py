@@ -129,7 +129,7 @@ def _start(tmp_path: Path, run_id: str, runtime: str, env: dict[str, str] | None
     runs = tmp_path / "runs"
     argv = [*_private_shm_prefix(shm), sys.executable, "-m", "benchlib.cli", "run", str(PROBE),
             "-p", "runtime", runtime, "-p", "out_dir", str(runs), "-p", "run_id", run_id,
-            "-p", "duration_s", "2.0", "-p", "trials", "40", "--reports-dir", str(tmp_path / "reports"), "--no-html"]
+            "-p", "duration_s", "1.0", "-p", "trials", "40", "--reports-dir", str(tmp_path / "reports"), "--no-html"]
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, start_new_session=True)
     return proc, shm, runs / "stop_probe" / run_id

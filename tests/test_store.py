@@ -160,3 +160,36 @@ def test_an_interrupted_write_leaves_no_temporary_file(tmp_path: Path, monkeypat
     with pytest.raises(KeyboardInterrupt):
         store.write_trial(_rows(10), {"condition": "main", "arm": "a", "block": 0})
     assert [p.name for p in store.path.rglob("*") if p.is_file()] == []
+
+
+def test_the_host_column_round_trips_and_a_version_1_trial_reads_as_host_0(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from benchlib.schema import HOST_COLUMN, SCHEMA_VERSION
+
+    store = RunStore.open("study", "r1", root=tmp_path)
+    rows = _rows(100)
+    hosts = (np.arange(100) % 3).astype(np.uint16)
+    store.write_trial(rows, {"condition": "main", "arm": "a", "block": 0}, hosts=hosts)
+    store.write_trial(rows, {"condition": "main", "arm": "a", "block": 1})
+    t0, t1 = store.trials()
+    assert np.array_equal(t0.rows(), rows) and np.array_equal(t0.hosts(), hosts)
+    assert not t1.hosts().any() and len(t1.hosts()) == 100
+    assert SCHEMA_VERSION == 2
+    # a trial as schema version 1 wrote it: no host column, version "1"; a run.json of version 1
+    path = t1.path
+    table = pq.read_table(path)
+    md = dict(table.schema.metadata)
+    md[b"benchlib.schema_version"] = b"1"
+    old = table.drop_columns([HOST_COLUMN]).replace_schema_metadata(md)
+    path.unlink()
+    pq.write_table(old, path, write_page_checksum=True)
+    run_json = tmp_path / "study" / "r1" / "run.json"
+    run_json.write_text(json.dumps({"schema_version": 1, "study": "study"}))
+    assert store.read_run()["study"] == "study"
+    (_, old_trial) = store.trials(verify=True)
+    assert np.array_equal(old_trial.rows(), rows) and old_trial.hosts().dtype == np.uint16
+    assert not old_trial.hosts().any()
+    with pytest.raises(StorageError, match=r"bad.*hosts must have one entry per row|hosts must have one entry"):
+        store.write_trial(rows, {"condition": "main", "arm": "a", "block": 2}, hosts=hosts[:5])

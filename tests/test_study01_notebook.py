@@ -165,12 +165,13 @@ def test_verdict_tables_keep_every_contrast_and_report_dotnet_as_not_run() -> No
     gone = answer.verdict("dotnet-fair", "p50_ms", group="users", baseline="go-fair")
     assert gone.kind is VerdictKind.NOT_RUN and gone.reason.startswith("no .NET SDK")
     text = study.conclusion_markdown(answer, load_reference("01"))
-    assert text.count("the original: Rust / Go medians") == 2 and "not run: no .NET SDK" in text
-    assert "decomposes" in text
+    assert text.count("the original (one run each): Rust / Go medians") == 2 and "not run: no .NET SDK" in text
+    assert text.count("the faithful Rust/Go ratio") == 2 and "decided factors: " in text
 
 
-def test_conclusion_says_when_the_original_difference_does_not_hold_up() -> None:
-    # faithful Rust and Go equally slow (both 5x their fair versions): no language story to tell
+def test_conclusion_never_reads_an_undecided_original_difference_as_refuted() -> None:
+    # faithful Rust and Go equally slow (both 5x their fair versions): no language story to tell;
+    # a "~" row neither confirms nor refutes the original (issue 24: it read "does not hold up")
     rng = np.random.default_rng(11)
     effects = {"go-faithful": 5.0, "go-fair": 1.0, "rust-faithful": 5.0, "rust-fair": 1.0}
     df = pd.concat([simulate_summaries(rng, arms=effects, trials=10, trial_sd=0.02, sigma=0.1, condition=c,
@@ -178,8 +179,9 @@ def test_conclusion_says_when_the_original_difference_does_not_hold_up() -> None
                     for c, r in (("helloWorld", 100.0), ("users", 10.0))], ignore_index=True)
     answer = run_family(df, study.family(), unavailable=NO_DOTNET, seed=1)
     text = study.conclusion_markdown(answer, load_reference("01"))
-    assert text.count("does not hold up") == 2, text
-    assert text.count("slow both alike") == 2 and "comes mostly from" not in text
+    assert "does not hold up" not in text and "largest factor" not in text, text
+    assert text.count("neither confirmed nor refuted") + text.count("is not reproduced here") == 2, text
+    assert text.count("is not split into factors") == 2, text
 
 
 def test_without_both_arms_of_any_contrast_every_row_says_why() -> None:
@@ -250,7 +252,11 @@ def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
     by_seq = sorted(trials, key=lambda t: t.meta["seq"])
     dbs = [t.meta["dependencies"]["ferretdb"] for t in by_seq]
     assert len({d["port"] for d in dbs}) == 1 and all(d["shared"] == "block" for d in dbs)
-    assert dbs[0]["reset_s"] is None and all(d["reset_s"] > 0 for d in dbs[1:])
+    # the block's first trial started it (no reset), unless that trial was repeated in place: its
+    # stored record is then the repeat's, which found it started by the set-aside attempt and reset it
+    first_repeated = bool(by_seq[0].meta.get("previous_attempts"))
+    assert (dbs[0]["reset_s"] > 0 if first_repeated else dbs[0]["reset_s"] is None), (dbs[0], first_repeated)
+    assert all(d["reset_s"] > 0 for d in dbs[1:])
     assert (store.path / "logs" / "b000.ferretdb.log").exists()
 
     # .NET is never dropped: in the status, limits and original-vs-ours tables and both verdict tables

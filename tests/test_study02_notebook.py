@@ -46,7 +46,8 @@ def test_parameters_and_their_defaults() -> None:
     expected = {"runtime": '"local"', "trials": "10", "scale": "0.02", "warmup_s": "0.5",
                 "variants": '"faithful,verbatim,fair"', "fair_rows": '"nethttp,actix,node,python"',
                 "endpoints": '"random"', "server_cpus": "1", "bombardier": f'"{study.BOMBARDIER_STACKS}"',
-                "sequential": '"auto"', "full": "False", "seed": "2", "out_dir": '""', "run_id": '""', "progress": "True"}
+                "sequential": '"auto"', "budget_min": "0.0", "target_mde": "5.0", "cluster": "None",
+                "full": "False", "seed": "2", "out_dir": '""', "run_id": '""', "progress": "True"}
     assert {k: params[k]["default"] for k in params} == expected
 
 
@@ -211,16 +212,16 @@ def test_verdicts_keep_kestrel_as_not_run_and_the_conclusion_sets_ours_beside_th
     text = study.conclusion_markdown(answers, reference, client_bound=["python-random"],
                                      not_server_bound=["actix-fixed"])
     assert "Kestrel 99,891 against Iris 7,501 Reqs/sec (bombardier, one run each): 13.3×" in text
-    assert "*Kestrel with the post's code*: not run: no dotnet toolchain; the seed's own comparison is not repeated" \
+    assert "*Kestrel with the post's code*: Kestrel against Iris: not compared (not run: no dotnet toolchain); the seed's own comparison is not repeated" \
         in text
-    assert ("**In short**: Kestrel did not run here. Against the post's Iris, the fastest stack that did, actix, "
-            "served 2.00× its rate, below the seed's 13.3× (interval up to 2.0") in text
-    assert "The post's handler costs Iris 1.25× the CPU per request of its fair handler" in text
+    assert ("**In short**: Kestrel did not run here. Against the post's Iris, the fastest decided stack, actix, "
+            "served 2.00× the post's Iris's rate (**faster**), below the seed's 13.3× (interval up to 2.0") in text
+    assert "The post's Iris handler's server CPU per request was 1.25× [" in text
     assert "the seed's gap would need Kestrel itself, or the lock contended by many threads (see the limits)" in text
     assert "the client came near its CPU limit in most trials of **python-random**" in text
     assert "less than 90% of its CPU in most trials of **actix-fixed**" in text
     assert "kestrel-fair not run" not in text  # rows not run are said once, not in every list
-    assert "iris-faithful 1.50× [" in text  # what the fresh string costs, per stack
+    assert "iris-faithful random's server CPU time per request was 1.50× [1.4" in text  # what the fresh string costs, per stack
 
 
 def test_a_kestrel_that_ran_ten_times_faster_is_reported_as_the_seed_said() -> None:
@@ -228,11 +229,11 @@ def test_a_kestrel_that_ran_ten_times_faster_is_reported_as_the_seed_said() -> N
                                                                                                 (4.0, 3.0))}
     answers = _answers(*_known(stacks), {})
     text = study.conclusion_markdown(answers, load_reference("02"))
-    assert "*Kestrel with the post's code*: served 12.99× [12.88, 13.14] Iris's requests per second" in text
-    assert "Kestrel served more requests per second than Iris" in text
-    assert ("**In short**: Kestrel with the post's code served 12.99× the post's Iris's rate here, below the seed's "
-            "13.3× (interval up to 13.14×). The post's handler costs Iris 1.24× the CPU per request") in text
-    assert "Iris faithful 0.80× [" in text and "Kestrel faithful 1.04× [" in text  # each server's own fair baseline
+    assert "*Kestrel with the post's code*: Kestrel's requests per second was 12.99× [12.88, 13.14] Iris's" in text
+    assert ("**In short**: Kestrel with the post's code served 12.99× the post's Iris's rate (**faster**), below the "
+            "seed's 13.3× (interval up to 13.14×). The post's Iris handler's server CPU per request was 1.24× [") in text
+    assert "Iris faithful's requests per second was 0.80× [0.7" in text  # each server's own fair baseline
+    assert "Kestrel faithful's requests per second was 1.04× [" in text or "Kestrel faithful against" in text
     table = study.ratio_table(load_reference("02"), answers["seed"], None)
     assert table.iloc[0]["requests/s, benchlib [95% CI]"] == "13.32×"
     kestrel = table.set_index("stack / iris-faithful").loc["kestrel-faithful"]
@@ -242,7 +243,7 @@ def test_a_kestrel_that_ran_ten_times_faster_is_reported_as_the_seed_said() -> N
 
 # -- the notebook, for real ------------------------------------------------------------------------
 
-SMALL = {"trials": 2, "scale": 0.004, "warmup_s": 0.3, "endpoints": "random,fixed",
+SMALL = {"trials": 2, "scale": 0.004, "warmup_s": 0.1, "endpoints": "random,fixed",
          "bombardier": "iris-faithful,node", "seed": 3, "run_id": "nbtest"}
 
 

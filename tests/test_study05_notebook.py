@@ -6,7 +6,8 @@
   conclusion states the effects and whether the seed's 4.4x lies in our interval.
 * The notebook, executed by papermill with tiny parameters against the real services
   (marked ``notebook`` and ``integration``; about 1-2 minutes with warm builds): every arm
-  ran and met its contract, the comparison tables are stored, the .NET arms are "not run".
+  ran and met its contract, the comparison tables are stored, the .NET arms are "not run",
+  ghz and h2load ran beside Go's gRPC and JSON arms, the client-cost tables are shown.
 """
 
 from __future__ import annotations
@@ -62,6 +63,16 @@ def test_conditions_are_the_concurrency_list() -> None:
         study.study_conditions("8", 1.0, 0.5)
     with pytest.raises(ParameterError, match="ghz calls gRPC methods only; not gRPC arms: go-json-small"):
         study.study_conditions("1", 1.0, 0.5, ghz=("go-json-small",))
+    # h2load beside the JSON over HTTP/1.1 arms, ghz beside the gRPC ones, in one condition
+    both = study.study_conditions("1", 0.8, 0.3, ghz=study.ghz_arms("go", "small"),
+                                  h2load=study.h2load_arms("go,rust", "small"))[0]
+    assert [(c.tool, c.arms) for c in both.cross_checks] == [("ghz", ("go-grpc-small",)),
+                                                             ("h2load", ("go-json-small", "rust-json-small"))]
+    assert dict(both.cross_check_of("rust-json-small").options) == {"connections": 1, "threads": 1, "duration_s": 0.8}
+    assert study.h2load_arms("") == () and both.cross_check_of("go-h2c-small") is None
+    with pytest.raises(ParameterError, match="h2load stands beside the JSON over HTTP/1.1 arms only; not such "
+                                             "arms: go-h2c-small"):
+        study.study_conditions("1", 1.0, 0.5, h2load=("go-h2c-small",))
 
 
 def _summaries(latency_us: dict[str, float], conditions: tuple[str, ...] = ("c1", "c16"), blocks: int = 10,
@@ -126,8 +137,8 @@ def test_families_hold_their_rows_and_not_run_arms() -> None:
     assert "verdict **slower**: gRPC answered later than JSON" in text
     assert "**go, huge**: a JSON call took **1.5" in text and "the seed's 3.5× is above our interval" in text
     assert "**python, small**: a JSON call took **0.75" in text
-    assert "**dotnet, small**: not run: no dotnet toolchain" in text
-    assert "**go small c16**: gRPC served **4.4" in text and "**The payload size**" in text
+    assert "**dotnet, small**: gRPC against JSON: not compared (not run: no dotnet toolchain)" in text
+    assert "**go small c16**: gRPC's calls per second was 4.4" in text and "**The payload size**" in text
 
 
 def test_original_vs_ours_sets_the_seeds_ratios_beside_ours() -> None:
@@ -146,9 +157,9 @@ def test_original_vs_ours_sets_the_seeds_ratios_beside_ours() -> None:
 
 # -- the notebook, for real --------------------------------------------------------------------
 
-SMALL = {"trials": 2, "duration_s": 0.5, "warmup_s": 0.2, "languages": "go,python,dotnet", "protocols": "grpc,json",
-         "payloads": "small,huge", "concurrency": "1,16", "ghz_languages": "go", "seed": 5, "run_id": "nbtest",
-         "progress": False, "sequential": "yes"}
+SMALL = {"trials": 2, "duration_s": 0.3, "warmup_s": 0.1, "languages": "go,python,dotnet", "protocols": "grpc,json",
+         "payloads": "small,huge", "concurrency": "1,16", "ghz_languages": "go", "h2load_languages": "go",
+         "client_cost": True, "seed": 5, "run_id": "nbtest", "progress": False, "sequential": "yes"}
 
 
 @pytest.mark.notebook
@@ -161,7 +172,8 @@ def test_notebook_runs_end_to_end_with_every_arm_and_its_tables(tmp_path: Path, 
 
     store = RunStore(runs / study.STUDY / "nbtest")
     trials = store.trials()
-    ran = {a.name: a for a in study.study_arms("go,python", SMALL["protocols"], SMALL["payloads"])}
+    ran = {a.name: a for a in study.study_arms("go,python", SMALL["protocols"], SMALL["payloads"])
+           + study.client_cost_arms(SMALL["protocols"], SMALL["payloads"])}
     assert {t.arm for t in trials} == set(ran) and len(trials) == 2 * 2 * len(ran)
     for t in trials:
         assert t.meta["status"] in ("ok", "invalid"), (t.arm, t.meta.get("reason"))
@@ -176,18 +188,28 @@ def test_notebook_runs_end_to_end_with_every_arm_and_its_tables(tmp_path: Path, 
     assert (derived / "comparison-fair.json").is_file() and (derived / "comparison-payload.json").is_file()
     # sequential="yes": the run and its analysis use one design (2 blocks: its one look is the last)
     assert json.loads((derived / "comparison-faithful.json").read_text())["params"]["sequential"]["looks"] == [2]
-    # ghz ran beside benchlib on Go's gRPC arms only, on the same instance, first in odd blocks
+    # ghz ran beside benchlib on Go's gRPC arms, h2load on Go's JSON arms (the seed's POST
+    # body, all answered 2xx), on the same instance, first in odd blocks
     for t in trials:
         x = t.meta.get("cross_check")
-        if t.arm in ("go-grpc-small", "go-grpc-huge"):
+        if t.arm in ("go-grpc-small", "go-grpc-huge", "go-json-small", "go-json-huge"):
             assert x and not x.get("error"), (t.arm, x)
+            assert x["tool"] == ("ghz" if "-grpc-" in t.arm else "h2load")
             assert x["order"] == ("before" if t.block % 2 else "after") and x["requests_per_s"] > 0
-            assert x["concurrency"] == x["connections"] == int(t.condition[1:])
+            if x["tool"] == "ghz":
+                assert x["concurrency"] == x["connections"] == int(t.condition[1:])
+            else:
+                assert (x["method"], x["body_bytes"]) == ("POST", len(study.payload_file(t.arm.split("-")[2],
+                                                                                         "request.json")))
+                assert x["non_2xx"] == 0 and x["latency_percentiles_ms"]["50"] > 0
         else:
             assert not x, t.arm
     assert run.html is not None
     page = run.html.read_text()
-    assert "ghz did not run" not in page
+    assert "ghz did not run" not in page and "h2load did not run" not in page
+    # the client's cost per path and the ratios with it taken out, from this run
+    assert "client CPU per call (µs)" in page and "gRPC / JSON, client CPU taken out" in page
+    assert "canned path taken out (bound)" in page
     assert "dotnet-grpc-small" in page and "not run: no dotnet toolchain" in page
     assert "SendSmallRequestToServer" in page and "JSON / gRPC (means)" in page
     assert "Sequential stopping" in page and "sequential=yes" in page and "): on: " in page

@@ -28,7 +28,7 @@ def test_every_parallel_entry_names_an_existing_test_file_or_folder(request: pyt
 
 def test_measuring_markers_keep_a_test_serial(request: pytest.FixtureRequest) -> None:
     conftest = _conftest(request.config)
-    assert set(conftest.SERIAL_MARKERS) == {"integration", "docker", "notebook"}
+    assert set(conftest.SERIAL_MARKERS) == {"integration", "docker", "notebook", "cluster"}
     # a notebook test in a listed file (study 01's) is serial, its pure neighbours are not
     items = {i.nodeid.rsplit("::", 1)[-1]: i for i in request.session.items
              if i.path.name == "test_study01_notebook.py"}

@@ -14,6 +14,8 @@ original's numbers and its conclusion's facts; everything else comes from here
 * :mod:`~benchlib.analysis.conclusion`: phrases of a conclusion from typed verdicts;
 * :mod:`~benchlib.analysis.tables`: the run's status, contracts, repeats, limits, warm-up,
   client CPU, server CPU, log lines, measured minutes, percentile support;
+* :mod:`~benchlib.analysis.hosts`: the load-hosts section of a run whose load came from
+  several hosts (:func:`load_hosts_section`; empty on one machine);
 * :mod:`~benchlib.analysis.peers`: a peer tool (wrk, k6, ab, hey, h2load...) beside benchlib;
 * :mod:`~benchlib.analysis.run_info`: the design and provenance in Markdown;
 * :mod:`~benchlib.analysis.pilot`: variance components of a stored run, the trials x duration
@@ -25,6 +27,9 @@ original's numbers and its conclusion's facts; everything else comes from here
   (:func:`stopping_rule`: a notebook's ``sequential`` parameter -> the runner's ``until=`` rule
   and the :class:`~benchlib.stats.sequential.SequentialDesign` its analysis uses;
   :func:`open_questions`, :class:`StopWhenSettled`);
+* :mod:`~benchlib.analysis.planned`: :func:`~benchlib.analysis.planned.run_study` (the fixed
+  design with its looks, or with a time budget a pilot, the plan within the budget for a target
+  MDE, and futility at it), :func:`~benchlib.analysis.planned.run_planned`;
 * :mod:`~benchlib.analysis.params`: parameter lists and numbers;
 * :mod:`~benchlib.analysis.fmt` and :mod:`~benchlib.analysis.display`: numbers, metric words,
   showing tables and text.
@@ -36,10 +41,11 @@ or :func:`benchlib.results.open_run` of a stored run).
 from __future__ import annotations
 
 from benchlib.analysis.display import metric_words, show, table
+from benchlib.analysis.hosts import LoadHostsSection, load_hosts_section
 from benchlib.analysis.pilot import PilotComponents, components_from_run, design_section, design_table
 from benchlib.analysis.questions import (Answer, Contrast, Family, blocks_needed, compare_valid, decided_questions,
                                         planned_rows, run_family)
-from benchlib.analysis.run_info import design_markdown, provenance_markdown
+from benchlib.analysis.run_info import design_markdown, provenance_markdown, seed_stacks_markdown
 from benchlib.analysis.stopping import (SEQUENTIAL_CHOICES, Stopping, StopWhenSettled, open_questions,
                                        stopping_rule)
 from benchlib.analysis.tables import (
@@ -68,11 +74,11 @@ from benchlib.analysis.verdicts import (
 )
 
 __all__ = [
-    "SEQUENTIAL_CHOICES", "Answer", "Contrast", "Family", "PilotComponents", "StopWhenSettled", "Stopping",
+    "SEQUENTIAL_CHOICES", "Answer", "Contrast", "Family", "LoadHostsSection", "PilotComponents", "StopWhenSettled", "Stopping",
     "add_trial_metric", "answer_table", "answer_tables", "blocks_needed", "client_cpu_table", "client_limited",
     "compare_valid", "components_from_run",
-    "contracts_table", "decided_questions", "design_markdown", "design_section", "design_table", "family_markdown",
-    "footnotes_markdown", "limits_table", "log_lines_table", "measured_minutes", "metric_words", "open_questions",
+    "contracts_table", "decided_questions", "design_markdown", "design_section", "seed_stacks_markdown", "design_table", "family_markdown",
+    "footnotes_markdown", "limits_table", "load_hosts_section", "log_lines_table", "measured_minutes", "metric_words", "open_questions",
     "percentile_support", "planned_rows", "provenance_markdown", "repeats_table", "run_family", "server_cpu_table",
     "server_unsaturated", "short_reasons", "show", "status_table", "stopping_rule", "table", "verdict_sentences",
     "verdict_table", "warmup_table",

@@ -13,9 +13,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from benchlib.cluster.spec import INSTALL_HINT, parse_cluster, ray_installed
 from benchlib.errors import ParameterError
 
-__all__ = ["AUTO", "choices", "design_values", "positive", "yes_no"]
+__all__ = ["AUTO", "as_asked", "budget", "choices", "cluster", "design_values", "positive", "yes_no"]
 
 
 def choices(text: str | Sequence[str], valid: Sequence[str], what: str, *, canonical: bool = False) -> tuple[str, ...]:
@@ -90,3 +91,51 @@ def yes_no(name: str, value: str | bool) -> bool:
     if low in ("no", "false", "0"):
         return False
     raise ParameterError(f"{name} {value!r} is not valid; valid: yes, no, auto (the design's)")
+
+
+def budget(budget_min: float, target_mde: float) -> tuple[float | None, float | None]:
+    """A notebook's ``budget_min`` (minutes, the pilot included) and ``target_mde`` (percent)
+    as :func:`benchlib.analysis.planned.run_study` takes them: ``(None, None)`` when
+    ``budget_min`` is 0 (no budget: the fixed design), else both positive numbers.
+
+    Raises
+    ------
+    ParameterError  a negative or non-numeric budget, or a budget without a positive target.
+    """
+    if isinstance(budget_min, (int, float)) and not isinstance(budget_min, bool) and budget_min == 0:
+        return None, None
+    b = positive("budget_min", budget_min, "minutes for the whole study, its pilot included; 0: no budget")
+    t = positive("target_mde", target_mde, "percent, the smallest change every row should detect; e.g. 5")
+    return b, t
+
+
+def as_asked(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """A notebook's parameters as they are asked for again (``benchlib run -p name value``):
+    a ``budget_min`` of ``None`` (what :func:`budget` makes of "no budget") is the notebook's
+    ``0``, and a ``target_mde`` of ``None`` (no budget: no target) is left out, so the
+    notebook's default stands; every other value is kept as given. A run stores its notebook's
+    parameters this way (:func:`benchlib.analysis.planned.run_study`), and the report's
+    commands that rebuild and measure a run again read them so (``None`` is no valid value of
+    a number parameter)."""
+    out = dict(parameters)
+    if "budget_min" in out and out["budget_min"] is None:
+        out["budget_min"] = 0.0
+    if "target_mde" in out and out["target_mde"] is None:
+        del out["target_mde"]
+    return out
+def cluster(value: str | None) -> str | None:
+    """A notebook's ``cluster`` (where the load runs) as :class:`~benchlib.model.Experiment`
+    takes it: ``None`` (or ``""``) for this machine, else the value, checked
+    (:func:`benchlib.cluster.spec.parse_cluster`: ``"local:N"``, ``"auto"``, ``"ray://host:port"``).
+
+    Raises
+    ------
+    ParameterError  any other value (the message names the valid forms), or a cluster asked
+        for without Ray installed (one line naming ``pip install 'benchlib[cluster]'``).
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    spec = parse_cluster(value)
+    if spec is not None and not ray_installed():
+        raise ParameterError(INSTALL_HINT)
+    return value.strip() if isinstance(value, str) else value

@@ -212,17 +212,6 @@ def _pairs(answers: Sequence[Any]) -> list[tuple[str, str, str, str, str, int, f
     return out
 
 
-def _mde_of(c: PairComponents, duration_s: float, blocks: int, *, alpha: float, power: float,
-            sequential: SequentialDesign | None) -> float:
-    """Relative MDE of one row with components ``c`` at ``blocks`` x ``duration_s``: the
-    fixed paired rank test's, or over the looks of ``sequential`` (its maximum)."""
-    from benchlib.stats.power import mde_shift
-
-    if sequential is not None:
-        return sequential.mde(c.sd(duration_s), alpha=alpha, power=power)
-    return math.expm1(mde_shift(blocks, c.sd(duration_s), alpha=alpha, power=power, paired=True, method="rank"))
-
-
 def design_table(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, components: PilotComponents | None = None,
                  sequential: SequentialDesign | None = None, target_mde: float = 0.05, power: float = 0.8,
                  alpha: float = 0.05, windows: Any = None,
@@ -241,8 +230,10 @@ def design_table(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, 
     ``duration_s`` (measured seconds per trial: the load's, or for a load of a request count the
     median measured phase of the trials of ``pilot`` or the run), ``mde_source`` (where the
     components come from, in words), ``predicted_mde_pct`` (the largest over the rows, from the
-    pilot's components, at this design and each row's level ``alpha / family_size``; NaN
-    without a pilot), ``own_mde_pct`` (the same from the run's own components; NaN with a
+    pilot's components, at this design and each row's level ``alpha / family_size``, on the
+    ``variance_confidence`` upper bound of the between-trial variance as the planner plans:
+    :func:`~benchlib.stats.variance.predicted_mde`, the planner's own; NaN without a pilot),
+    ``own_mde_pct`` (the same from the run's own components, on their point estimates; NaN with a
     pilot), ``achieved_mde_pct`` (the largest of the verdicts' MDEs, infinite for a row with
     too few blocks to be significant at all; median in ``achieved_mde_median_pct``),
     ``between_share_pct`` (median share of the between-trial variance), and the planner's
@@ -258,7 +249,7 @@ def design_table(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, 
     import pandas as pd
 
     from benchlib.stats.power import planning_alpha
-    from benchlib.stats.variance import cost_model, pair_components, plan_design
+    from benchlib.stats.variance import cost_model, pair_components, plan_design, predicted_mde
 
     rec = run
     src = pilot if pilot is not None else rec
@@ -316,8 +307,13 @@ def design_table(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, 
                 comps = [c for c in pair_components(w, wm, contrasts=pairs) if math.isfinite(c.within_coef)]
             blocks_at = sequential.max_blocks if sequential is not None else n_now
             if comps and blocks_at >= 2 and math.isfinite(d_now):
-                ra = planning_alpha(alpha, fam, "holm")
-                pred = [_mde_of(c, d_now, blocks_at, alpha=ra, power=power, sequential=sequential) for c in comps]
+                # each row at alpha / its own Holm family; a prediction on the planner's bound,
+                # the run's own components on their point estimates (they equal the achieved MDE)
+                fam_of = {(r[2], r[3]): max(x[5] for x in mine if (x[2], x[3]) == (r[2], r[3])) for r in mine}
+                pred = [predicted_mde(c, d_now, blocks_at, power=power, sequential=sequential,
+                                      row_alpha=planning_alpha(alpha, fam_of.get((c.baseline, c.arm), fam), "holm"),
+                                      variance_confidence=None if own else variance_confidence)
+                        for c in comps]
                 rec_row["own_mde_pct" if own else "predicted_mde_pct"] = 100 * max(pred)
                 shares = [c.between_share for c in comps if math.isfinite(c.between_share)]
                 rec_row["between_share_pct"] = 100 * float(np.median(shares)) if shares else math.nan
@@ -336,7 +332,7 @@ def design_table(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, 
 
 def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, components: PilotComponents | None = None,
                    target_mde: float = 0.05, power: float = 0.8, stopping: Any = None, windows: Any = None,
-                   variance_confidence: float | None = VARIANCE_CONFIDENCE) -> str:
+                   variance_confidence: float | None = VARIANCE_CONFIDENCE, planned: Any = None) -> str:
     """The report's "design" section (Markdown): per condition and metric, the design run,
     the MDE predicted from the variance components of a pilot or an earlier run (``pilot``: a
     stored run; ``components``: a :class:`PilotComponents`) or, without one, the MDE from
@@ -345,10 +341,26 @@ def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None
     the run's :class:`~benchlib.analysis.stopping.Stopping`
     (:func:`~benchlib.analysis.stopping.stopping_rule`: on or off and why, its looks, what it
     saved; its design makes the MDEs the sequential test's) or
-    :class:`~benchlib.analysis.stopping.StopWhenSettled` (its looks are said)."""
+    :class:`~benchlib.analysis.stopping.StopWhenSettled` (its looks are said); ``planned``: the
+    run's :class:`~benchlib.analysis.planned.PlannedRun` (a pilot chose the design within a
+    budget): its pilot's estimate, the plan and the MDE achieved against its target come first,
+    and the planner's recommendation is for that target."""
     from benchlib.analysis.fmt import num
 
     rec = run
+    if planned is not None:
+        # the stopping paragraph below counts the blocks per arm when stopping is on
+        head = planned.markdown(answers, blocks=not getattr(stopping, "on", False))
+        # the prediction rests on the components the plan was made on (the pilot's, pooled with
+        # a seed's), so the table shows the MDE planned on
+        if pilot is None and components is None:
+            components = getattr(planned, "components", None)
+            pilot = planned.pilot if components is None else None
+        rest = design_section(run, answers, pilot=pilot,
+                              components=components, target_mde=planned.plan.target_mde,
+                              power=power, stopping=stopping, windows=windows,
+                              variance_confidence=variance_confidence)
+        return head + "\n\n" + rest
     design = getattr(stopping, "design", None) if stopping is not None else None
     design = design if isinstance(design, SequentialDesign) else None
     t = design_table(rec, answers, pilot=pilot, components=components, sequential=design, target_mde=target_mde,
@@ -362,6 +374,7 @@ def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None
     lines = [f"**Design.** Variance components (between trials vs within a trial) from {src}; MDEs at "
              f"{power:.0%} power, each row at α = 0.05 / its Holm family"
              + (f", over the sequential looks ({', '.join(map(str, design.looks))} blocks)" if design else "")
+             + ("" if own else f"; the predicted MDE{bound}, as the planner predicts it")
              + f"; the planner's choice is the least wall time reaching {target_mde:.0%} on every row of the metric"
              f"{bound} (Kalibera & Jones 2013)."
              + (" The MDE from this run's own components uses the same trials as the verdicts, so it equals the "
@@ -374,6 +387,9 @@ def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None
         lines.append(f"Sequential stopping: {stopping.describe()}.")
     elif stopped is not None:
         lines.append(f"Sequential stopping: the run stopped after {stopped} blocks.")
+    from benchlib.analysis.disturbance import disturbance_markdown
+
+    lines += [p for p in (disturbance_markdown(rec, answers),) if p]  # disturbed trials, repeats, sensitivity
     if not len(t):
         return "\n\n".join([*lines, "No compared row with a relative effect: nothing to plan."])
 

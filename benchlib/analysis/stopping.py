@@ -15,7 +15,7 @@
   what stopping saved) for :func:`benchlib.analysis.pilot.design_section`.
 
 A question stops at a planned look when every row of its family is settled ("faster" /
-"slower" or "equivalent"; see :func:`benchlib.stats.sequential.status`); its verdicts are
+"slower", "equivalent", or with a target MDE "not decidable within the budget"; see :func:`benchlib.stats.sequential.status`); its verdicts are
 then read with the same design (``run_family(..., sequential=design)``), whose sequential
 p-values and repeated intervals hold whatever look it stopped at.
 """
@@ -33,8 +33,8 @@ from benchlib.model import Experiment
 from benchlib.results import Run
 from benchlib.stats.sequential import SequentialDesign, status
 
-__all__ = ["SEQUENTIAL_CHOICES", "Look", "StopWhenSettled", "Stopping", "open_questions", "saved_trials",
-           "stopping_rule"]
+__all__ = ["SEQUENTIAL_CHOICES", "Look", "StopWhenSettled", "Stopping", "analysis_design", "blocks_per_arm",
+           "blocks_text", "open_questions", "row_families", "saved_trials", "stopping_rule"]
 
 
 def _settled(family: Family, summaries: Any, design: SequentialDesign, unavailable: Mapping[str, str],
@@ -205,7 +205,38 @@ class Stopping:
                          f"({saved['blocks_text']}){mins}")
         else:
             lines.append(f"- stopping saved nothing: every planned trial ran ({saved['planned']})")
+        lines.append("- blocks per arm: " + blocks_text(rec))
         return "\n".join(x for x in lines if x != "")
+
+
+def blocks_per_arm(run: Run) -> Any:
+    """One row per (condition, arm) of the plan: ``blocks_run`` (its trials stored),
+    ``blocks_planned``, and ``stopped`` (fewer run than planned: its questions were settled,
+    decided or not decidable within the budget, before the last block; an arm that could not
+    run is left out)."""
+    import pandas as pd
+
+    rec = run
+    planned: dict[tuple[str, str], int] = {}
+    for p in rec.run.get("plan") or ():
+        if p.get("arm") in rec.unavailable:
+            continue
+        k = (str(p.get("condition")), str(p.get("arm")))
+        planned[k] = planned.get(k, 0) + 1
+    ran: dict[tuple[str, str], int] = {}
+    for t in rec.trials:
+        k = (str(t.condition), str(t.arm))
+        ran[k] = ran.get(k, 0) + 1
+    rows = [{"condition": c, "arm": a, "blocks_run": ran.get((c, a), 0), "blocks_planned": n,
+             "stopped": ran.get((c, a), 0) < n} for (c, a), n in planned.items()]
+    return pd.DataFrame(rows, columns=["condition", "arm", "blocks_run", "blocks_planned", "stopped"])
+
+
+def blocks_text(run: Run) -> str:
+    """The blocks each arm ran, in words: ``main/a 8 of 8, main/b 4 of 8 (stopped)``."""
+    t = blocks_per_arm(run)
+    return ", ".join(f"{r.condition}/{r.arm} {r.blocks_run} of {r.blocks_planned}" + (" (stopped)" if r.stopped else "")
+                     for r in t.itertuples()) or "none planned"
 
 
 def saved_trials(run: Run) -> dict[str, Any]:
@@ -253,9 +284,57 @@ def _mde_sd(design: SequentialDesign, level: float, power: float = 0.8) -> float
     return math.log1p(design.mde(1.0, alpha=level, power=power))
 
 
+def _choice(sequential: str | bool) -> str:
+    """A ``sequential`` parameter as one of :data:`SEQUENTIAL_CHOICES` (or the error naming them)."""
+    choice = ("yes" if sequential else "no") if isinstance(sequential, bool) else str(sequential).strip().lower()
+    if choice in ("true", "1"):
+        choice = "yes"
+    elif choice in ("false", "0"):
+        choice = "no"
+    if choice not in SEQUENTIAL_CHOICES:
+        raise ParameterError(f"sequential {sequential!r} is not valid; valid: {', '.join(SEQUENTIAL_CHOICES)} "
+                             "(auto: on at full scale and when the planned blocks leave room for two looks)")
+    return choice
+
+
+def _looks(blocks: int, rows: int, *, alpha: float, step: int, target_mde: float | None) -> SequentialDesign:
+    """The looks every ``step`` blocks up to ``blocks`` for a largest family of ``rows`` rows."""
+    return SequentialDesign.every(int(blocks), step=step, n_comparisons=rows, alpha=alpha, target_mde=target_mde)
+
+
+def analysis_design(families: Sequence[Family], blocks: int, sequential: str | bool = "auto", *, full: bool = False,
+                    requests: Mapping[str, float] | None = None, alpha: float = 0.05, step: int = 2,
+                    target_mde: float | None = None) -> SequentialDesign | None:
+    """The sequential design :func:`stopping_rule` gives a run of ``blocks`` planned blocks
+    (the same arguments), without its figures: ``None`` when stopping is off (the fixed
+    analysis). What the budget planner predicts the verdicts' MDEs with
+    (:func:`~benchlib.stats.budget.plan_within_budget`'s ``looks``)."""
+    choice, blocks = _choice(sequential), int(blocks)
+    if choice == "no" or blocks < 2:
+        return None
+    rows = max((_family_rows(f, requests) for f in families), default=1) or 1
+    design = _looks(blocks, rows, alpha=alpha, step=step, target_mde=target_mde)
+    return None if len(design.looks) < 2 and choice == "auto" and not full else design
+
+
+def row_families(families: Sequence[Family], requests: Mapping[str, float] | None = None) -> dict[tuple[str, str, str, str], int]:
+    """Each row's Holm family size by ``(condition, baseline, arm, metric)`` (stored names;
+    the largest when a row is in several questions): the level ``alpha / size`` its verdict is
+    decided at, for the planner (:func:`~benchlib.stats.variance.plan_design`'s ``families``)."""
+    out: dict[tuple[str, str, str, str], int] = {}
+    for f in families:
+        size = _family_rows(f, requests) or 1
+        for c in f.rows():
+            for m in f.metrics:
+                key = (str(c.condition), str(c.baseline), str(c.arm), str(m))
+                out[key] = max(out.get(key, 0), size)
+    return out
+
+
 def stopping_rule(families: Sequence[Family], blocks: int, sequential: str | bool = "auto", *, full: bool = False,
                   requests: Mapping[str, float] | None = None, alpha: float = 0.05, step: int = 2,
-                  prepare: Callable[[Any], Any] | None = None, **compare_kwargs: Any) -> Stopping:
+                  prepare: Callable[[Any], Any] | None = None, target_mde: float | None = None,
+                  **compare_kwargs: Any) -> Stopping:
     """The one way a study notebook turns on sequential stopping.
 
     Parameters
@@ -274,6 +353,10 @@ def stopping_rule(families: Sequence[Family], blocks: int, sequential: str | boo
     step: blocks between looks.
     prepare: what the analysis does to the summaries before its families compare them (a
         metric of the study's own, other units), so each look compares the same columns.
+    target_mde: futility (relative, 0.05 = 5%; ``None``: none): at each look a row that cannot
+        reach this MDE by the last look is "not decidable within the budget" and settled, so an
+        arm whose questions are all settled stops spending blocks
+        (:class:`~benchlib.stats.sequential.SequentialDesign`'s ``target_mde``).
     compare_kwargs: what the analysis passes to ``compare`` (``seed``, ``margin``...), so the
         looks decide as the report will.
 
@@ -292,14 +375,7 @@ def stopping_rule(families: Sequence[Family], blocks: int, sequential: str | boo
     """
     from benchlib.stats.power import planning_alpha
 
-    choice = ("yes" if sequential else "no") if isinstance(sequential, bool) else str(sequential).strip().lower()
-    if choice in ("true", "1"):
-        choice = "yes"
-    elif choice in ("false", "0"):
-        choice = "no"
-    if choice not in SEQUENTIAL_CHOICES:
-        raise ParameterError(f"sequential {sequential!r} is not valid; valid: {', '.join(SEQUENTIAL_CHOICES)} "
-                             "(auto: on at full scale and when the planned blocks leave room for two looks)")
+    choice = _choice(sequential)
     blocks = int(blocks)
     if choice == "no":
         return Stopping(choice, False, None, None, f"every planned block runs ({blocks}); the fixed analysis")
@@ -309,7 +385,7 @@ def stopping_rule(families: Sequence[Family], blocks: int, sequential: str | boo
                                  "valid: trials >= 2, or sequential='no'")
         return Stopping(choice, False, None, None, f"{blocks} planned block(s) leave no look")
     rows = max((_family_rows(f, requests) for f in families), default=1) or 1
-    design = SequentialDesign.every(blocks, step=step, n_comparisons=rows, alpha=alpha)
+    design = _looks(blocks, rows, alpha=alpha, step=step, target_mde=target_mde)
     level = planning_alpha(alpha, rows, "holm")
     mde_fixed = _mde_sd(SequentialDesign((blocks,)), level)
     mde_seq = _mde_sd(design, level)

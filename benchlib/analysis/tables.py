@@ -41,7 +41,8 @@ from benchlib.records import TrialRecord
 from benchlib.records import rows as R
 from benchlib.results import Run
 
-__all__ = ["CLIENT_NEAR_LIMIT", "SERVER_BUSY", "TrialMedian", "add_trial_metric", "client_cpu_table", "client_limited", "contracts_table",
+__all__ = ["CLIENT_NEAR_LIMIT", "SERVER_BUSY", "TrialMedian", "add_trial_metric", "client_cpu_table", "client_limited",
+           "contracts_table", "load_hosts_table", "trial_cluster",
            "limits_table", "log_lines_table", "logged_lines", "measured_minutes", "median_of_trials", "percentile_support",
            "repeats_table", "responses_table", "saturation_table", "server_cpu_table", "server_unsaturated",
            "short_reasons", "status_table", "warmup_table"]
@@ -198,6 +199,50 @@ def client_cpu_table(run: Run, *, condition: str | None = None) -> Any:
                      "client CPU, max": round(float(v.max()), 2),
                      f"trials at ≥ {CLIENT_NEAR_LIMIT:.0%}": int((v >= CLIENT_NEAR_LIMIT).sum()),
                      "invalid (client CPU ≥ 90%)": invalid.get(arm, 0)})
+    return pd.DataFrame(rows)
+
+
+def trial_cluster(trial: TrialRecord) -> Mapping[str, Any]:
+    """The trial's stored ``load.cluster`` (its load hosts, start skew...; ``{}`` for a trial
+    whose load came from this machine alone)."""
+    return (trial.load.extra.get("cluster") if trial.load is not None else None) or {}
+
+
+def load_hosts_table(run: Run, *, condition: str | None = None) -> Any:
+    """One row per trial and load host of trials run from several hosts (``cluster=``,
+    ``docs/cluster.md``): the host and its node (host name and the start of its Ray node id),
+    its rows and measured requests, achieved rate, schedule lag
+    p99 (ms), busiest client CPU (share of one CPU), the share of its load CPUs other processes
+    took (``foreign CPU``, 0..1, Ray's daemons not counted; blank for trials stored before it
+    was measured), whether its guard kept it valid (and why not), its clock offset and round
+    trip (ms), and the trial's start skew (ms). Empty for trials run on one machine.
+    ``condition``: only that condition's trials."""
+    import pandas as pd
+
+    rows = []
+    for t in run.trials:
+        if condition is not None and t.condition != condition:
+            continue
+        cluster = trial_cluster(t)
+        skew = cluster.get("start_skew_ns")
+        for h in cluster.get("hosts") or ():
+            lag = (h.get("schedule_lag_ns") or {}).get("p99")
+            cpu = ((h.get("client_cpu") or {}).get("per_cpu") or {}).values()
+            foreign = (h.get("foreign_cpu") or {}).get("foreign")
+            rows.append({
+                "condition": t.condition, "arm": t.arm, "block": t.block, "host": h.get("host"),
+                "node": f"{h.get('hostname')} ({str(h['node_id'])[:8]})" if h.get("node_id") else h.get("hostname"),
+                "rows": h.get("rows"),
+                "measured requests": (h.get("requests") or {}).get("measure"),
+                "achieved req/s": round(float(h["achieved_rps"]), 1) if h.get("achieved_rps") is not None else None,
+                "lag p99, ms": round(lag / 1e6, 2) if lag is not None else None,
+                "client CPU, max": round(max(cpu), 2) if cpu else None,
+                "foreign CPU": round(float(foreign), 2) if foreign is not None else None,
+                "valid": bool(h.get("valid")), "why not": h.get("failure") or h.get("invalid_reason"),
+                "clock offset, ms": round(h["clock_offset_ns"] / 1e6, 3) if h.get("clock_offset_ns") is not None else None,
+                "round trip, ms": round(h["clock_rtt_ns"] / 1e6, 3) if h.get("clock_rtt_ns") is not None else None,
+                "start skew, ms": round(skew / 1e6, 3) if skew is not None else None,
+            })
     return pd.DataFrame(rows)
 
 

@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from benchlib.analysis import conclusion as say
 from benchlib.analysis.display import metric_words
 from benchlib.analysis.questions import Answer
 from benchlib.results import Run
@@ -139,38 +140,24 @@ def family_markdown(answer: Answer) -> str:
 
 
 def verdict_sentences(comparison: Any, *, metrics: Iterable[str] | None = None) -> str:
-    """The comparison's verdicts in words, one bullet per row, every figure from the table.
+    """The comparison's verdicts in words, one bullet per row, each written by the template of
+    its verdict's kind (:func:`benchlib.analysis.conclusion.sentence`): a direction and a
+    ratio only from a faster/slower row, "no difference beyond ±2%" only from an equivalent
+    row, "not decided at this design (MDE x%)" from a "~" row.
 
-    Example: "go vs py, median latency (p50): ratio 0.40 [0.32, 0.51] (-60%), exact
-    Wilcoxon signed-rank p = 0.031, Holm-adjusted 0.094 over 3 rows: insufficient trials".
+    Example: "go-nethttp's median latency (p50) was 0.40× [0.32, 0.51] python-aiohttp's
+    (Holm-adjusted p = 0.0039 over 3 rows): **faster**".
     """
     if comparison is None:
         return "_No comparison could be made in this run (see the status table: arms not run or without valid trials)._"
-    table = comparison.table
-    if metrics is not None:
-        table = table[table["metric"].isin(list(metrics))]
-    from benchlib.analysis.fmt import within_run
-
+    keep = set(metrics) if metrics is not None else None
     lines = []
-    for _, r in table.iterrows():
-        what = metric_words(str(r["metric"]))
-        cond = f" [{r['condition']}]" if "condition" in r and r["condition"] not in (None, "main") else ""
-        if r.get("effect") == "ratio" and r.get("ratio") == r.get("ratio"):
-            eff = (f"ratio {r['ratio']:.2f} [{r['ci_lo']:.2f}, {r['ci_hi']:.2f}]"
-                   f"{within_run(bool(r.get('between_run_variance_estimated', True)))} "
-                   f"({r['pct_change']:+.0f}%, {r['better']} is better)")
-        elif r.get("diff") == r.get("diff") and r.get("diff") is not None:
-            eff = f"difference {r['diff']:+.3g} [{r['diff_lo']:+.3g}, {r['diff_hi']:+.3g}]"
-        else:
-            eff = "no estimate"
-        p = r.get("p_raw")
-        ptxt = (f"{r.get('test', 'test')} p = {p:.3g}, {r.get('correction', '')}-adjusted {r['p_adj']:.3g} over "
-                f"{int(r.get('family_size', 1))} rows" if p == p and p is not None else "no test")
-        mde = r.get("mde_pct")
-        mde_txt = f"; smallest effect this design detects with 80% power: {mde:.1f}%" if (
-            isinstance(mde, float) and mde == mde and mde != float("inf")
-            and r.get("verdict_kind") == VerdictKind.NO_DIFFERENCE) else ""
-        lines.append(f"- **{r['arm']} vs {r['baseline']}**{cond}, {what}: {eff}; {ptxt} → **{r['verdict']}**{mde_txt}")
+    for v in comparison.verdicts:
+        if keep is not None and v.metric not in keep:
+            continue
+        cond = v.labels.get("condition")
+        where = f"*{cond}*: " if cond not in (None, "", "main") else ""
+        lines.append(f"- {where}{say.sentence(v, f'**{v.arm}**', f'**{v.baseline}**')}")
     return "\n".join(lines) if lines else "_No comparison rows (fewer than two arms ran)._"
 
 

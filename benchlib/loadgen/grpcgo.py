@@ -14,6 +14,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -45,6 +46,7 @@ def build_grpc_server(*, timeout_s: float = 900.0) -> Path:
     out_dir = buildcache.cache_root() / "build" / "grpcserver" / key
     binary = out_dir / "grpcserver"
     if binary.is_file():
+        buildcache.record_build("tool", "grpcserver", "local", 0.0, cached=True)
         return binary
     if shutil.which("go") is None:
         raise ToolchainMissing("go", "benchlib.loadgen.grpcgo", "install Go >= 1.22 to build the grpc-go test server")
@@ -55,6 +57,7 @@ def build_grpc_server(*, timeout_s: float = 900.0) -> Path:
         env = {**os.environ, "CGO_ENABLED": "0"}
         env.setdefault("GOTOOLCHAIN", "local")
         tmp = out_dir / "grpcserver.tmp"
+        t0 = time.monotonic()
         try:
             proc = subprocess.run(["go", "build", "-trimpath", "-o", str(tmp), "."], cwd=GRPC_SERVER_DIR, env=env,
                                   capture_output=True, text=True, timeout=timeout_s, check=False)
@@ -65,6 +68,7 @@ def build_grpc_server(*, timeout_s: float = 900.0) -> Path:
             err.add_note("go output tail:\n" + (proc.stdout + proc.stderr)[-3000:])
             raise err
         tmp.replace(binary)
+        buildcache.record_build("tool", "grpcserver", "local", time.monotonic() - t0, cached=False)
     return binary
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "cpu_by_cpu",
     "assess",
     "CLIENT_REASONS",
+    "START_SKEW_REASON",
     "client_side_only",
 ]
 
@@ -49,9 +50,13 @@ LAG_P99_LIMIT_NS = 5_000_000
 
 LAG_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 100.0)
 
+#: How the reason for load hosts that began the common schedule too far apart begins
+#: (:mod:`benchlib.cluster`).
+START_SKEW_REASON = "load hosts started"
 #: How the reasons that blame the client (not the server or the data) begin: a busy client
-#: CPU, a busy load worker, an open-model schedule the dispatcher could not keep.
-CLIENT_REASONS = ("client CPU ", "load worker ", "requests were sent late")
+#: CPU, a busy load worker, an open-model schedule the dispatcher could not keep, load hosts
+#: that did not start together.
+CLIENT_REASONS = ("client CPU ", "load worker ", "requests were sent late", START_SKEW_REASON)
 #: How the other reasons begin: nothing to measure, or responses that may be another's.
 DATA_REASONS = ("no request of the measured phase", "the server sent bytes nobody asked for")
 

@@ -7,6 +7,7 @@ import dataclasses
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -20,10 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from benchlib.errors import LoadGenError
+from benchlib.errors import LoadGenError, LoadSpecError
 from benchlib.loadgen import guard
+from benchlib.loadgen.shares import HostShare, split_evenly
 from benchlib.loadgen.validation import check_client_cpus, validate
 from benchlib.model import LoadSpec, Target
+from benchlib.signals import parent_death_signal_setter
 from benchlib.schema import ERROR_NAMES, PHASE_CODES, ROW_DTYPE
 
 __all__ = ["LoadResult", "run_load", "loadspec_to_dict", "split_evenly"]
@@ -44,10 +47,14 @@ class LoadResult:
     rows: :data:`benchlib.schema.ROW_DTYPE` array of all workers, sorted by ``t_intended_ns``;
         times in ns relative to the trial's ``t0`` on ``CLOCK_MONOTONIC``.
     meta: JSON-able dict (see ``docs/loadgen.md``).
+    hosts: each row's load host (:data:`benchlib.schema.HOST_DTYPE`, an index into
+        ``meta["cluster"]["hosts"]``) when the load came from several hosts
+        (:mod:`benchlib.cluster`); ``None`` on one machine (every row host 0).
     """
 
     rows: np.ndarray
     meta: dict[str, Any] = field(default_factory=dict)
+    hosts: np.ndarray | None = None
 
     def measured(self) -> np.ndarray:
         """The rows of the measured phase."""
@@ -68,12 +75,6 @@ class LoadResult:
         )
 
 
-def split_evenly(total: int, parts: int) -> list[int]:
-    """``total`` split into ``parts`` integers differing by at most one (largest first)."""
-    q, r = divmod(total, parts)
-    return [q + (1 if i < r else 0) for i in range(parts)]
-
-
 def loadspec_to_dict(spec: LoadSpec) -> dict[str, Any]:
     """A LoadSpec as a JSON-able dict (the body as text when it is UTF-8, else base64)."""
     d = dataclasses.asdict(spec)
@@ -88,13 +89,17 @@ def loadspec_to_dict(spec: LoadSpec) -> dict[str, Any]:
     return d
 
 
-def _worker_configs(spec: LoadSpec, target: Target, seed: int) -> list[dict[str, Any]]:
+def _worker_configs(spec: LoadSpec, target: Target, seed: int, share: HostShare = HostShare()) -> list[dict[str, Any]]:
+    """One config per worker of this host; the workers are numbered globally over the hosts
+    (:class:`benchlib.loadgen.shares.HostShare`), so their schedules and connection numbers
+    are this host's disjoint part of the trial's."""
     W = spec.workers
-    conns = split_evenly(spec.connections, W)
-    reqs = split_evenly(spec.requests, W) if spec.requests is not None else [None] * W
-    warm = split_evenly(spec.warmup_requests, W) if spec.warmup_requests else [None] * W
+    G = share.total_workers(W)
+    conns = share.split(spec.connections, W)
+    reqs = share.split(spec.requests, W) if spec.requests is not None else [None] * W
+    warm = share.split(spec.warmup_requests, W) if spec.warmup_requests else [None] * W
     out = []
-    for w in range(W):
+    for w, g in enumerate(share.global_workers(W)):
         out.append(
             dict(
                 host=target.host, port=target.port, model=spec.model, connections=conns[w],
@@ -106,7 +111,7 @@ def _worker_configs(spec: LoadSpec, target: Target, seed: int) -> list[dict[str,
                 path=spec.path, headers=list(spec.headers), body=bytes(spec.body),
                 connect_timeout_s=spec.connect_timeout_s, timeout_s=spec.timeout_s,
                 protocol=spec.protocol, streams=spec.streams,
-                worker=w, workers=W, seed=seed,
+                worker=g, workers=G, seed=seed,
             )
         )
     return out
@@ -161,6 +166,8 @@ def run_load(
     client_cpus: Sequence[int] | None = None,
     seed: int = 0,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
+    share: HostShare | None = None,
+    start_wall_ns: int | Callable[[], int] | None = None,
 ) -> LoadResult:
     """Run one trial's load against ``target`` and return every request's row.
 
@@ -177,6 +184,15 @@ def run_load(
     seed: seeds the Poisson arrivals (worker ``w`` uses ``(seed, w)``).
     on_progress: called about twice a second with ``{"elapsed_s", "requests", "inflight",
         "pending", "phase", "planned_s"}`` summed over the workers.
+    share: this host's part of a load several hosts drive (:mod:`benchlib.loadgen.shares`;
+        ``None``: the whole load, one machine).
+    start_wall_ns: the trial's start as a wall-clock instant (``time.time_ns()``), the same
+        for every host; converted here to this host's monotonic clock (``t0``); or a function
+        called once the workers are ready that returns that instant (it may block until
+        every host is ready: :mod:`benchlib.cluster`). ``None``: start as soon as the workers
+        are ready. A start instant already past when the
+        workers are ready is kept (the schedule stays common to the hosts; the lateness is
+        ``start_late_ns`` in the meta, and the guard sees it as schedule lag).
 
     A worker that fails during the trial (a bug of ours, or a worker killed) does not cost
     the rows already recorded: the result holds every row the workers recorded (a failing
@@ -192,8 +208,12 @@ def run_load(
         When a worker fails before the trial starts (its traceback is in the message).
     """
     validate(spec, target)
+    share = share or HostShare()
+    if share.hosts > 1 and spec.connections < share.total_workers(spec.workers):
+        raise LoadSpecError(f"{spec.connections} connections cannot be divided over {share.hosts} hosts × "
+                            f"{spec.workers} worker(s); use at least {share.total_workers(spec.workers)} connections")
     cpus = check_client_cpus(client_cpus)
-    cfgs = _worker_configs(spec, target, seed)
+    cfgs = _worker_configs(spec, target, seed, share)
     scratch = _scratch_dir()
     procs: list[Any] = []
     pipes: list[Any] = []
@@ -217,7 +237,14 @@ def run_load(
                 if msg[0] == "error":
                     raise LoadGenError(f"load worker {i} failed to start:\n{msg[1]}")
                 ready[i] = msg[1]
-        t0 = time.monotonic_ns() + START_MARGIN_NS
+        if callable(start_wall_ns):
+            start_wall_ns = int(start_wall_ns())
+        now = time.monotonic_ns()
+        if start_wall_ns is None:
+            t0 = now + START_MARGIN_NS
+        else:  # the common wall-clock instant on this host's monotonic clock
+            t0 = now + (int(start_wall_ns) - time.time_ns())
+        start_late_ns = max(0, now - t0)
         for pipe in pipes:
             pipe.send(("start", t0, t0))
         stats = _collect(spec, pipes, procs, on_progress)
@@ -234,6 +261,11 @@ def run_load(
         rows = rows[np.argsort(rows["t_intended_ns"], kind="stable")]
         lag = np.concatenate(lags) if lags else np.zeros(0, np.int64)
         meta = build_meta(spec, rows, lag, stats, cpus, t0)
+        if share.hosts > 1 or start_wall_ns is not None:
+            meta["share"] = {"host": share.host, "hosts": share.hosts,
+                             "global_workers": list(share.global_workers(spec.workers))}
+            meta["start_wall_ns"] = start_wall_ns
+            meta["start_late_ns"] = int(start_late_ns)
         completed = True
         return LoadResult(rows=rows, meta=meta)
     finally:
@@ -277,6 +309,9 @@ class _Proc:
         self.popen.kill()
 
 
+_WORKER_DEATH_SIGNAL = parent_death_signal_setter(signal.SIGKILL)
+
+
 def _start_worker(w: int) -> tuple[_Proc, Connection]:
     """Start worker ``w`` as ``python -m benchlib.loadgen.worker FD`` on a socket pair."""
     parent_sock, child_sock = socket.socketpair()
@@ -286,6 +321,9 @@ def _start_worker(w: int) -> tuple[_Proc, Connection]:
             pass_fds=(child_sock.fileno(),),
             stdin=subprocess.DEVNULL,
             close_fds=True,
+            # killed with the thread that started it: a load host's actor killed mid-trial
+            # (benchlib.cluster) or a runner killed outright leaves no worker sending load
+            preexec_fn=_WORKER_DEATH_SIGNAL,
         )
     finally:
         child_sock.close()

@@ -168,6 +168,7 @@ def ensure_go_tool(
     tool_dir = buildcache.cache_root() / "tools" / f"{name}-{version}"
     cached = tool_dir / name
     if cached.is_file() and is_pinned(cached):
+        buildcache.record_build("tool", f"{name}-{version}", "local", 0.0, cached=True)
         return cached
     on_path = shutil.which(name)
     if on_path and is_pinned(on_path):
@@ -196,7 +197,9 @@ def ensure_go_tool(
             err = BuildError(f"go install {module}@{version} failed with exit code {proc.returncode}")
             err.add_note("go output tail:\n" + (proc.stdout + proc.stderr)[-3000:])
             raise err
+        build_s = time.monotonic() - t0
         (tool_dir / "build-info.json").write_text(json.dumps(
-            {"module": module, "version": version, "ldflags": ldflags, "build_s": round(time.monotonic() - t0, 1),
+            {"module": module, "version": version, "ldflags": ldflags, "build_s": round(build_s, 1),
              f"{name}_version": describe(cached)}, indent=1) + "\n")
+        buildcache.record_build("tool", f"{name}-{version}", "local", build_s, cached=False)
     return cached

@@ -147,12 +147,14 @@ def _hey(d: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _h2load(d: Mapping[str, Any]) -> dict[str, Any]:
-    kinds = {k: int(d[k]) for k in ("failed", "errored", "timeout") if d.get(k) is not None}
+    kinds = {k: int(d[k]) for k in ("failed", "errored", "timeout", "non_2xx") if d.get(k) is not None}
+    # percentiles only from its per-request log (--log-file); its report has none
     return {"requests": _f(d.get("requests")), "duration_s": _f(d.get("duration_s")),
-            "requests_per_s": _f(d.get("requests_per_s")), "min_ms": _f(d.get("latency_min_ms")),
-            "mean_ms": _f(d.get("latency_avg_ms")), "max_ms": _f(d.get("latency_max_ms")),
-            "errors": float(kinds.get("failed", 0) + kinds.get("errored", 0)) if kinds else math.nan,
-            "error_kinds": kinds}
+            "requests_per_s": _f(d.get("requests_per_s")), "latency_ms": _pct(d.get("latency_percentiles_ms") or {}),
+            "min_ms": _f(d.get("latency_min_ms")), "mean_ms": _f(d.get("latency_avg_ms")),
+            "max_ms": _f(d.get("latency_max_ms")),
+            "errors": float(kinds.get("failed", 0) + kinds.get("errored", 0) + kinds.get("non_2xx", 0)) if kinds
+            else math.nan, "error_kinds": kinds}
 
 
 def _bombardier(d: Mapping[str, Any]) -> dict[str, Any]:

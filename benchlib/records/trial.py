@@ -33,6 +33,7 @@ import numpy as np
 from benchlib.errors import StorageError
 from benchlib.records._convert import as_float_or_none
 from benchlib.records.cpu import ServerCpu, server_cpu
+from benchlib.records.disturbance import Disturbance
 from benchlib.records.limits import EnforcedLimits
 from benchlib.records.load import LoadMeta
 from benchlib.records.peer import PeerReport, peer_report
@@ -194,7 +195,7 @@ _TRIAL_KEYS = frozenset({
     "record_version", "seq", "condition", "block", "position", "arm", "previous_attempts", "service", "variant",
     "log_sink", "runtime", "limits", "cpus", "started_utc", "enforced", "ports", "dependencies", "front", "endpoint",
     "contract", "cross_check", "load", "resources", "stop", "service_log", "log_tail", "traceback", "status", "reason",
-    "finished_utc",
+    "finished_utc", "disturbance",
 })
 
 
@@ -220,6 +221,9 @@ class TrialRecord:
     contract, endpoint: the contract check and the endpoint loaded (as stored).
     started, finished: UTC times. attempts: attempts set aside before this one.
     service_log: the service's log sink and line count.
+    disturbance: what the machine did to the trial, from outside the service
+        (:class:`~benchlib.records.disturbance.Disturbance`; ``None`` for trials stored
+        before it was measured, or when the load never ran).
     log_tail: the log's last lines of a trial that failed; traceback: the error's traceback
         when the runner caught one ("" when none).
     version: the metadata format (1 or 2). extra: stored keys this reader does not know.
@@ -258,6 +262,7 @@ class TrialRecord:
     service_log: ServiceLog | None = None
     log_tail: str = ""
     traceback: str = ""
+    disturbance: Disturbance | None = None
     version: int = 1
     extra: Mapping[str, Any] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
@@ -296,6 +301,7 @@ class TrialRecord:
             attempts=tuple(Attempt.from_dict(a) for a in meta.get("previous_attempts") or ()),
             service_log=ServiceLog.from_dict(meta.get("service_log")),
             log_tail=str(meta.get("log_tail") or ""), traceback=str(meta.get("traceback") or ""),
+            disturbance=Disturbance.from_dict(meta.get("disturbance")),
             version=int(meta.get("record_version") or 1),
             extra={k: v for k, v in meta.items() if k not in _TRIAL_KEYS},
             meta=dict(meta), path=path, log_path=log_path,
@@ -334,6 +340,8 @@ class TrialRecord:
             out["resources"] = [dict(r) for r in self.resources]
         if self.stop:
             out["stop"] = dict(self.stop)
+        if self.disturbance is not None:
+            out["disturbance"] = self.disturbance.to_dict()
         if self.service_log is not None:
             out["service_log"] = self.service_log.to_dict()
         if self.log_tail:
@@ -384,3 +392,12 @@ class TrialRecord:
         if self.path is None:
             raise StorageError(f"trial {self.condition}/{self.arm}/b{self.block:03d} has no stored file")
         return StoredTrial(self.path, self.meta).rows()
+
+    def hosts(self) -> np.ndarray:
+        """Each row's load host (an index into ``load.cluster["hosts"]``; 0 on one machine and
+        for trials stored before schema version 2), in the order of :meth:`rows`."""
+        from benchlib.store import StoredTrial
+
+        if self.path is None:
+            raise StorageError(f"trial {self.condition}/{self.arm}/b{self.block:03d} has no stored file")
+        return StoredTrial(self.path, self.meta).hosts()

@@ -206,7 +206,10 @@ def placeholder_values(
         "host": host,
     }
     if build_dir is not None:
+        from benchlib.buildcache import cargo_target_dir
+
         values["build_dir"] = str(build_dir)
+        values["cargo_target_dir"] = str(cargo_target_dir())
     if port is not None:
         values["port"] = str(port)
         values["ports"] = ",".join(str(p) for p in (tuple(ports) or (port,)))

@@ -345,9 +345,12 @@ class LocalRuntime:
             service.manifest.directory, service.build_inputs,
             extra={"command": service.build_command, "env": dict(service.build_env), "toolchains": versions},
         )
+        t_lookup = time.monotonic()
+        record_name = f"{service.name}/{service.build_variant}"
         with buildcache.locked(build_dir):
             stamp = buildcache.read_stamp(build_dir)
             if stamp is not None and stamp.get("hash") == digest:
+                buildcache.record_build("service", record_name, "local", time.monotonic() - t_lookup, cached=True)
                 return Prepared(service=service, build_dir=build_dir, built=False,
                                 info={"toolchains": versions, "source_hash": digest,
                                       "build_s": stamp.get("build_s"), "build": "cached"})
@@ -372,6 +375,7 @@ class LocalRuntime:
                 raise err
             buildcache.write_stamp(build_dir, {"hash": digest, "build_s": round(build_s, 2), "argv": argv,
                                                "toolchains": versions, "finished": time.time()})
+            buildcache.record_build("service", record_name, "local", build_s, cached=False)
         return Prepared(service=service, build_dir=build_dir, built=True,
                         info={"toolchains": versions, "source_hash": digest, "build_s": round(build_s, 2),
                               "build": "built"})

@@ -30,6 +30,7 @@ from benchlib.stats.report import Comparison, PairInfo
 from benchlib.stats.sequential import (
     SequentialDesign,
     analyse_row,
+    budget_mde,
     check_sequential,
     early_stop_estimate,
     first_crossing,
@@ -639,6 +640,10 @@ def _adjust_and_decide(
                                     f"smallest possible p {fmt_p(e['min_p'])}")
             if status == "ok" and sequential is not None and "seq_row" in e:
                 kw.update(_early_stop(e, sequential, kw["p_adj"], alpha, m, correction))
+                if sequential.target_mde is not None:  # futility: the MDE reachable by the last look
+                    kw.update(target_mde=sequential.target_mde,
+                              mde_budget=budget_mde(e["seq_row"], sequential,
+                                                    alpha_row=planning_alpha(alpha, m, correction), power=power))
             v = decide(info, **kw)
             verdicts[i] = v
             _fill_row(r, v)
@@ -682,3 +687,5 @@ def _fill_row(r: dict[str, Any], v: Verdict) -> None:
     if v.sequential:
         r.update(blocks_run=v.blocks_run, blocks_max=v.blocks_max, drift=v.drift, look=v.look, looks=v.looks,
                  bias_adjusted=v.bias_adjusted, estimate_unadjusted=v.estimate_unadjusted)
+        if math.isfinite(v.target_mde):
+            r.update(target_mde_pct=100.0 * v.target_mde, mde_budget_pct=100.0 * v.mde_budget)

@@ -14,7 +14,9 @@ metrics, raw values for difference metrics); paired inputs are aligned by block.
 
 Every method also gives the (1 - 2 alpha) interval of the equivalence test (TOST) and, given
 the margin, the TOST p-value (the larger of the two one-sided p-values at the margins), which
-:func:`~benchlib.stats.compare` adjusts over the family like the difference p-values.
+:func:`~benchlib.stats.compare` adjusts over the family like the difference p-values, and the
+p-value of the minimum-effect test (the effect lies beyond the margin: the test a comparison of
+two runs decides on, :mod:`benchlib.runcompare`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from benchlib.stats.exact import (
     walsh_interval,
 )
 
-__all__ = ["Estimate", "estimate", "BOOTSTRAP_MIN_TRIALS", "test_name", "tost_pvalue"]
+__all__ = ["Estimate", "estimate", "BOOTSTRAP_MIN_TRIALS", "beyond_pvalue", "test_name", "tost_pvalue"]
 
 #: The trial-level bootstrap is refused below this many trials per arm (blocks when paired).
 BOOTSTRAP_MIN_TRIALS = 5
@@ -83,6 +85,10 @@ class Estimate:
         p-value of the equivalence test at the margin ``±L`` (log scale): the larger of the
         one-sided p-values of "effect >= L" and "effect <= -L", from the same test as
         ``pvalue`` (NaN when no margin was given).
+    beyond_p:
+        p-value of the minimum-effect test at the margin ``±L``: "the effect lies within
+        ``[-L, L]``" rejected in favour of an effect beyond it, from the same test as
+        ``pvalue`` (:func:`beyond_pvalue`; NaN when no margin was given).
     """
 
     effect: float
@@ -99,6 +105,7 @@ class Estimate:
     ties: bool = False
     n_tied: int = 0
     tost_p: float = math.nan
+    beyond_p: float = math.nan
 
 
 def _pooled_sd(a: np.ndarray, b: np.ndarray) -> float:
@@ -121,6 +128,22 @@ def tost_pvalue(p_at: Callable[[float], float], effect: float, margin: float) ->
         half = float(p_at(c)) / 2.0
         ps.append(half if (effect < c if below else effect > c) else 1.0 - half)
     return float(max(ps))
+
+
+def beyond_pvalue(p_at: Callable[[float], float], effect: float, margin: float) -> float:
+    """Two-sided p-value of the minimum-effect test at the margin ``±margin`` (comparison
+    scale): the null "the effect lies within ``[-margin, margin]``" against an effect beyond it.
+    With the estimate beyond a margin, the two-sided p-value ``p_at(c)`` of "the effect is c" at
+    that margin (its rejection at ``alpha`` puts the whole ``1 - alpha`` interval beyond the
+    margin); with the estimate inside, 1. With ``margin`` 0 it is the ordinary p-value ``p_at(0)``
+    (NaN without a finite, non-negative margin or estimate)."""
+    if not (math.isfinite(margin) and margin >= 0) or not math.isfinite(effect):
+        return math.nan
+    if effect > margin:
+        return float(p_at(margin))
+    if effect < -margin:
+        return float(p_at(-margin))
+    return float(p_at(0.0)) if margin == 0 else 1.0
 
 
 def test_name(method: str, paired: bool, exact: bool = True) -> str:
@@ -148,7 +171,8 @@ def estimate(
     """Effect, intervals and p-value of ``b`` against ``a`` (see the module docstring).
 
     ``margin``: the equivalence margin on the comparison scale (``log(1 + m)`` for ratio
-    metrics); given, the estimate carries its TOST p-value (:attr:`Estimate.tost_p`).
+    metrics); given, the estimate carries its TOST p-value (:attr:`Estimate.tost_p`) and its
+    minimum-effect p-value (:attr:`Estimate.beyond_p`).
 
     The caller checks the trial counts (at least 1 per arm for ``rank``, 2 for
     ``parametric``, :data:`BOOTSTRAP_MIN_TRIALS` for ``bootstrap``).
@@ -160,7 +184,8 @@ def estimate(
     b = np.asarray(b, dtype=float)
     p_at: Callable[[float], float]
     if e.lo == e.hi:  # zero spread: the effect is known exactly
-        return replace(e, tost_p=0.0 if abs(e.effect) < margin else 1.0)
+        return replace(e, tost_p=0.0 if abs(e.effect) < margin else 1.0,
+                       beyond_p=0.0 if abs(e.effect) > margin else 1.0)
     if method == "rank" and paired:
         d = b - a
         d = d[d != 0.0] if 0 < np.count_nonzero(d == 0.0) < d.size else d
@@ -174,7 +199,7 @@ def estimate(
     else:
         assert boot is not None
         p_at = boot.pvalue_at
-    return replace(e, tost_p=tost_pvalue(p_at, e.effect, margin))
+    return replace(e, tost_p=tost_pvalue(p_at, e.effect, margin), beyond_p=beyond_pvalue(p_at, e.effect, margin))
 
 
 def _estimate(a: np.ndarray, b: np.ndarray, paired: bool, method: str, confidence: float, alpha: float,

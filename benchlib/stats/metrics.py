@@ -4,12 +4,16 @@ compared as a ratio (log scale) or a difference, its unit and the words of its v
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 from dataclasses import dataclass
 
 from benchlib.errors import ParameterError
 
-__all__ = ["MetricInfo", "metric_info"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["MetricInfo", "metric_info", "with_microseconds"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +92,13 @@ def metric_info(name: str, better: Mapping[str, str] | None = None) -> MetricInf
         f"metric {name!r}: unknown direction; known metrics end in _ms, _us, _s (lower is better), _rps "
         "(higher is better) or are error_rate; for others pass better={name: 'lower' or 'higher'}"
     )
+
+
+def with_microseconds(summaries: pd.DataFrame, metrics: Iterable[str]) -> pd.DataFrame:
+    """``summaries`` with each ``<x>_us`` of ``metrics`` it lacks added from its ``<x>_ms``
+    column (x 1000: a study that reports in a seed's microseconds; ratios do not change with
+    the unit). Other metrics, and ``_us`` columns already there, are left alone; a copy is
+    returned when anything was added."""
+    add = {m: summaries[f"{m[:-3]}_ms"] * 1e3 for m in dict.fromkeys(metrics)
+           if m.endswith("_us") and m not in summaries.columns and f"{m[:-3]}_ms" in summaries.columns}
+    return summaries.assign(**add) if add else summaries

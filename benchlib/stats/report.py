@@ -21,7 +21,7 @@ from benchlib.stats.multiplicity import CORRECTION_LABELS
 from benchlib.stats.fmt import fmt_ratio, fmt_centre, fmt_level, fmt_p, fmt_pct, fmt_value, within_run
 from benchlib.stats.verdict import Verdict, fmt_mde
 
-__all__ = ["Comparison", "PairInfo", "fmt_value", "fmt_p", "fmt_pct", "fmt_centre", "fmt_level", "JSON_FORMAT_VERSION"]
+__all__ = ["Comparison", "PairInfo", "jsonable", "fmt_value", "fmt_p", "fmt_pct", "fmt_centre", "fmt_level", "JSON_FORMAT_VERSION"]
 
 #: Version of the JSON layout written by :meth:`Comparison.to_json` (2: typed verdicts,
 #: the achieved level of each ``±``).
@@ -44,7 +44,9 @@ class PairInfo:
     context: dict[str, Any] = field(default_factory=dict)
 
 
-def _jsonable(v: Any) -> Any:
+def jsonable(v: Any) -> Any:
+    """``v`` as strict JSON values: NaN as ``null``, infinities as ``"inf"``/``"-inf"``, numpy
+    scalars as Python ones, tuples as lists, anything else as its ``str``."""
     if isinstance(v, (np.bool_, bool)):
         return bool(v)
     if isinstance(v, (np.integer,)):
@@ -57,9 +59,9 @@ def _jsonable(v: Any) -> Any:
             return "inf" if f > 0 else "-inf"
         return f
     if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
+        return [jsonable(x) for x in v]
     if v is None or isinstance(v, (str, int)):
         return v
     if isinstance(v, pd.Timestamp):
@@ -274,7 +276,7 @@ class Comparison:
             "shift": None if self.shift is None else self.shift.to_dict(orient="records"),
             "verdicts": [v.to_dict() for v in self.verdicts],
         }
-        return _jsonable(doc)
+        return jsonable(doc)
 
     def to_json(self, path: str | None = None) -> str:
         """JSON text (sorted keys; byte-identical for the same data and seed); written to

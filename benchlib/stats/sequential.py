@@ -60,6 +60,7 @@ __all__ = [
     "SequentialRow",
     "LookStatus",
     "analyse_row",
+    "budget_mde",
     "early_stop_estimate",
     "first_crossing",
     "plan_sequential",
@@ -226,6 +227,13 @@ class SequentialDesign:
     require_practical:
         When True, a directional row counts as settled only when its interval lies beyond
         the practical margin or inside it (not "possibly within").
+    target_mde:
+        Futility (relative, 0.05 = 5%; ``None``: none): a row neither significant nor
+        equivalent whose MDE by the last look (:func:`budget_mde`) exceeds it is
+        "not decidable within the budget" (``VerdictKind.UNDECIDABLE``) and counts as settled,
+        so its question stops spending blocks. Non-binding: the efficacy boundaries are the
+        same with or without it, so a row that goes on anyway keeps its error rates; the
+        futility stop can only lower the chance of a "faster"/"slower" verdict.
 
     Examples
     --------
@@ -236,6 +244,7 @@ class SequentialDesign:
     looks: tuple[int, ...]
     shape: float = DEFAULT_SHAPE
     require_practical: bool = False
+    target_mde: float | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -244,17 +253,23 @@ class SequentialDesign:
             raise ParameterError(f"looks must be strictly increasing block counts of at least 2, got {self.looks!r}")
         if not (np.isfinite(self.shape) and 0.0 <= float(self.shape) <= 0.5):
             raise ParameterError(f"shape must lie in [0, 0.5] (0 O'Brien-Fleming, 0.5 Pocock), got {self.shape!r}")
+        if self.target_mde is not None:
+            t = self.target_mde
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not (math.isfinite(t) and 0.0 < t < 10.0):
+                raise ParameterError(f"target_mde must be a relative change in (0, 10) (0.05 = 5%) or None, got {t!r}")
+            object.__setattr__(self, "target_mde", float(t))
         object.__setattr__(self, "looks", looks)
         object.__setattr__(self, "shape", float(self.shape))
 
     @classmethod
     def every(cls, max_blocks: int, *, step: int = 2, first: int | None = None, n_comparisons: int = 1,
-              alpha: float = 0.05, shape: float = DEFAULT_SHAPE, require_practical: bool = False) -> SequentialDesign:
+              alpha: float = 0.05, shape: float = DEFAULT_SHAPE, require_practical: bool = False,
+              target_mde: float | None = None) -> SequentialDesign:
         """Looks every ``step`` blocks from ``first`` up to ``max_blocks``.
 
         ``first`` (default): the first block count at which a row of an ``n_comparisons``-row
         Holm family at level ``alpha`` can reach significance under these boundaries (an
-        earlier look could never stop the question).
+        earlier look could never stop the question). ``target_mde``: futility (see the class).
         """
         from benchlib.stats.power import min_trials
 
@@ -272,7 +287,7 @@ class SequentialDesign:
             return tuple(out if out[-1] == max_blocks else [*out, max_blocks])
 
         if first is not None:
-            return cls(looks_from(int(first)), shape, require_practical)
+            return cls(looks_from(int(first)), shape, require_practical, target_mde)
         # the looks from the fixed test's floor; those at which even the most extreme data
         # could not reach the boundary are dropped (that leaves the boundary's tail unchanged)
         level = alpha / max(1, int(n_comparisons))
@@ -281,7 +296,7 @@ class SequentialDesign:
         c = _critical(counts, float(shape), level)
         feasible = [n for k, n in enumerate(counts) if _max_w(counts, float(shape), k + 1) >= c - _TOL * max(1.0, abs(c))]
         return cls(tuple(n for n in counts if n >= feasible[0]) if feasible else (max_blocks,), shape,
-                   require_practical)
+                   require_practical, target_mde)
 
     @property
     def max_blocks(self) -> int:
@@ -337,13 +352,18 @@ class SequentialDesign:
     def describe(self) -> str:
         """One line: the looks and the boundary."""
         kind = {0.0: "O'Brien-Fleming", 0.5: "Pocock"}.get(self.shape, f"Wang-Tsiatis shape {self.shape:g}")
+        fut = (f"; a row that cannot reach an MDE of {100 * self.target_mde:.3g}% by the last look stops "
+               "(non-binding futility)" if self.target_mde is not None else "")
         return (f"group-sequential: looks at {', '.join(map(str, self.looks))} blocks ({kind} boundaries, "
-                "Holm within a look)")
+                f"Holm within a look{fut})")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain fields (for JSON)."""
-        return {"looks": list(self.looks), "shape": self.shape, "require_practical": self.require_practical,
-                "null_draws": NULL_DRAWS}
+        out = {"looks": list(self.looks), "shape": self.shape, "require_practical": self.require_practical,
+               "null_draws": NULL_DRAWS}
+        if self.target_mde is not None:
+            out["target_mde"] = self.target_mde
+        return out
 
 
 @dataclass(frozen=True)
@@ -761,6 +781,36 @@ def row_mde(row: SequentialRow, design: SequentialDesign, *, alpha_row: float, p
     return float(s * u) if math.isfinite(u) else math.inf
 
 
+#: One-sided confidence of the lower bound on a row's spread that a futility projection rests on:
+#: a row stops for futility only when even an optimistic spread leaves the target out of reach.
+#: Stricter than the planner's 80% upper bound, so that a design planned at the target is rarely
+#: stopped by a noisy first look (``docs/statistics.md``, "Futility").
+FUTILITY_CONFIDENCE = 0.95
+
+
+def budget_mde(row: SequentialRow, design: SequentialDesign, *, alpha_row: float, power: float,
+               confidence: float = FUTILITY_CONFIDENCE) -> float:
+    """The relative MDE a row can reach by the design's last look: at the last look its own
+    MDE (:func:`row_mde`, relative); before it, the sequential test over all the planned looks
+    with the SD of its within-block log ratios at the one-sided ``confidence`` *lower* bound
+    (chi-square on the blocks so far), so a noisy early spread does not stop a row that could
+    still reach the target. NaN when the spread is unknown (fewer than 2 blocks)."""
+    from scipy import stats as _st
+
+    s = row.estimate.sigma
+    if not (np.isfinite(s) and s >= 0) or not row.counts or row.looks_done < 1:
+        return math.nan
+    if row.looks_done >= len(row.counts):
+        m = row_mde(row, design, alpha_row=alpha_row, power=power)
+        return math.expm1(m) if math.isfinite(m) else m
+    n = row.counts[row.looks_done - 1]
+    if n < 2:
+        return math.nan
+    s_lo = s * math.sqrt((n - 1) / float(_st.chi2.ppf(confidence, n - 1)))
+    u = _mde_units(row.counts, design.shape, float(alpha_row), float(power), len(row.counts))
+    return math.expm1(u * s_lo) if math.isfinite(u) else math.inf
+
+
 def need_blocks(design: SequentialDesign, *, alpha: float, n_comparisons: int, correction: str) -> int | None:
     """The first planned look at which a row of the family can reach significance at all
     (``None`` if none can)."""
@@ -777,11 +827,11 @@ def need_blocks(design: SequentialDesign, *, alpha: float, n_comparisons: int, c
 
 
 def settled(v: Any, *, require_practical: bool = False) -> bool:
-    """Whether a row is decided: "faster"/"slower" (with ``require_practical``: not "possibly
-    within" the margin) or "equivalent"."""
+    """Whether a row is settled: "faster"/"slower" (with ``require_practical``: not "possibly
+    within" the margin), "equivalent", or not decidable within the budget (futility)."""
     from benchlib.stats.verdict import VerdictKind
 
-    if v.kind is VerdictKind.EQUIVALENT:
+    if v.kind in (VerdictKind.EQUIVALENT, VerdictKind.UNDECIDABLE):
         return True
     if v.kind.directional:
         return not (require_practical and v.qualifier == "possibly within")
@@ -838,7 +888,7 @@ def status(comparison: Any) -> LookStatus:
     seq = comparison.params.get("sequential")
     if not seq:
         raise ParameterError("status() needs a comparison made with compare(..., sequential=design)")
-    design = SequentialDesign(tuple(seq["looks"]), seq["shape"], seq["require_practical"])
+    design = SequentialDesign(tuple(seq["looks"]), seq["shape"], seq["require_practical"], seq.get("target_mde"))
     blocks = int(seq["blocks_run"])
     open_rows = tuple(v for v in comparison.verdicts
                       if v.kind.value not in _INERT and not settled(v, require_practical=design.require_practical))

@@ -311,8 +311,9 @@ def sequential_rates(reps: int, *, design: Any, ratio: float = 1.0, rows: int = 
     :func:`benchlib.stats.sequential.status` says so.
 
     Returned: ``directional`` (share of replicates with a "faster"/"slower" row: the
-    family-wise rate in an A/A), ``per_row``, ``slower``, ``faster``, ``equivalent`` (shares
-    of rows), ``blocks_mean`` (blocks run), ``blocks_max``, ``saving`` (1 - mean / max),
+    family-wise rate in an A/A), ``per_row``, ``slower``, ``faster``, ``equivalent``,
+    ``undecidable`` (shares of rows; the last only with a futility target,
+    ``SequentialDesign(target_mde=...)``), ``blocks_mean`` (blocks run), ``blocks_max``, ``saving`` (1 - mean / max),
     ``stopped_early`` (share of replicates), the fixed-size analysis of all ``blocks_max``
     blocks for reference (``fixed_directional``), and for ``ratio != 1`` ``power`` (share of
     rows "slower"), ``predicted`` (:meth:`SequentialDesign.power` at the row level
@@ -327,8 +328,8 @@ def sequential_rates(reps: int, *, design: Any, ratio: float = 1.0, rows: int = 
     n_max = design.max_blocks
     arms = ["A", *(f"B{k + 1}" for k in range(rows))]
     offsets = np.repeat(np.r_[0.0, np.full(rows, math.log(ratio))], n_max)
-    c = {"directional": 0, "per_row": 0, "slower": 0, "faster": 0, "equivalent": 0, "blocks": 0, "early": 0,
-         "fixed": 0}
+    c = {"directional": 0, "per_row": 0, "slower": 0, "faster": 0, "equivalent": 0, "undecidable": 0, "blocks": 0,
+         "early": 0, "fixed": 0}
     reported: dict[int, list[float]] = {}
     for _ in range(reps):
         lat = _latencies((rows + 1) * n_max, n_req, rng, phi=phi, trial_sd=trial_sd, log_offsets=offsets)
@@ -349,6 +350,7 @@ def sequential_rates(reps: int, *, design: Any, ratio: float = 1.0, rows: int = 
         c["slower"] += kinds.count(VerdictKind.SLOWER)
         c["faster"] += kinds.count(VerdictKind.FASTER)
         c["equivalent"] += kinds.count(VerdictKind.EQUIVALENT)
+        c["undecidable"] += kinds.count(VerdictKind.UNDECIDABLE)
         c["blocks"] += st.blocks
         c["early"] += st.blocks < n_max
         fixed = compare(df, baseline="A", metrics=("p50_ms",), alpha=alpha, shift=False, design="paired")
@@ -357,7 +359,7 @@ def sequential_rates(reps: int, *, design: Any, ratio: float = 1.0, rows: int = 
                            "blocks_mean": c["blocks"] / reps, "blocks_max": n_max,
                            "saving": 1.0 - c["blocks"] / (reps * n_max), "stopped_early": c["early"] / reps,
                            "fixed_directional": c["fixed"] / reps}
-    res.update({k: c[k] / (reps * rows) for k in ("per_row", "slower", "faster", "equivalent")})
+    res.update({k: c[k] / (reps * rows) for k in ("per_row", "slower", "faster", "equivalent", "undecidable")})
     res["reported_by_look"] = {k: {"rows": len(v), "bias_pp": 100.0 * (float(np.mean(v)) - math.log(ratio))}
                                for k, v in sorted(reported.items())}
     if ratio != 1.0:

@@ -34,9 +34,9 @@ Everything here is computed from a pilot's stored requests and timestamps; nothi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -48,6 +48,9 @@ from benchlib.stats._checks import probability
 from benchlib.stats.power import mde_shift, min_trials, planning_alpha
 from benchlib.stats.quantiles import quantile_column, quantile_of
 from benchlib.stats.summary import MIN_TAIL_COUNT, required_requests, trial_columns, trial_quantiles
+
+if TYPE_CHECKING:
+    from benchlib.stats.sequential import SequentialDesign
 
 __all__ = [
     "DEFAULT_DURATIONS",
@@ -64,6 +67,7 @@ __all__ = [
     "components_table",
     "cost_model",
     "plan_design",
+    "predicted_mde",
     "mde_text",
 ]
 
@@ -266,6 +270,11 @@ class PairComponents:
     def between_share(self) -> float:
         """Share of the ratio's variance that is between trials."""
         return self.between_var / self.total_var if self.total_var > 0 else math.nan
+
+    @property
+    def row(self) -> tuple[str, str, str, str]:
+        """Which row: ``(condition, baseline, arm, metric)`` (condition ``""`` when unlabelled)."""
+        return (str(self.labels.get("condition", "")), self.baseline, self.arm, self.metric)
 
     def var(self, duration_s: float) -> float:
         """Predicted variance of the log ratio for trials of ``duration_s`` measured seconds."""
@@ -679,6 +688,31 @@ def mde_text(x: float) -> str:
     return "∞ (too few blocks)" if math.isinf(x) else f"{100 * x:.1f}%"
 
 
+def predicted_mde(c: PairComponents, duration_s: float, blocks: int, *, row_alpha: float, power: float = 0.8,
+                  sequential: SequentialDesign | None = None,
+                  variance_confidence: float | None = VARIANCE_CONFIDENCE) -> float:
+    """The relative MDE (0.05 = 5%) one row with components ``c`` is predicted to reach at
+    ``blocks`` x ``duration_s`` measured seconds, at ``power`` and row level ``row_alpha``
+    (``alpha / its Holm family``): the exact paired signed-rank test's on ``blocks`` blocks,
+    or with ``sequential`` the group-sequential test's over its looks (its ``max_blocks``;
+    what a sequential run's verdicts use), for the SD of the log ratio :meth:`PairComponents.sd`
+    at ``duration_s``, with the between-trial variance at its ``variance_confidence``
+    one-sided upper bound (:meth:`PairComponents.upper`; ``None``: the point estimate).
+
+    The one home of a predicted MDE: the planner's options (:func:`plan_design`, hence
+    :func:`~benchlib.stats.budget.plan_within_budget`) and a report's design section
+    (:func:`benchlib.analysis.pilot.design_table`) both call it, so the design section shows
+    the MDE the plan was made on. ``inf``: the design can never be significant; NaN: no spread."""
+    cc = c.upper(variance_confidence) if variance_confidence is not None else c
+    sd = cc.sd(duration_s)
+    if not (math.isfinite(sd) and sd >= 0):
+        return math.nan
+    if sequential is None:
+        return math.expm1(mde_shift(blocks, sd, alpha=row_alpha, power=power, paired=True, method="rank"))
+    units = math.log1p(sequential.mde(1.0, alpha=row_alpha, power=power))  # shift in SDs of the log ratio
+    return math.expm1(units * sd) if math.isfinite(units) else math.inf
+
+
 def _blocks_for(shift: float, sigma: float, row_alpha: float, power: float, floor: int, cap: int) -> int | None:
     """Fewest blocks whose paired rank MDE (log shift) at ``row_alpha`` is at most ``shift``."""
     for n in range(floor, cap + 1):
@@ -704,6 +738,8 @@ def plan_design(
     sequential: bool = False,
     max_blocks: int = 200,
     variance_confidence: float | None = VARIANCE_CONFIDENCE,
+    looks: Callable[[int], SequentialDesign | None] | None = None,
+    families: Mapping[tuple[str, str, str, str], int] | None = None,
 ) -> DesignPlan:
     """Choose blocks x measured duration: the least wall time reaching ``target_mde`` on
     every row, or (with ``budget_minutes``) the smallest MDE within that time.
@@ -741,6 +777,17 @@ def plan_design(
         too small as too large, and a plan on it reaches its power in about half of the
         runs. ``None``: plan on the point estimates. With a bound, ``DesignPlan.point`` holds
         the plan on the point estimates at the chosen duration (the range of blocks).
+    looks:
+        The analysis the run will get: blocks -> its
+        :class:`~benchlib.stats.sequential.SequentialDesign` (``None``: the fixed test), e.g.
+        :func:`benchlib.analysis.stopping.analysis_design`. A sequential run's verdicts have the
+        sequential test's MDE over its looks, larger than the fixed test's at the same blocks:
+        the MDEs (and the blocks a target needs) are then that test's. Default: the fixed test.
+    families:
+        Each row's Holm family size, by :attr:`PairComponents.row`: its MDE at ``alpha / its
+        family`` (a row not in it at ``alpha / n_comparisons``).
+
+    Every MDE is :func:`predicted_mde`'s.
     """
     probability("power", power)
     probability("alpha", alpha)
@@ -767,7 +814,37 @@ def plan_design(
         raise ParameterError(f"no within-trial variance for {bad}: the pilot's windows are too short for that metric")
     m = len(comps) if n_comparisons is None else int(n_comparisons)
     row_alpha = planning_alpha(alpha, m, correction)
-    floor = min_trials(alpha=alpha, n_comparisons=m, correction=correction, paired=True)
+    fam = dict(families or {})
+    floor = min_trials(alpha=alpha, n_comparisons=max([m, *fam.values()]) if fam else m, correction=correction,
+                       paired=True)
+
+    def alpha_of(c: PairComponents) -> float:
+        return planning_alpha(alpha, int(fam[c.row]), correction) if c.row in fam else row_alpha
+
+    designs: dict[int, Any] = {}
+
+    def design_at(n: int) -> SequentialDesign | None:
+        if looks is None:
+            return None
+        if n not in designs:
+            designs[n] = looks(int(n))
+        return designs[n]
+
+    def mde_at(c: PairComponents, d: float, n: int) -> float:
+        return predicted_mde(c, d, n, row_alpha=alpha_of(c), power=power, sequential=design_at(n),
+                             variance_confidence=None)
+
+    def blocks_for(c: PairComponents, d: float) -> int | None:
+        target = math.log1p(targets[c.metric])
+        n = _blocks_for(target, c.sd(d), alpha_of(c), power, floor, max_blocks)
+        if n is None or looks is None:
+            return n
+        # the sequential test needs at least the fixed test's blocks: more, by the price of its looks
+        while n <= max_blocks:
+            if mde_at(c, d, n) <= targets[c.metric] + 1e-12:
+                return n
+            n += 1
+        return None
     use_arms = list(arms) if arms is not None else list(dict.fromkeys(a for c in comps for a in (c.baseline, c.arm)))
     d_lo = min(c.duration_s for c in comps) * min((f for c in comps for f in c.prefix_check), default=1.0)
     d_hi = max(c.duration_s for c in comps)
@@ -782,14 +859,12 @@ def plan_design(
     def evaluate(d: float, n: int, reaches: bool, cs: Sequence[PairComponents] = plan_comps) -> DesignOption:
         worst: dict[str, float] = {}
         for c in cs:
-            v = math.expm1(mde_shift(n, c.sd(d), alpha=row_alpha, power=power, paired=True, method="rank"))
-            worst[c.metric] = max(worst.get(c.metric, 0.0), v)
+            worst[c.metric] = max(worst.get(c.metric, 0.0), mde_at(c, d, n))
         return DesignOption(float(d), int(n), n * cost.block_seconds(d, use_arms) / 60.0,
                             {k: worst[k] for k in metrics}, reaches, not (d_lo - 1e-9 <= d <= d_hi + 1e-9))
 
     def for_target(d: float, cs: Sequence[PairComponents] = plan_comps) -> DesignOption:
-        need = [_blocks_for(math.log1p(targets[c.metric]), c.sd(d), row_alpha, power, floor, max_blocks)
-                for c in cs]
+        need = [blocks_for(c, d) for c in cs]
         if any(x is None for x in need):
             return evaluate(d, max_blocks, False, cs)
         return evaluate(d, max(x for x in need if x is not None), True, cs)

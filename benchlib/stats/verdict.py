@@ -24,6 +24,13 @@ The rules (statistics reference, section 5.6; ``docs/statistics.md``):
   p-values, is below alpha (for one row: the ``1 - 2 alpha`` interval lies inside the
   margin); decided even when the guard makes significance impossible.
 * **no difference detected** ("~"): none of the above; always with the MDE.
+* **undecidable** ("not decidable within the budget: MDE x% > target y%"): a
+  group-sequential row with a target MDE (``SequentialDesign(target_mde=...)``) that is
+  neither significant nor equivalent and whose MDE at the design's last look (before it: the
+  projection from the blocks so far, on the 95% lower bound of their spread) exceeds the
+  target: the question may stop spending blocks on it (futility, non-binding: the
+  efficacy boundary is unchanged). Not "~" (which names a design that could still reach
+  the target) and never a claim of no difference.
 * **omitted**: no values; **not run**: the arm could not run (with the reason); **no valid
   trial**: the arm ran, but none of its trials there counts (the guard invalidated them or
   they failed; with the reason).
@@ -55,6 +62,7 @@ class VerdictKind(StrEnum):
     EQUIVALENT = "equivalent"
     NO_DIFFERENCE = "no_difference"
     INSUFFICIENT = "insufficient"
+    UNDECIDABLE = "undecidable"
     OMITTED = "omitted"
     NOT_RUN = "not_run"
     NO_VALID_TRIAL = "no_valid_trial"
@@ -146,6 +154,11 @@ class Verdict:
         effect is consistent with every look: the effect moved between looks). The interval
         is the latest look's, the row is never "equivalent", and the words say "drift
         between looks".
+    target_mde, mde_budget:
+        Group-sequential analysis with a target (``SequentialDesign.target_mde``, relative):
+        the target and the MDE the row can reach by the design's last look (at that look its
+        own MDE; before it projected from the blocks so far on the 95% lower confidence bound
+        of their spread). ``UNDECIDABLE`` when ``mde_budget > target_mde``; NaN without a target.
     """
 
     kind: VerdictKind
@@ -192,6 +205,8 @@ class Verdict:
     looks: int = 0
     bias_adjusted: bool = False
     estimate_unadjusted: float = _NAN
+    target_mde: float = _NAN
+    mde_budget: float = _NAN
 
     def __hash__(self) -> int:
         return hash((self.kind, self.arm, self.baseline, self.metric, tuple(sorted(map(str, self.labels.items())))))
@@ -238,9 +253,12 @@ class Verdict:
 
     @property
     def mde_in_text(self) -> bool:
-        """Whether :func:`render` prints the MDE (every "~" does, and single-trial rows)."""
+        """Whether :func:`render` prints the MDE (every "~" does, every "not decidable within
+        the budget" (its MDE by the last look against the target), and single-trial rows)."""
         if self.kind is VerdictKind.NO_DIFFERENCE:
             return not math.isnan(self.mde)
+        if self.kind is VerdictKind.UNDECIDABLE:
+            return True
         return self.kind is VerdictKind.INSUFFICIENT and not self.between_run_variance_estimated and math.isfinite(
             self.mde)
 
@@ -280,6 +298,7 @@ def render(v: Verdict) -> str:
     ``~ (MDE 9.0%)``, ``~ (all trials 0%, MDE 0 pp)``, ``insufficient trials (need ≥ 6 blocks)``,
     ``insufficient trials (need ≥ 4 per arm; between-run variance not estimated, MDE ≥ 1.2%)``,
     ``insufficient trials (19 of 20 trials tied: smallest possible p 1.00)``,
+    ``not decidable within the budget: MDE 14% > target 5%``,
     ``omitted (no values)``, ``not run: <reason>``, ``no valid trial: <reason>``. A
     group-sequential row adds how many blocks it rests on: ``faster (sequential, 8 of 12
     blocks; stopped early at look 1 of 3; estimate bias-adjusted)``, ``~ (MDE 9.0%;
@@ -312,6 +331,9 @@ def _render(v: Verdict) -> str:
         return f"{v.word}, {v.qualifier} {mtxt}" if v.qualifier else v.word
     if k is VerdictKind.EQUIVALENT:
         return f"equivalent ({mtxt})"
+    if k is VerdictKind.UNDECIDABLE:
+        return (f"not decidable within the budget: MDE {fmt_pct(100.0 * v.mde_budget)} > target "
+                f"{fmt_pct(100.0 * v.target_mde)}")
     if k is VerdictKind.INSUFFICIENT:
         unit = "blocks" if v.paired else "per arm"
         if v.n_tied:
@@ -375,6 +397,8 @@ def decide(
     effect_unadjusted: float = _NAN,
     look: int = 0,
     looks: int = 0,
+    target_mde: float = _NAN,
+    mde_budget: float = _NAN,
 ) -> Verdict:
     """Decide one row's verdict from its numbers.
 
@@ -418,6 +442,11 @@ def decide(
     effect_unadjusted, look, looks:
         Group-sequential row analysed before its last look: ``effect`` is then the
         bias-adjusted estimate and ``effect_unadjusted`` the plain one; ``look`` of ``looks``.
+    target_mde, mde_budget:
+        Group-sequential analysis with a target MDE (relative): a row neither significant nor
+        equivalent whose ``mde_budget`` (relative: the MDE reachable by the design's last
+        look) exceeds ``target_mde`` is ``UNDECIDABLE`` (futility) instead of "~" or
+        "insufficient"; NaN (default): no target.
     """
     log = info.scale == "log"
     base = dict(
@@ -439,7 +468,9 @@ def decide(
     nums = dict(estimate=conv(effect), ci_lo=conv(lo), ci_hi=conv(hi), confidence=float(achieved),
                 p_raw=float(p_raw), p_adj=float(p_adj), min_p=float(min_p), p_tost=float(p_tost),
                 p_tost_adj=float(p_tost_adj), look=int(look), looks=int(looks),
-                bias_adjusted=not math.isnan(effect_unadjusted), estimate_unadjusted=conv(effect_unadjusted))
+                bias_adjusted=not math.isnan(effect_unadjusted), estimate_unadjusted=conv(effect_unadjusted),
+                target_mde=float(target_mde), mde_budget=float(mde_budget))
+    futile = bool(log and math.isfinite(target_mde) and not math.isnan(mde_budget) and mde_budget > target_mde)
     if status == "single":
         return Verdict(VerdictKind.INSUFFICIENT, need=need, mde=scale_mde(mde), mde_is_lower_bound=True,
                        between_run_variance_estimated=False, **nums, **base)
@@ -468,7 +499,11 @@ def decide(
     if not best_adjusted < alpha:
         if equiv:
             return Verdict(VerdictKind.EQUIVALENT, equivalent=True, mde=scale_mde(mde), **nums, **base)
+        if futile:
+            return Verdict(VerdictKind.UNDECIDABLE, mde=scale_mde(mde), **nums, **base)
         return Verdict(VerdictKind.INSUFFICIENT, need=need, mde=math.inf, reason=reason, **nums, **base)
     if equiv:
         return Verdict(VerdictKind.EQUIVALENT, equivalent=True, mde=scale_mde(mde), **nums, **base)
+    if futile:
+        return Verdict(VerdictKind.UNDECIDABLE, mde=scale_mde(mde), **nums, **base)
     return Verdict(VerdictKind.NO_DIFFERENCE, mde=scale_mde(mde), all_equal=float(all_equal), **nums, **base)

@@ -21,9 +21,12 @@ from benchlib.errors import ParameterError
 from benchlib.model import Arm, Condition, CrossCheck, LoadSpec
 from benchlib.results import Run
 
-__all__ = ["ARMS", "BASELINE", "DEFAULT_ARMS", "FULL_SCALE", "LIBRARY_ARMS", "MAX_ERROR_RATE", "METRICS", "SEED_LOADS",
+__all__ = ["SEED_STACKS", "ARMS", "BASELINE", "DEFAULT_ARMS", "FULL_SCALE", "LIBRARY_ARMS", "MAX_ERROR_RATE", "METRICS", "SEED_LOADS",
            "STUDY", "best_of_n_markdown", "conclusion_markdown", "families", "limits_markdown", "original_vs_ours",
            "plateau_markdown", "run_scale", "scaled_load", "study_arms", "study_conditions"]
+
+#: the seed's stacks (in words) -> the prefixes of the arms that run them here (the report's first lines)
+SEED_STACKS: dict[str, tuple[str, ...]] = {"AsyncFastCGI.NET behind nginx (.NET)": ("dotnet-nginx",), "node-fastcgi behind nginx (Node.js)": ("node-nginx",)}
 
 STUDY = "03_fastcgi_nginx"
 FRONT = "nginx-fastcgi"
@@ -304,8 +307,8 @@ def _row_text(answer: Answer, c: Contrast, group: str) -> str:
                          ("error_rate", "error rate")):
         v = answer.verdict(c.arm, metric, group=group, baseline=c.baseline)
         if v is not None:
-            bits.append(f"{word} {say.effect(v)}")
-    return f"- {c.arm} against {c.baseline} ({group}): " + "; ".join(bits or ["not compared"]) + "."
+            bits.append(say.sentence(v, c.arm, c.baseline, word))
+    return f"- *{group}*: " + "; ".join(bits or [say.sentence(None, c.arm, c.baseline)]) + "."
 
 
 def conclusion_markdown(answers: Mapping[str, Answer], reference: Any, sat: Any, responses: Any,
@@ -318,7 +321,8 @@ def conclusion_markdown(answers: Mapping[str, Answer], reference: Any, sat: Any,
         v = seed.verdict("dotnet-nginx-off", "goodput_rps", group="c20")
         ref = reference.set_index(["concurrency", "library"])["requests_per_s"]
         out.append(f"**The seed's question** (can AsyncFastCGI.NET match node-fastcgi behind nginx?): "
-                   f"{say.effect(v)}. The seed's best-of-10 figures were {fmt.num(ref[(20, 'AsyncFastCGI.NET')])} "
+                   f"{say.sentence(v, 'AsyncFastCGI.NET behind nginx', 'node-fastcgi behind nginx', 'goodput')}. "
+                   f"The seed's best-of-10 figures were {fmt.num(ref[(20, 'AsyncFastCGI.NET')])} "
                    f"against {fmt.num(ref[(20, 'NodeJS')])} req/s at c=20, {fmt.num(ref[(400, 'AsyncFastCGI.NET')])} "
                    f"against {fmt.num(ref[(400, 'NodeJS')])} at c=400.")
     for key, head in (("fastcgi", "**FastCGI implementations behind the same nginx**"),

@@ -8,6 +8,11 @@ service folder), a protocol of :data:`PROTOCOLS` (``grpc``; ``json``: JSON over 
 keep-alive; ``h2c``: JSON over HTTP/2 with prior knowledge) and a payload of
 :data:`PAYLOADS` (the seed's SmallRequest and HugeRequest). Conditions are the number of
 concurrent callers (:data:`CONCURRENCY`): ``c1`` is the seed's one sequential caller.
+
+The *cost arms* ``canned-<protocol>-<payload>`` (:func:`client_cost_arms`) send the same
+calls over the same client path to :data:`CANNED_SERVICE`, which answers from memory with
+go-grpc-json's response bytes: what benchlib's own client costs per call on each path, and
+how much of each gRPC / JSON ratio it could explain (:mod:`benchlib.analysis.client_cost`).
 """
 
 from __future__ import annotations
@@ -17,16 +22,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchlib.analysis import Answer, Contrast, Family, params
+from benchlib.analysis.client_cost import ClientPair
 from benchlib.analysis import conclusion as say
 from benchlib.errors import ParameterError
 from benchlib.manifest import find_services_dir
 from benchlib.model import Arm, Condition, CrossCheck, LoadSpec
 
 __all__ = [
-    "CONCURRENCY", "FULL", "LANGUAGES", "NOT_OFFERED", "PAYLOADS", "PROTOCOLS", "SEED_RATIO", "STUDY", "VARIANTS",
-    "arm_name", "conclusion_markdown", "endpoint_of", "families", "ghz_arms", "original_vs_ours", "payload_file", "split_arm",
-    "study_arms", "study_conditions", "with_microseconds",
+    "CANNED", "CANNED_SERVICE", "CONCURRENCY", "FULL", "LANGUAGES", "NOT_OFFERED", "PAYLOADS", "PROTOCOLS",
+    "SEED_RATIO", "SEED_STACKS", "STUDY", "VARIANTS", "arm_name", "client_cost_arms", "client_pairs", "client_paths",
+    "conclusion_markdown", "endpoint_of", "families", "ghz_arms", "h2load_arms", "original_vs_ours", "payload_file",
+    "split_arm", "study_arms", "study_conditions", "with_microseconds",
 ]
+
+#: the seed's stacks (in words) -> the prefixes of the arms that run them here (the report's first lines)
+SEED_STACKS: dict[str, tuple[str, ...]] = {".NET Core gRPC and JSON (the seed ran .NET only)": ("dotnet-",)}
 
 STUDY = "05_grpc_vs_json"
 #: language -> its service folder
@@ -43,10 +53,15 @@ CONCURRENCY: tuple[int, ...] = (1, 16, 64)
 SEED_RATIO: dict[str, float] = {"small": 613.5 / 138.7, "huge": 964.1 / 277.9}
 #: The full scale (``full=True`` in the notebook): these parameters replace the defaults.
 FULL: dict[str, Any] = {"trials": 12, "duration_s": 3.0, "protocols": "grpc,json,h2c", "concurrency": "1,16,64",
-                        "ghz_languages": "go,rust,python,dotnet"}
+                        "ghz_languages": "go,rust,python,dotnet", "h2load_languages": "go,rust,python,dotnet"}
 #: Why a (language, protocol) pair has no arm.
 NOT_OFFERED: dict[tuple[str, str], str] = {
     ("python", "h2c"): "uvicorn speaks HTTP/1.1 only (no HTTP/2)"}
+#: The cost arms' first name part, and the server they call: go-grpc-json's response bytes
+#: from memory, on every protocol (one variant, one port).
+CANNED = "canned"
+CANNED_SERVICE = "canned-grpc-json"
+_PROTOCOL_WORDS = {"grpc": "gRPC", "json": "JSON over HTTP/1.1", "h2c": "JSON over h2c"}
 
 
 def arm_name(language: str, protocol: str, payload: str) -> str:
@@ -57,9 +72,9 @@ def arm_name(language: str, protocol: str, payload: str) -> str:
 def split_arm(name: str) -> tuple[str, str, str]:
     """``"go-grpc-small"`` -> ``("go", "grpc", "small")``; anything else is one error line."""
     parts = tuple(name.split("-"))
-    if len(parts) != 3 or parts[0] not in LANGUAGES or parts[1] not in PROTOCOLS or parts[2] not in PAYLOADS:
+    if len(parts) != 3 or parts[0] not in (*LANGUAGES, CANNED) or parts[1] not in PROTOCOLS or parts[2] not in PAYLOADS:
         raise ParameterError(f"{name!r} is not a study 05 arm name (<language>-<protocol>-<payload>, language in "
-                             f"{list(LANGUAGES)}, protocol in {list(PROTOCOLS)}, payload in {list(PAYLOADS)})")
+                             f"{[*LANGUAGES, CANNED]}, protocol in {list(PROTOCOLS)}, payload in {list(PAYLOADS)})")
     return parts  # type: ignore[return-value]
 
 
@@ -80,6 +95,35 @@ def study_arms(languages: str | Sequence[str] = "go,rust,python,dotnet", protoco
                  for lang in langs for proto in protos if (lang, proto) in VARIANTS for pl in loads)
 
 
+def client_cost_arms(protocols: str | Sequence[str] = "grpc,json",
+                     payloads: str | Sequence[str] = "small,huge") -> tuple[Arm, ...]:
+    """The cost arms ``canned-<protocol>-<payload>``: the study's calls over each client path,
+    answered from memory by :data:`CANNED_SERVICE` (the same request and response bytes)."""
+    protos = params.choices(protocols, PROTOCOLS, "protocol(s)", canonical=True)
+    loads = params.choices(payloads, PAYLOADS, "payload(s)", canonical=True)
+    return tuple(Arm(arm_name(CANNED, proto, pl), CANNED_SERVICE, "canned", endpoint=endpoint_of(proto, pl))
+                 for proto in protos for pl in loads)
+
+
+def client_paths(arm_names: Sequence[str]) -> dict[str, str]:
+    """The cost arms among ``arm_names``, each with its path in words (``"gRPC, small"``)."""
+    out = {}
+    for a in arm_names:
+        lang, proto, pl = split_arm(a)
+        if lang == CANNED:
+            out[a] = f"{_PROTOCOL_WORDS[proto]}, {pl}"
+    return out
+
+
+def client_pairs(arm_names: Sequence[str], protocol: str = "json") -> list[ClientPair]:
+    """gRPC / ``protocol`` per language and payload, where both arms and both cost arms ran."""
+    have = set(arm_names)
+    return [ClientPair(f"{lang} {pl}", arm_name(lang, "grpc", pl), arm_name(lang, protocol, pl),
+                       arm_name(CANNED, "grpc", pl), arm_name(CANNED, protocol, pl))
+            for lang in LANGUAGES for pl in PAYLOADS
+            if {arm_name(x, p, pl) for x in (lang, CANNED) for p in ("grpc", protocol)} <= have]
+
+
 def payload_file(payload: str, kind: str) -> bytes:
     """The seed's message as the services send it: ``kind`` is ``request.json``,
     ``request.bin`` (protobuf), ``response.json`` or ``response.bin``."""
@@ -89,22 +133,29 @@ def payload_file(payload: str, kind: str) -> bytes:
 # -- loads -------------------------------------------------------------------------------------
 
 def study_conditions(concurrency: str | Sequence[int], duration_s: float, warmup_s: float, *,
-                     ghz: Sequence[str] = ()) -> tuple[Condition, ...]:
+                     ghz: Sequence[str] = (), h2load: Sequence[str] = ()) -> tuple[Condition, ...]:
     """One closed-loop condition per number of concurrent callers (``c1`` = the seed's one
     sequential caller): N callers, each on its own keep-alive connection sending its next call
     when the last answer is complete. ghz runs beside benchlib on the gRPC arms named in
-    ``ghz`` (same instance, same trial: ``--connections N --concurrency N``, same duration)."""
+    ``ghz`` (same instance, same trial: ``--connections N --concurrency N``, same duration),
+    h2load on the JSON over HTTP/1.1 arms named in ``h2load`` (``--h1 -c N -t 1``, the
+    endpoint's POST body and headers, same duration)."""
     text = concurrency if isinstance(concurrency, str) else ",".join(str(c) for c in concurrency)
     chosen = params.choices(text, [str(c) for c in CONCURRENCY], "concurrency", canonical=True)
-    wrong = [a for a in ghz if split_arm(a)[1] != "grpc"]
-    if wrong:
-        raise ParameterError(f"ghz calls gRPC methods only; not gRPC arms: {', '.join(wrong)}")
+    for tool, arms, proto, what in (("ghz", ghz, "grpc", "calls gRPC methods only; not gRPC arms"),
+                                    ("h2load", h2load, "json", "stands beside the JSON over HTTP/1.1 arms only; "
+                                     "not such arms")):
+        wrong = [a for a in arms if split_arm(a)[1] != proto]
+        if wrong:
+            raise ParameterError(f"{tool} {what}: {', '.join(wrong)}")
     out = []
     for c in (int(x) for x in chosen):
         load = LoadSpec(model="closed", connections=c, duration_s=duration_s, warmup_s=warmup_s)
-        check = CrossCheck("ghz", (("connections", c), ("concurrency", c), ("duration_s", duration_s)),
-                           arms=tuple(ghz)) if ghz else None
-        out.append(Condition(f"c{c}", load, cross_check=check))
+        checks = ((CrossCheck("ghz", (("connections", c), ("concurrency", c), ("duration_s", duration_s)),
+                              arms=tuple(ghz)),) if ghz else ()) + \
+                 ((CrossCheck("h2load", (("connections", c), ("threads", 1), ("duration_s", duration_s)),
+                              arms=tuple(h2load)),) if h2load else ())
+        out.append(Condition(f"c{c}", load, cross_check=checks[0] if len(checks) == 1 else checks or None))
     return tuple(out)
 
 
@@ -115,12 +166,20 @@ def ghz_arms(languages: str | Sequence[str], payloads: str | Sequence[str] = "sm
     return tuple(a.name for a in study_arms(languages, "grpc", payloads))
 
 
+def h2load_arms(languages: str | Sequence[str], payloads: str | Sequence[str] = "small,huge") -> tuple[str, ...]:
+    """The JSON over HTTP/1.1 arms of ``languages`` (comma-separated; empty: none) for h2load
+    to run beside."""
+    if isinstance(languages, str) and not languages.strip():
+        return ()
+    return tuple(a.name for a in study_arms(languages, "json", payloads))
+
+
 def with_microseconds(summaries: Any) -> Any:
     """The summaries with ``p50_us``, ``p99_us`` and ``mean_us`` (the seed's unit) added."""
-    out = summaries.copy()
-    for q in ("p50", "p99", "mean"):
-        out[f"{q}_us"] = out[f"{q}_ms"] * 1e3
-    return out
+    from benchlib.stats.metrics import with_microseconds as add_us
+
+    return add_us(summaries.drop(columns=[c for c in ("p50_us", "p99_us", "mean_us") if c in summaries.columns]),
+                  ("p50_us", "p99_us", "mean_us"))
 
 
 # -- the questions -----------------------------------------------------------------------------
@@ -184,7 +243,8 @@ def original_vs_ours(reference: Any, summaries: Any, condition: str = "c1") -> A
     rows = [{"source": "seed (.NET Core 2.0, BenchmarkDotNet)", "language": "csharp (.NET Core 2.0)",
              "payload": r["payload"], "protocol": r["protocol"], "mean (µs)": r["mean_us"],
              "median (µs)": r["median_us"]} for _, r in reference.iterrows()]
-    ok = summaries[(summaries["condition"] == condition) & summaries["valid"].astype(bool)]
+    ok = summaries[(summaries["condition"] == condition) & summaries["valid"].astype(bool)
+                   & ~summaries["arm"].str.startswith(f"{CANNED}-")]
     for arm, g in ok.groupby("arm", sort=False):
         lang, proto, pl = split_arm(str(arm))
         rows.append({"source": f"ours, one caller (median of {len(g)} trials)", "language": lang, "payload": pl,
@@ -226,31 +286,28 @@ def conclusion_markdown(answers: Mapping[str, Answer], languages: Sequence[str])
                 v = f.verdict("grpc", "p50_us", group=f"{lang} {pl}")
                 if v is None:
                     continue
-                if say.estimated(v):
+                if say.decided(v):
                     out.append(f"- **{lang}, {pl}**: a JSON call took **{say.inverse(v)}** a gRPC call's time "
                                f"({say.p_text(v)}; {say.says(v, 'gRPC', 'JSON', latency=True)}); {_holds(v, SEED_RATIO[pl])}.")
                 else:
-                    out.append(f"- **{lang}, {pl}**: {say.effect(v)}.")
+                    out.append(f"- **{lang}, {pl}**: {say.sentence(v, 'gRPC', 'JSON')}.")
         out.append("")
     if (fair := answers.get("fair")) is not None:
         out += ["**Under load** (gRPC / JSON requests per second; server CPU time per call):", ""]
         for c in fair.family.rows():
             r, cpu = (fair.verdict("grpc", m, group=str(c.group)) for m in ("throughput_rps", "server_cpu_us_per_req"))
-            if say.estimated(r):
-                out.append(f"- **{c.group}**: gRPC served **{say.ratio(r)}** JSON's calls per second (**{r.text}**)"
-                           + (f", at **{say.ratio(cpu)}** its server CPU per call (**{cpu.text}**)."
-                              if say.estimated(cpu) else "."))
-            elif r is not None:
-                out.append(f"- **{c.group}**: {say.effect(r)}.")
+            if r is not None:
+                out.append(f"- **{c.group}**: {say.sentence(r, 'gRPC', 'JSON', 'calls per second')}"
+                           + (f"; {say.sentence(cpu, 'gRPC', 'JSON', 'server CPU per call')}." if cpu is not None else "."))
         out.append("")
     if (pay := answers.get("payload")) is not None:
-        bits = [f"{c.group} {say.ratio(v)} (**{v.text}**)" for c in pay.family.rows()
-                if say.estimated(v := pay.verdict("huge", "p50_us", group=str(c.group)))]
+        bits = [f"{c.group}: {say.sentence(v, 'Huge', 'Small')}" for c in pay.family.rows()
+                if (v := pay.verdict("huge", "p50_us", group=str(c.group))) is not None]
         if bits:
-            out += ["**The payload size**: a Huge call's latency over a Small one's: " + "; ".join(bits) + ".", ""]
+            out += ["**The payload size**, Huge calls against Small ones: " + "; ".join(bits) + ".", ""]
     if (h2 := answers.get("h2c")) is not None:
-        bits = [f"{c.group} {say.ratio(v)} (**{v.text}**)" for c in h2.family.rows()
-                if say.estimated(v := h2.verdict("h2c", "p50_us", group=str(c.group)))]
+        bits = [f"{c.group}: {say.sentence(v, 'h2c', 'HTTP/1.1')}" for c in h2.family.rows()
+                if (v := h2.verdict("h2c", "p50_us", group=str(c.group))) is not None]
         if bits:
-            out += ["**JSON over HTTP/2**: h2c latency over HTTP/1.1's: " + "; ".join(bits) + ".", ""]
+            out += ["**JSON over HTTP/2**, h2c against HTTP/1.1: " + "; ".join(bits) + ".", ""]
     return "\n".join(out).strip() or "_Too few arms ran to answer the study's questions (see the status table)._"

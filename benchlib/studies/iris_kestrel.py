@@ -31,13 +31,16 @@ from benchlib.model import Arm, Condition, CrossCheck, LoadSpec
 from benchlib.results import Run
 from benchlib.stats.verdict import VerdictKind
 
-__all__ = [
+__all__ = ["SEED_STACKS", 
     "BOMBARDIER_STACKS", "BOMBARDIER_WHY", "CONDITION", "COST_METRICS", "ENDPOINTS", "FAIR_ROWS", "FULL", "METRICS",
     "REPEAT_INVALID", "SEED_CONNECTIONS", "SEED_REQUESTS", "STACKS", "STUDY", "Stack", "VARIANTS", "arm_name",
     "bombardier_setup", "bombardier_stacks", "bombardier_tables", "conclusion_markdown", "cpu_plan", "families",
     "original_vs_ours", "planned_blocks", "ratio_table", "run_parameters", "seed_load", "seed_ratio", "study_arms",
     "study_condition",
 ]
+
+#: the seed's stacks (in words) -> the prefixes of the arms that run them here (the report's first lines)
+SEED_STACKS: dict[str, tuple[str, ...]] = {"Iris (Go)": ("iris-",), "Kestrel (.NET)": ("kestrel-",)}
 
 STUDY = "02_iris_vs_kestrel"
 SEED_CONNECTIONS = 125
@@ -318,44 +321,53 @@ def ratio_table(reference: Any, seed: Answer | None, by_arm: Any) -> Any:
 
 # -- the conclusion ---------------------------------------------------------------------------
 
-def _list(answer: Answer | None, metric: str = "throughput_rps", *, label: str = "arm") -> str:
-    """``label ratio [CI], Holm p → verdict`` for every row of ``answer`` that ran ("; "-joined);
-    ``label``: the row's arm label, its ``group``, or ``both``."""
+def _list(answer: Answer | None, metric: str = "throughput_rps", *, label: str = "arm", what: str = "") -> str:
+    """Every row of ``answer`` that ran, each by its kind's template
+    (:func:`benchlib.analysis.conclusion.sentence`; "; "-joined); ``label``: the row's arm
+    label, its ``group``, or ``both``."""
     if answer is None:
         return "nothing ran"
-    def name(c: Any) -> str:
-        return str({"arm": c.labels[1], "group": c.group}.get(label, f"{c.group} {c.labels[1]}"))
+    def name(c: Any, i: int) -> str:
+        return str({"arm": c.labels[i]}.get(label, f"{c.group} {c.labels[i]}"))
 
-    out = [f"{name(c)} {say.effect(v)}" for c in answer.family.rows()
+    out = [say.sentence(v, name(c, 1), name(c, 0), what)
+           for c in answer.family.rows()
            if (v := answer.verdict(c.labels[1], metric, group=str(c.group))) is not None
            and v.kind is not VerdictKind.NOT_RUN]
     return "; ".join(out) or "nothing ran"
 
 
 def _beside_seed(v: Any, ratio: float) -> str:
-    """Where a ratio's interval lies against the seed's (a single-trial row's interval is
-    called within-run)."""
+    """Where a decided ratio's interval lies against the seed's (a single-trial row's interval
+    is called within-run)."""
     iv = "interval" if v.between_run_variance_estimated else "within-run interval"
     if v.ci_hi < ratio:
         return f"below the seed's {ratio:.1f}× ({iv} up to {v.ci_hi:.2f}×)"
     if v.ci_lo > ratio:
         return f"above the seed's {ratio:.1f}× ({iv} from {v.ci_lo:.2f}×)"
-    if 0 < v.ci_lo and v.ci_hi < float("inf"):
-        return f"consistent with the seed's {ratio:.1f}× ({iv} {v.ci_lo:.2f}-{v.ci_hi:.2f}×)"
-    return f"too uncertain at this design to set beside the seed's {ratio:.1f}×"
+    return f"consistent with the seed's {ratio:.1f}× ({iv} {v.ci_lo:.2f}-{v.ci_hi:.2f}×)"
 
 
-def _in_short(kestrel: Any, found: list[tuple[str, Any]], impl: Any, ratio: float) -> str:
-    """The answer in a few sentences, from the verdicts' kinds and intervals."""
-    cost = (f" The post's handler costs Iris {impl.estimate:.2f}× the CPU per request of its fair handler."
-            if say.decided(impl) else " The post's handler costs Iris no CPU per request detectably different from "
-            f"its fair handler's ({impl.text})." if say.estimated(impl) else "")
+def _in_short(kestrel: Any, found: list[tuple[str, Any]], impl: Any, ratio: float, unbound: Sequence[str]) -> str:
+    """The answer in a few sentences, from the verdicts' kinds: a ratio only from a decided row
+    whose rate the server set (``unbound``: arm labels whose rate the client or the machine set)."""
+    cost = (" " + say.sentence(impl, "The post's Iris handler", "its fair handler", "server CPU per request") + "."
+            if impl is not None else "")
     if say.estimated(kestrel):
-        return f"Kestrel with the post's code served {kestrel.estimate:.2f}× the post's Iris's rate here, " \
-               f"{_beside_seed(kestrel, ratio)}.{cost}"
-    top, v = max(found, key=lambda x: x[1].estimate)
-    out = (f"Kestrel did not run here. Against the post's Iris, the fastest stack that did, {top}, served "
-           f"{v.estimate:.2f}× its rate, {_beside_seed(v, ratio)}.{cost}")
+        label, name, v = "kestrel-faithful", "Kestrel with the post's code", kestrel
+    else:
+        ranked = [x for x in found if say.decided(x[1])]
+        if not ranked:
+            return ("Kestrel did not run here, and no stack that did is decided against the post's Iris at this "
+                    "design (see each row's verdict above)." + cost)
+        label, v = max(ranked, key=lambda x: x[1].estimate)
+        name = f"Kestrel did not run here. Against the post's Iris, the fastest decided stack, {label},"
+    if arm_name(label, "random") in unbound or "iris-faithful-random" in unbound:
+        return (f"{name}: its rate was set by the client or the machine, not by its server, so no throughput ratio is "
+                "headlined (compare server CPU per request above, or this stack and the post's Iris)." + cost)
+    if not say.decided(v):
+        return say.sentence(v, name, "the post's Iris", "requests per second") + "." + cost
+    out = f"{name} served {v.estimate:.2f}× the post's Iris's rate (**{v.text}**), {_beside_seed(v, ratio)}.{cost}"
     if v.ci_hi < ratio:
         out += (" Here the per-request random string does not make this Iris ten times slower than the other "
                 "stacks: the seed's gap would need Kestrel itself, or the lock contended by many threads (see the "
@@ -377,15 +389,15 @@ def conclusion_markdown(answers: Mapping[str, Answer], reference: Any, *, client
            f"{fmt.num(float(reference['reqs_per_s_avg'].min()))} Reqs/sec (bombardier, one run each): {ratio:.1f}×."]
     k = seed.verdict("kestrel-faithful", "throughput_rps", group="random") if seed is not None else None
     out.append("- *Kestrel with the post's code*: " + (
-        f"served {say.ratio(k)} Iris's requests per second ({say.p_text(k)}; {say.says(k, 'Kestrel', 'Iris')})."
-        if say.estimated(k) else f"{say.effect(k)}; the seed's own comparison is not repeated on this machine."))
+        say.sentence(k, "Kestrel", "Iris", "requests per second") + "." if say.estimated(k) else
+        f"{say.sentence(k, 'Kestrel', 'Iris')}; the seed's own comparison is not repeated on this machine."))
     found = [(c.labels[1], v) for c in (seed.family.rows() if seed is not None else ())
              if seed is not None and say.estimated(v := seed.verdict(c.labels[1], "throughput_rps", group="random"))]
     if found:
         out.append(f"- *The other stacks against the post's Iris* (requests/s): {_list(seed)}.")
     if impl is not None:
         out.append(f"- *The post's handlers* (against the same server's fair handler): requests/s "
-                   f"{_list(impl, label='both')}; server CPU per request "
+                   f"{_list(impl, label='both', what='requests per second')}; server CPU per request: "
                    f"{_list(impl, 'server_cpu_us_per_req', label='both')}.")
     if gen is not None:
         out.append(f"- *What the fresh string costs* (random against fixed, server CPU per request): "
@@ -400,5 +412,5 @@ def conclusion_markdown(answers: Mapping[str, Answer], reference: Any, *, client
                        "per request rather than on requests/s.")
     if found:
         vi = impl.verdict("faithful", "server_cpu_us_per_req", group="Iris") if impl is not None else None
-        out += ["", f"**In short**: {_in_short(k, found, vi, ratio)}"]
+        out += ["", f"**In short**: {_in_short(k, found, vi, ratio, [*client_bound, *not_server_bound])}"]
     return "\n".join(out)

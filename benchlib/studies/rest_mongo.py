@@ -22,7 +22,6 @@ Arms that cannot run here (.NET without an SDK) stay in every table as "not run:
 from __future__ import annotations
 
 import json
-import math
 import re
 import subprocess
 import sys
@@ -40,7 +39,7 @@ from benchlib.results import Run
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = [
+__all__ = ["SEED_STACKS", 
     "BASELINE", "CONDITIONS", "DEFAULT_DESIGN", "DEFAULT_LOADS", "EXTRA_KEYS", "FULL_DESIGN", "IMPLEMENTATIONS",
     "Implementation", "LIMITS", "METRICS", "QUESTIONS", "REPEAT_INVALID", "SEED_DURATION_S", "SEED_IN_FLIGHT",
     "BETWEEN_TRIALS_S", "DEPENDENCIES",
@@ -48,6 +47,9 @@ __all__ = [
     "k6_tables", "original_vs_ours", "parse_variants", "percentile_support",
     "planned_family", "requests_per_trial", "scaled_load", "short_reasons", "study_arms", "study_conditions",
 ]
+
+#: the seed's stacks (in words) -> the prefixes of the arms that run them here (the report's first lines)
+SEED_STACKS: dict[str, tuple[str, ...]] = {"Go (gin)": ("go-",), ".NET (ASP.NET Core MVC)": ("dotnet-",), "Rust (Rocket)": ("rust-",)}
 
 
 @dataclass(frozen=True)
@@ -306,68 +308,40 @@ def database_info(result: Run, *, timeout_s: float = 60.0) -> dict[str, Any]:
 # -- the conclusion ---------------------------------------------------------------------------
 
 def conclusion_markdown(answer: Answer, reference: pd.DataFrame, variants: Sequence[str] = VARIANTS) -> str:
-    """The conclusion in words, every figure from the answer's verdicts (median latency, p50):
-    per endpoint, the original's ratio, ours with the original's code, the part the languages
-    explain (fair vs fair) and the part the implementation explains (faithful vs fair)."""
+    """The conclusion in words, every sentence from a template of its rows' verdict kinds
+    (:mod:`benchlib.analysis.conclusion`; median latency, p50): per endpoint, the original's
+    ratio, ours with the original's code, the languages (fair vs fair) and the implementations
+    (faithful vs fair), and the faithful ratio split into those factors when every row is decided."""
     if answer.comparison is None:
         return "_No comparison could be computed (fewer than two arms ran)._"
     lines = []
     labels = {i.key: i.label for i in IMPLEMENTATIONS}
+    p50 = "median latency"
     for cond, path in CONDITIONS.items():
         def v(base: str, arm: str) -> Any:
             return answer.verdict(arm, "p50_ms", group=cond, baseline=base)
 
-        lines.append(f"**`GET {path}`**, median latency (p50) ratios with exact 95% intervals:")
+        lines.append(f"**`GET {path}`**, median latency (p50), exact 95% intervals:")
         ref = reference[reference["endpoint"] == path].set_index("service")
         r_orig, r_lang = v("go-faithful", "rust-faithful"), v(BASELINE, "rust-fair")
         r_rust, r_go = v("rust-fair", "rust-faithful"), v("go-fair", "go-faithful")
         if {"go-gin-mongo", "rust-rocket-mongo"} <= set(ref.index):
             rust, go = ref.loc["rust-rocket-mongo", "med_ms"], ref.loc["go-gin-mongo", "med_ms"]
-            lines.append(f"- the original: Rust / Go medians {rust:g} / {go:g} ms = {float(rust) / float(go):.2f}× "
-                         f"(one run each); ours with the original's code (faithful): {say.effect(r_orig)}")
+            lines.append(f"- the original (one run each): Rust / Go medians {rust:g} / {go:g} ms. "
+                         + say.whole_sentence("Its Rust/Go difference", r_orig, "Rust faithful", "Go faithful", p50))
         if "fair" in variants:
             lines.append("- **languages** (fair variants, vs Go fair): " + "; ".join(
-                f"{labels[k]} {say.effect(v(BASELINE, f'{k}-fair'))}" for k in ("rust", "python", "node", "dotnet")))
+                say.sentence(v(BASELINE, f"{k}-fair"), f"{labels[k]} fair", "Go fair", p50)
+                for k in ("rust", "python", "node", "dotnet")))
         if set(variants) == set(VARIANTS):
             lines.append("- **implementation** (faithful / fair, same language: per-request clients, debug build, "
                          "per-request logs, bodies): " + "; ".join(
-                             f"{labels[k]} {say.effect(v(f'{k}-fair', f'{k}-faithful'))}" for k in ("go", "rust", "dotnet")))
-        if all(say.estimated(r) for r in (r_orig, r_lang, r_rust, r_go)):
-            lines += _decomposition(r_orig, r_lang, r_rust, r_go)
+                             say.sentence(v(f"{k}-fair", f"{k}-faithful"), f"{labels[k]} faithful", f"{labels[k]} fair",
+                                          p50) for k in ("go", "rust", "dotnet")))
+            lines.append("- **in short**: " + say.factors_sentence(
+                "the faithful Rust/Go ratio", r_orig,
+                (("the languages/frameworks (Rust fair / Go fair)", r_lang, 1),
+                 ("Rust's implementation (faithful / fair)", r_rust, 1),
+                 ("Go's implementation (fair / faithful)", r_go, -1))))
         lines.append("")
     return "\n".join(lines)
-
-
-def _decomposition(r_orig: Any, r_lang: Any, r_rust: Any, r_go: Any) -> list[str]:
-    """The faithful Rust/Go ratio as languages x implementations, and which part dominates."""
-    if say.decided(r_lang):
-        parts = [f"the languages/frameworks account for a factor {r_lang.estimate:.2f} (Rust fair / Go fair)"]
-    else:
-        parts = [f"fair Rust and fair Go do not differ detectably ({r_lang.text})"]
-    impl = [f"{name} {r.estimate:.2f}×" for name, r in (("Rust", r_rust), ("Go", r_go)) if say.decided(r)]
-    parts.append("the implementations' own choices change the faithful variants by " + " and ".join(impl)
-                 + " against their fair versions" if impl else
-                 "the faithful-vs-fair differences are not decided at this design")
-    lang, rust, go = r_lang.estimate, r_rust.estimate, r_go.estimate
-    out = [f"- so the faithful Rust/Go ratio {r_orig.estimate:.2f}× decomposes (approximately, on the log scale: "
-           f"{lang:.2f} × {rust:.2f} / {go:.2f} = {lang * rust / go:.2f}) as: " + "; ".join(parts) + "."]
-    lang_size = abs(math.log(lang)) if say.decided(r_lang) else 0.0
-    impl_size = abs(math.log(rust / go)) if (say.decided(r_rust) or say.decided(r_go)) else 0.0
-    if not say.decided(r_orig):
-        source = (f"with the original's code, Rust and Go do not differ detectably here ({r_orig.text}), so the "
-                  "original's Rust/Go difference on this endpoint does not hold up"
-                  + (f"; the implementations' choices slow both alike ({' and '.join(impl)} against their fair "
-                     "versions), and that cost, not the language, is what the columns measure" if len(impl) == 2 else ""))
-    elif lang_size == impl_size == 0.0:
-        source = "neither part is decided at this design (see the MDEs)"
-    elif impl_size >= lang_size:
-        source = ("the difference between the original's Rust and Go columns comes mostly from the implementations "
-                  f"(faithful vs fair: a factor {math.exp(impl_size):.2f} between them), "
-                  + (f"less from the languages (a factor {math.exp(lang_size):.2f})" if lang_size else
-                     "not from the languages"))
-    else:
-        source = ("the difference between the original's Rust and Go columns comes mostly from the languages and "
-                  f"frameworks (a factor {math.exp(lang_size):.2f}), "
-                  + (f"less from the implementations (a factor {math.exp(impl_size):.2f})" if impl_size else
-                     "not from the implementations"))
-    return out + [f"- **in short**: {source}."]

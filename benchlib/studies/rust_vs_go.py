@@ -28,12 +28,15 @@ from benchlib.errors import ParameterError
 from benchlib.model import Arm
 from benchlib.results import Run
 
-__all__ = [
+__all__ = ["SEED_STACKS", 
     "EXTRA_SERVERS", "LOG_LINES_PER_REQUEST", "METRICS", "SEED_ARMS", "SERVERS", "SINKS", "STUDY", "SWEEP_FRACTIONS", "DEFAULT_DESIGN", "FULL_DESIGN",
     "parse_fractions",
     "WRK_WHY", "WRK_WHY_LATENCY", "arm_name", "closed_families", "conclusion_markdown", "expected_log_lines",
     "gap_table", "original_vs_ours", "split_arm", "study_arms", "sweep_family", "wrk_tables",
 ]
+
+#: the seed's stacks (in words) -> the prefixes of the arms that run them here (the report's first lines)
+SEED_STACKS: dict[str, tuple[str, ...]] = {"actix-web with Logger (Rust)": ("actix-",), "net/http with logging (Go)": ("go-",)}
 
 STUDY = "04_rust_vs_go_logging"
 SINKS: tuple[str, ...] = ("pipe", "file", "discard")
@@ -68,6 +71,19 @@ FULL_DESIGN: dict[str, Any] = {"trials": 10, "duration_s": 30.0, "warmup_s": 1.0
 METRICS: tuple[str, ...] = ("throughput_rps", "p50_ms", "p99_ms")
 #: Log lines each server writes per request (fastify logs "incoming request" and "request completed").
 LOG_LINES_PER_REQUEST: dict[str, int] = {"actix-debug": 1, "actix-release": 1, "go": 1, "python": 1, "node": 2}
+
+
+def check_budget(budget_min: float | None, sweep: bool) -> None:
+    """Refuse a budget with the sweep: the sweep is a second run, at rates taken from the closed
+    run's capacity, that the budget (pilot and closed run) does not cover.
+
+    Raises
+    ------
+    ParameterError  ``budget_min`` set and ``sweep`` on.
+    """
+    if budget_min is not None and sweep:
+        raise ParameterError("budget_min with the sweep is not supported: the sweep is a second run outside the "
+                             "budget; set sweep=\"no\" (or budget_min=0 for the fixed design with the sweep)")
 
 
 # -- arms --------------------------------------------------------------------------------------
@@ -270,53 +286,40 @@ def gap_table(reference: Any, summaries: Any, by_arm: Any) -> Any:
 # -- the conclusion ---------------------------------------------------------------------------
 
 def _answer(fp: Any, fd: Any, g: Any) -> str:
-    """Does Go beat actix-web at a fair build and the same sink (the pipe; and discarded)?"""
+    """Does Go beat actix-web at a fair build and the same sink (the pipe; and discarded)? By
+    the kinds of the fair rows (:mod:`benchlib.analysis.conclusion`)."""
     from benchlib.stats.verdict import VerdictKind as K
 
-    if fp.kind is K.FASTER:
-        ans = (f"Yes. Even against actix-web's release build, at the same log sink (pipe), Go served "
-               f"{fp.estimate:.2f}× its requests per second.")
-    elif fp.kind is K.SLOWER:
-        ans = ("Not when the comparison is fair. " + (f"As the seed ran them, Go served {g.estimate:.2f}× actix-web's "
-               "rate, but " if say.estimated(g) else "") + f"against actix-web's release build at the same log sink "
-               f"(pipe), Go served only {fp.estimate:.2f}× actix-web's rate: actix-web served {1 / fp.estimate:.2f}× Go's.")
+    fair = say.sentence(fp, "Go", "actix-web release", "requests per second")
+    if say.decided(fp) and fp.kind is K.FASTER:
+        ans = f"Yes, at a fair build and the same log sink (pipe): {fair}."
+    elif say.decided(fp):
+        ans = f"Not when the comparison is fair (release build, same sink, pipe): {fair}."
     elif fp.kind is K.EQUIVALENT:
-        ans = "They are equivalent: with a release build and the same sink, the rates differ by less than 2%."
+        ans = f"At a fair build and the same sink (pipe): {fair}."
     else:
-        ans = f"This run cannot tell: the fair comparison (release build, pipe) gives verdict {fp.text}."
+        ans = f"This run cannot tell at a fair build and the same sink (pipe): {fair}."
     if say.estimated(fd):
-        ans += f" With the logs discarded, Go served {fd.estimate:.2f}× actix-web release's rate (verdict {fd.text})"
-        if say.direction(fd) is None:
-            ans += ": the same rate within ±2% there." if fd.kind is K.EQUIVALENT else ": undecided there."
-        else:
-            ans += (": the same direction." if say.direction(fd) == say.direction(fp) else
-                    ": the opposite direction, so the logging decides which one is faster.")
+        ans += " With the logs discarded: " + say.sentence(fd, "Go", "actix-web release", "requests per second") + "."
+        if say.decided(fp) and say.decided(fd):
+            ans += (" The same direction at both sinks." if fp.kind is fd.kind else
+                    " The opposite direction, so the logging decides which one is faster.")
     return ans
 
 
 def _factors(g: Any, b: Any, fp: Any, fd: Any) -> list[str]:
-    """Go's lead in the seed's setup as build mode x framework (x logging), and the largest factor."""
+    """Go's lead in the seed's setup as build mode x framework, stated only from decided rows
+    (:func:`benchlib.analysis.conclusion.factors_sentence`); the logging's share (a ratio of two
+    estimates) has no test of its own and is not attributed."""
+    out = ["*Framework or build mode?* " + say.factors_sentence(
+        "Go's lead in the seed's setup (Go / actix-web debug, pipe)", g,
+        (("the build mode (actix-web release / debug)", b, 1),
+         ("the frameworks at the same sink (Go / actix-web release, pipe)", fp, 1)))]
     if say.estimated(fd):
-        lf = fp.estimate / fd.estimate
-        factors = {"the build mode": b.estimate, "the frameworks themselves (logs discarded)": fd.estimate,
-                   "the logging": lf}
-        out = [f"*Framework, build mode or logging?* Go's lead in the seed's setup, {g.estimate:.2f}× (measured "
-               f"directly), splits into three factors that multiply: the **build mode** {b.estimate:.2f}× (how much "
-               f"faster actix-web's release build is than its debug build; it inflates Go's lead by that much), the "
-               f"**frameworks themselves** with logs discarded, Go / actix-web release = {fd.estimate:.2f}×, and the "
-               f"**logging** {lf:.2f}× (Go's lead at the pipe over its lead with logs discarded, {fp.estimate:.2f} / "
-               f"{fd.estimate:.2f}: above 1 when the pipe costs actix-web more than Go). Their product, "
-               f"{math.prod(factors.values()):.2f}×, matches the directly measured {g.estimate:.2f}× up to the "
-               "estimators (each factor is a Hodges-Lehmann estimate from its own table, with its interval there)."]
-    else:
-        factors = {"the build mode": b.estimate, "the frameworks (at the same sink)": fp.estimate}
-        out = [f"*Framework or build mode?* Go's lead in the seed's setup, {g.estimate:.2f}×, is the **build mode** "
-               f"{b.estimate:.2f}× (release / debug) times the **framework** gap at the same sink, {fp.estimate:.2f}× "
-               f"(product {b.estimate * fp.estimate:.2f}×). Run with the discard sink to separate the logging."]
-    big, x = say.largest_factor(factors)
-    return out + ["", f"The largest factor, by point estimate, is **{big}** ({x:.2f}×"
-                  + (", working against Go" if x < 1 else ", in Go's favour") + "); whether each factor is a real "
-                  "difference is its row's verdict above."]
+        out += ["", "*The logging*: how much of the framework row comes from the pipe is the ratio of two rows' "
+                "estimates (pipe and discard), which has no test of its own; the per-server logging rows above say "
+                "what the pipe costs each server."]
+    return out
 
 
 def conclusion_markdown(answers: Mapping[str, Answer], reference: Any, *, sweep: Answer | None = None,
@@ -336,26 +339,25 @@ def conclusion_markdown(answers: Mapping[str, Answer], reference: Any, *, sweep:
         return "_Too few arms ran to answer the study's questions (see the status table)._"
     out = ["**Does Go beat actix-web here?**", ""]
     if say.estimated(g):
-        out.append(f"- *As the seed ran them* (actix-web's debug build, every request logged to a pipe): Go served "
-                   f"**{say.ratio(g)}** actix-web's requests per second ({say.p_text(g)}; "
-                   f"{say.says(g, 'Go', 'actix-web debug')}). The seed's wrk outputs give {ref[3] / ref[1]:.2f}× "
-                   f"(output 3 / output 1) and {ref[3] / ref[2]:.2f}× (output 3 / output 2).")
+        out.append(f"- *As the seed ran them* (actix-web's debug build, every request logged to a pipe): "
+                   f"{say.sentence(g, 'Go', 'actix-web debug', 'requests per second')}. The seed's wrk outputs give "
+                   f"{ref[3] / ref[1]:.2f}× (output 3 / output 1) and {ref[3] / ref[2]:.2f}× (output 3 / output 2).")
     if say.estimated(b):
-        out.append(f"- *The build mode*: actix-web's release build served **{say.ratio(b)}** its debug build's rate "
-                   f"({say.p_text(b)}; {say.says(b, 'the release build', 'the debug build')}).")
+        out.append(f"- *The build mode*: "
+                   f"{say.sentence(b, 'actix-web release', 'actix-web debug', 'requests per second')}.")
     for c in answers["framework"].family.rows() if "framework" in answers else ():
         r = v("framework", "go", str(c.group))
         if say.estimated(r):
-            lat = "; ".join(f"{m[:-3]} latency ratio {say.ratio(x)} (**{x.text}**)" for m in ("p50_ms", "p99_ms")
+            lat = "; ".join(say.sentence(x, "Go", "actix-web release") for m in ("p50_ms", "p99_ms")
                             if say.estimated(x := v("framework", "go", str(c.group), m)))
-            out.append(f"- *Fair build, same sink ({c.group})*: Go served **{say.ratio(r)}** actix-web release's rate "
-                       f"(actix-web served {say.inverse(r)} Go's; {say.p_text(r)}; "
-                       f"{say.says(r, 'Go', 'actix-web release')})" + (f"; {lat}." if lat else "."))
+            out.append(f"- *Fair build, same sink ({c.group})*: "
+                       f"{say.sentence(r, 'Go', 'actix-web release', 'requests per second')}"
+                       + (f"; {lat}." if lat else "."))
     for c in answers["logging"].family.rows() if "logging" in answers else ():
         r = v("logging", c.labels[1], str(c.group))
         if say.estimated(r):
-            out.append(f"- *Logging, {c.group}*: with its log sent to {c.labels[1]} instead of the pipe it served "
-                       f"**{say.ratio(r)}** the rate ({r.pct_change:+.0f}%; {say.p_text(r)}; verdict **{r.text}**).")
+            out.append(f"- *Logging, {c.group}*: "
+                       f"{say.sentence(r, f'log to {c.labels[1]}', 'log to pipe', 'requests per second')}.")
     out += ["", "**The answer.**", ""]
     if say.estimated(fp):
         out += [_answer(fp, fd, g), ""]
@@ -370,11 +372,11 @@ def conclusion_markdown(answers: Mapping[str, Answer], reference: Any, *, sweep:
         groups = list(dict.fromkeys(str(c.group) for c in sweep.family.rows()))
         for arm in dict.fromkeys(sweep.comparison.table["arm"]):
             for metric, word in (("p50_ms", "median latency"), ("p99_ms", "p99")):
-                bits = [f"{grp}: {say.ratio(r)} (**{r.text}**)" for grp in groups
-                        if say.estimated(r := sweep.verdict(arm, metric, group=grp))]
+                bits = [f"{grp}: {say.sentence(r, arm, str(sweep.family.baseline), word)}" for grp in groups
+                        if (r := sweep.verdict(arm, metric, group=grp)) is not None]
                 if bits:
-                    out += ["", f"*Latency at fixed rates* (open model, no coordinated omission): {arm}'s {word} "
-                            f"over {sweep.family.baseline}'s at each offered rate: " + "; ".join(bits) + "."]
+                    out += ["", "*Latency at fixed rates* (open model, no coordinated omission), at each offered "
+                            "rate: " + "; ".join(bits) + "."]
     if by_arm is not None and len(by_arm):
         rr = "; ".join(f"{r['arm']} {fmt.signed_pct(r['rps_ratio'])}" for _, r in by_arm.iterrows())
         out += ["", f"*wrk beside benchlib*: wrk with the seed's flags, on the same service instances, measured "

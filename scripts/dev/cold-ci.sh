@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # The test command on a new machine, repeatable: move every cache aside, run a fresh clone's
 # .ci/run under `time`, log the figures, put everything back (docs/dev/ci-time.md).
+# With --report, the same for a new user's first `make report` instead (README's cost table).
 #
-# usage: sudo scripts/dev/cold-ci.sh [--dry-run] [--ref REF] [--log FILE] [--keep-clone]
+# usage: sudo scripts/dev/cold-ci.sh [--report] [--dry-run] [--ref REF] [--log FILE] [--keep-clone]
 #
+#   --report      run `make report` (BASE_PYTHON=/usr/bin/python3, as .ci/run sets it) in the
+#                 fresh clone instead of .ci/run; on success its time is recorded as the
+#                 "first-run" total (builds cold) in this checkout's data/measurements.json
+#                 (`python -m benchlib.measurements record-total`; then `... sync` renders it
+#                 into README), and the executed reports are kept beside the log
 #   --dry-run     print what would be moved aside, stopped and purged; change nothing
 #                 (needs no root)
 #   --ref REF     the commit to clone and run (default HEAD of this checkout)
@@ -34,19 +40,21 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 dry_run=0
+mode=test
 ref=HEAD
 log_file=/var/tmp/cold-ci/results.log
 keep_clone=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --dry-run) dry_run=1; shift ;;
+        --report) mode=report; shift ;;
         --ref) ref="${2:?--ref needs a commit}"; shift 2 ;;
         --ref=*) ref="${1#--ref=}"; shift ;;
         --log) log_file="${2:?--log needs a file}"; shift 2 ;;
         --log=*) log_file="${1#--log=}"; shift ;;
         --keep-clone) keep_clone=1; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        *) echo "cold-ci.sh: unknown argument '$1' (valid: --dry-run, --ref REF, --log FILE, --keep-clone)" >&2; exit 2 ;;
+        *) echo "cold-ci.sh: unknown argument '$1' (valid: --report, --dry-run, --ref REF, --log FILE, --keep-clone)" >&2; exit 2 ;;
     esac
 done
 
@@ -107,7 +115,14 @@ say "Docker engine: ${engine_status:-no answer}${named_engines[*]:+; named engin
 for p in "${moves[@]}"; do say "would move aside: $p -> $p$suffix ($(du -sh "$p" 2>/dev/null | cut -f1))"; done
 say "would purge (setup.sh's list, installed now): ${installed_apt[*]:-none}"
 say "setup.sh's list not installed now (left alone): $(comm -23 <(printf '%s\n' "${apt_list[@]}" | sort) <(printf '%s\n' "${installed_apt[@]}" | sort) | tr '\n' ' ')"
-say "would clone $here at $commit into a temp dir and run .ci/run under time; result line to $log_file"
+if [ "$mode" = report ]; then
+    run_what="make report (BASE_PYTHON=/usr/bin/python3)"
+    say "would clone $here at $commit into a temp dir and run $run_what under time; result line to $log_file;" \
+        "on success record its time as first-run (builds cold) in $here/data/measurements.json"
+else
+    run_what=".ci/run"
+    say "would clone $here at $commit into a temp dir and run .ci/run under time; result line to $log_file"
+fi
 if [ "$dry_run" = 1 ]; then
     say "dry run: nothing changed"
     exit 0
@@ -176,21 +191,53 @@ fi
 git clone -q --no-local "$here" "$work/benchlib"
 git -C "$work/benchlib" checkout -q "$commit"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
-say "running .ci/run in $work/benchlib (output: $out_dir/ci-run.log); load average $load_before"
+run_log="$out_dir/ci-run.log"
+[ "$mode" = report ] && run_log="$out_dir/make-report.log"
+say "running $run_what in $work/benchlib (output: $run_log); load average $load_before"
 t0="$(date +%s)"
 set +e
-( cd "$work/benchlib" && time .ci/run ) > "$out_dir/ci-run.log" 2>&1
+if [ "$mode" = report ]; then
+    # a new user's first command (README): make, then `make report` with the stock Python
+    ( cd "$work/benchlib" && export DEBIAN_FRONTEND=noninteractive && apt-get update -qq \
+        && apt-get install -y -qq --no-install-recommends make python3-venv >/dev/null \
+        && time env -u PYTHON BASE_PYTHON=/usr/bin/python3 make report ) > "$run_log" 2>&1
+else
+    ( cd "$work/benchlib" && time .ci/run ) > "$run_log" 2>&1
+fi
 rc=$?
 set -e
 elapsed=$(( $(date +%s) - t0 ))
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
-# pytest's summary lines (one per pytest invocation: `make test` may run several): sum them
-count() { { grep -E '^=+ .* in [0-9.]+s' "$out_dir/ci-run.log" | grep -oE "[0-9]+ $1" || true; } | awk '{s += $1} END {print s + 0}'; }
-passed="$(count passed)"; skipped="$(count skipped)"; failed="$(count failed)"; errors="$(count error)"
-line="$(printf '%s commit=%s exit=%s elapsed_s=%s (%dm%02ds) passed=%s skipped=%s failed=%s errors=%s load_before=%s load_after=%s cpus=%s' \
-    "$stamp" "${commit:0:10}" "$rc" "$elapsed" $((elapsed / 60)) $((elapsed % 60)) "$passed" "$skipped" "$failed" \
-    "$errors" "${load_before// /,}" "${load_after// /,}" "$(nproc)")"
+if [ "$mode" = report ]; then
+    [ -d "$work/benchlib/reports" ] && cp -r "$work/benchlib/reports" "$out_dir/reports"
+    line="$(printf '%s commit=%s mode=report exit=%s elapsed_s=%s (%dm%02ds) load_before=%s load_after=%s cpus=%s' \
+        "$stamp" "${commit:0:10}" "$rc" "$elapsed" $((elapsed / 60)) $((elapsed % 60)) \
+        "${load_before// /,}" "${load_after// /,}" "$(nproc)")"
+else
+    # pytest's summary lines (one per pytest invocation: `make test` runs several): sum them
+    count() { { grep -E '^=+ .* in [0-9.]+s' "$run_log" | grep -oE "[0-9]+ $1" || true; } | awk '{s += $1} END {print s + 0}'; }
+    passed="$(count passed)"; skipped="$(count skipped)"; failed="$(count failed)"; errors="$(count error)"
+    line="$(printf '%s commit=%s exit=%s elapsed_s=%s (%dm%02ds) passed=%s skipped=%s failed=%s errors=%s load_before=%s load_after=%s cpus=%s' \
+        "$stamp" "${commit:0:10}" "$rc" "$elapsed" $((elapsed / 60)) $((elapsed % 60)) "$passed" "$skipped" "$failed" \
+        "$errors" "${load_before// /,}" "${load_after// /,}" "$(nproc)")"
+fi
 echo "$line" >> "$log_file"
 say "$line"
-say "the run's output: $out_dir/ci-run.log"
+say "the run's output: $run_log"
+if [ "$mode" = report ]; then
+    if [ "$rc" = 0 ]; then
+        # the 1-min load average before and after, lowest first
+        loads="$(printf '%s\n%s\n' "${load_before%% *}" "${load_after%% *}" | sort -g | tr '\n' ' ')"
+        measure_python="${PYTHON:-python3}"
+        [ -z "${PYTHON:-}" ] && [ -x "$here/.venv/bin/python" ] && measure_python="$here/.venv/bin/python"
+        ( cd "$here" && PYTHONPATH="$here" "$measure_python" -m benchlib.measurements record-total --what first-run \
+            --builds cold --seconds "$elapsed" --loadavg $loads \
+            --source "scripts/dev/cold-ci.sh --report: make report in a fresh clone of ${commit:0:10}, nothing cached, $(nproc) CPUs" ) \
+            || say "could not record the time in $here/data/measurements.json; record it by hand:" \
+                   "python -m benchlib.measurements record-total --what first-run --builds cold --seconds $elapsed --loadavg $loads --source ..."
+        say "then: python -m benchlib.measurements sync (README's cost table) and commit data/measurements.json"
+    else
+        say "make report failed (exit $rc): its time is not recorded; see $run_log"
+    fi
+fi
 exit "$rc"

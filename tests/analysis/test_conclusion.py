@@ -97,8 +97,47 @@ def test_single_trial_intervals_are_labelled_within_run_everywhere() -> None:
     assert "] (within-run)" in row, row
     assert "] (within-run) (" in c.one_line(0), c.one_line(0)
     assert verdict_table(c)["arm / baseline [95% CI]"].iloc[0].endswith("] (within-run)")
-    assert "] (within-run) (" in verdict_sentences(c)
+    assert "one trial per arm, so nothing is decided across runs (within-run interval [" in verdict_sentences(c)
     assert say.ratio(v).endswith("] (within-run)") and say.inverse(v).endswith("] (within-run)")
     assert say.effect(v).startswith("1.09× [1.01, 1.18] (within-run), no test across runs → **insufficient trials")
     # several trials per arm: no mark
     assert "within-run" not in say.ratio(_v(VerdictKind.FASTER))
+
+
+def test_not_decidable_within_the_budget_reads_alike_in_every_table_and_sentence() -> None:
+    """Planning gaps, item 3: an ``UNDECIDABLE`` row prints "not decidable within the budget:
+    MDE x% > target y%" (its MDE by the last look) wherever a verdict is shown: the comparison's
+    text and one-line forms, the report's verdict table, the sentences of a conclusion and the
+    site's census. Parent commit: the sentence printed the MDE of the blocks so far beside the
+    verdict's projection (two figures for one row), the one-line form added a second "MDE(80%)",
+    and the site's census counted the row as "other"."""
+    import re
+
+    import numpy as np
+
+    from benchlib.analysis.verdicts import verdict_sentences, verdict_table
+    from benchlib.site.data import VerdictRow, verdict_summary
+    from benchlib.stats import compare
+    from benchlib.stats.sequential import SequentialDesign
+    from benchlib.stats.simulate import simulate_summaries
+
+    df = simulate_summaries(np.random.default_rng(3), arms={"A": 1.0, "B": 1.0}, trials=8, n_req=2000, phi=0.9,
+                            trial_sd=0.2)
+    design = SequentialDesign.every(16, first=8, step=4, target_mde=0.03)
+    comp = compare(df, baseline="A", metrics=("p50_ms",), sequential=design, shift=False)
+    v = comp.verdicts[0]
+    assert v.kind is VerdictKind.UNDECIDABLE and v.mde != v.mde_budget  # before the last look: a projection
+    words = re.match(r"not decidable within the budget: MDE \S+% > target 3\.0%", v.text)
+    assert words is not None and v.mde_in_text
+    phrase = words.group(0)
+    assert phrase in comp.to_text()
+    line = comp.one_line(0)
+    assert phrase in line and "MDE(80%)" not in line
+    assert any(phrase in str(x) for x in verdict_table(comp)["verdict"])
+    text = verdict_sentences(comp)
+    assert phrase in text and len(re.findall(r"MDE \S+%", text)) == 1 and "no difference" not in text
+    for said in (say.sentence(v, "B", "A"), say.says(v, "B", "A"), say.effect(v), say.undecided({"B": v}),
+                 say.whole_sentence("the claim", v, "B", "A")):
+        assert phrase in said, said
+    row = VerdictRow("comparison", "", "B", "A", "p50_ms", v.estimate, v.ci_lo, v.ci_hi, v.text, v.kind.value)
+    assert verdict_summary([row]) == "1 not decidable within the budget"

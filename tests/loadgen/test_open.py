@@ -87,3 +87,34 @@ def test_open_model_connection_per_request_http10(hello_target):
     r = run_load(spec, hello_target)
     assert len(r.rows) == 100 and np.all(r.rows["error"] == 0)
     assert len(np.unique(r.rows["conn"])) == 100
+
+
+def test_two_host_shares_run_for_real_make_the_one_schedule(hello_target):
+    """Each host's run_load (here one after the other on this machine) sends its disjoint part:
+    together every slot of the single-generator schedule is one row; the start is a wall-clock
+    instant converted to the monotonic clock."""
+    import time
+
+    from benchlib.loadgen.shares import HostShare
+
+    spec = LoadSpec(model="open", rate_rps=300, duration_s=0.5, warmup_s=0.1, connections=4, workers=1)
+    results = []
+    given = []
+
+    def start_at(ahead_ns: int) -> int:  # called once the workers are ready, as a cluster's driver would
+        given.append(time.time_ns() + ahead_ns)
+        return given[-1]
+
+    # host 0 gets an instant ahead; host 1 one already past (a host that was ready late)
+    for h, ahead in ((0, 100_000_000), (1, -200_000_000)):
+        results.append(run_load(spec, hello_target, client_cpus=client_cpus(), share=HostShare(h, 2),
+                                start_wall_ns=lambda a=ahead: start_at(a)))
+    union = np.sort(np.concatenate([r.rows["t_intended_ns"] for r in results]))
+    segs = segments_for(300, 0.5, [], warmup_s=0.1)
+    assert np.array_equal(union, arrivals_in_window(segs, arrival="constant"))
+    assert [r.meta["share"]["host"] for r in results] == [0, 1]
+    assert [r.meta["start_wall_ns"] for r in results] == given
+    # the late host keeps the common schedule (its slots are where they were), and says how late it was
+    assert results[1].meta["start_late_ns"] >= 200_000_000 > results[0].meta["start_late_ns"]
+    conns = [set(np.unique(r.rows["conn"])) for r in results]
+    assert not conns[0] & conns[1]

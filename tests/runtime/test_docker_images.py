@@ -1,8 +1,9 @@
 """Base images without a registry (benchlib.runtime.docker.images): Dockerfile parsing, the apt mirror, and
-bootstrap against the real engine (marked ``docker``)."""
+bootstrap against the real engine (marked ``docker``); the Go Dockerfiles' shared toolchain layers."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,77 @@ def test_quickstart_dockerfiles_start_from_debian_slim_and_need_no_buildkit(serv
     assert base_images(text) == ["debian:bookworm-slim"]
     for buildkit_only in ("RUN --mount", "<<EOF", "# syntax="):
         assert buildkit_only not in text
+
+
+def _go_dockerfiles() -> dict[str, str]:
+    """The services' Dockerfiles that fetch the Go toolchain, by service."""
+    texts = {p.parent.name: p.read_text() for p in sorted((REPO / "services").glob("*/Dockerfile"))}
+    return {name: text for name, text in texts.items() if "golang.org/toolchain" in text}
+
+
+def _up_to_the_toolchain(text: str) -> str:
+    end = "/usr/local/go/bin/go version\n"
+    return text[text.index("ARG BASE_IMAGE="):text.index(end) + len(end)]
+
+
+def test_go_dockerfiles_are_identical_up_to_the_toolchain() -> None:
+    """Every Go Dockerfile's text from its first instruction through the toolchain fetch is
+    the same byte for byte, and its build stage takes nothing of the service's own files
+    before that (only the certs stage's bundle), so the engine fetches the toolchain once."""
+    files = _go_dockerfiles()
+    assert {"go-nethttp-hello", "go-gin-mongo", "ferretdb", "go-grpc-json"} <= set(files)
+    shared = {name: _up_to_the_toolchain(text) for name, text in files.items()}
+    assert [n for n, t in shared.items() if t != shared["go-nethttp-hello"]] == []
+    build_stage = shared["go-nethttp-hello"].split(" AS build\n", 1)[1]
+    assert [ln for ln in build_stage.splitlines() if ln.startswith(("COPY", "ADD"))] == [
+        "COPY --from=certs /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt"]
+
+
+def test_dockerfiles_that_install_the_same_debian_packages_share_that_layer() -> None:
+    """Two Dockerfiles whose first stage runs the same ``apt-get install`` reach it through the
+    same instructions (no service's ``ARG`` before it: an ``ARG`` in scope is part of a
+    ``RUN``'s cache key), so the engine installs each set of packages once per machine."""
+    from benchlib.runtime.docker.images import _logical_lines
+
+    by_install: dict[str, dict[str, tuple[str, ...]]] = {}
+    for path in sorted((REPO / "services").glob("*/Dockerfile")):
+        lines = _logical_lines(path.read_text())
+        first_from = next(i for i, ln in enumerate(lines) if ln.startswith("FROM "))
+        apt = next((i for i, ln in enumerate(lines) if "apt-get install" in ln), None)
+        if apt is None:
+            continue
+        by_install.setdefault(lines[apt], {})[path.parent.name] = tuple(lines[first_from:apt])
+    python = by_install[next(k for k in by_install if "python3-venv" in k)]
+    assert len(python) >= 5, python
+    for install, services in by_install.items():
+        assert len(set(services.values())) == 1, (install, services)
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(1800)
+def test_the_second_go_image_reuses_the_toolchain_layer(docker_client: Any, base_image: str) -> None:
+    """The build stages of two Go services, with the context benchlib sends (the extra CA
+    bundle included when one is configured): the second reuses every layer up to the
+    toolchain (the engine's cache), though its Dockerfile and files differ."""
+    from docker.utils.build import create_archive
+
+    from benchlib.runtime.docker.context import CA_FILE_NAME, _context_files, detect_ca_bundle
+
+    ca = detect_ca_bundle("auto")
+    steps: dict[str, list[str]] = {}
+    for name in ("go-nethttp-hello", "go-nethttp-random"):
+        directory = REPO / "services" / name
+        out: list[str] = []
+        with tempfile.TemporaryFile() as ctx:
+            create_archive(str(directory), files=_context_files(directory, "Dockerfile"), fileobj=ctx,
+                           extra_files=[(CA_FILE_NAME, ca.read_text())] if ca else [])
+            for chunk in docker_client.api.build(fileobj=ctx, custom_context=True, target="build", rm=True,
+                                                 forcerm=True, pull=False, decode=True, network_mode="host"):
+                out.append(chunk.get("stream", ""))
+                assert "error" not in chunk, chunk["error"]
+        steps[name] = "".join(out).split("Step ")[1:]
+    toolchain = [s for s in steps["go-nethttp-random"] if "RUN set -e; arch=" in s.splitlines()[0]]
+    assert len(toolchain) == 1 and "Using cache" in toolchain[0], toolchain
 
 
 def test_apt_mirror_env_override(monkeypatch: pytest.MonkeyPatch) -> None:

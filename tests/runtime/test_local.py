@@ -167,6 +167,29 @@ def test_variants_with_the_same_build_are_built_once(tmp_path: Path, monkeypatch
     assert m.resolve("b").build_variant == "a" and m.resolve("own").build_variant == "own"
 
 
+def test_every_build_and_cache_hit_is_recorded_with_its_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With $BENCHLIB_BUILD_TIMES set, a build and the cache hit that follows each append one
+    record (what, runtime, cache hit or not), and the summary counts them on one row."""
+    from benchlib.buildcache import build_times_summary, read_build_records
+
+    d = _python_build(tmp_path, monkeypatch, """["{python}", "-c", "pass"]""", """
+        [variants.a]
+        [variants.b]
+        run = { env = { MODE = "b" } }
+    """)
+    times = tmp_path / "builds.jsonl"
+    monkeypatch.setenv("BENCHLIB_BUILD_TIMES", str(times))
+    m = load_manifest(d)
+    rt = get_runtime("local")
+    rt.prepare(m.resolve("a"))
+    rt.prepare(m.resolve("b"))
+    records = read_build_records(times)
+    assert [(r.kind, r.name, r.runtime, r.cached) for r in records] == [
+        ("service", "tmp-svc/a", "local", False), ("service", "tmp-svc/a", "local", True)]
+    row = build_times_summary(records).splitlines()[1].split()
+    assert row[1:] == ["1", "1", "service", "local", "tmp-svc/a"]
+
+
 def test_log_sinks_file_and_discard(tmp_path: Path) -> None:
     rt = get_runtime("local")
     svc = get_manifest("python-aiohttp-hello").resolve()

@@ -74,7 +74,7 @@ def test_manifest_declares_study01_and_needs_ferretdb(name: str) -> None:
         r = m.resolve(v)
         assert any("{dep.ferretdb.port}" in val and "admin:admin@" in val for val in r.run_env.values())
         if r.build_command:  # build outputs go to the cache, never into the clone
-            assert any("{build_dir}" in a for a in r.build_command) or any(
+            assert any("{build_dir}" in a or "{cargo_target_dir}" in a for a in r.build_command) or any(
                 "{build_dir}" in val for val in r.build_env.values())
         assert [e.name for e in r.endpoints] == ["helloWorld", "users"]
 

@@ -91,7 +91,7 @@ def test_manifest_declares_study04_and_the_seed_contract(name: str) -> None:
         r = m.resolve(v)
         assert r.port_env == "PORT" and r.run_env.get("HOST") == "{host}"
         if r.build_command:  # build outputs go to the cache, never into the clone
-            assert any("{build_dir}" in a for a in r.build_command)
+            assert any("{build_dir}" in a or "{cargo_target_dir}" in a for a in r.build_command)
         (hello,) = r.endpoints
         assert (hello.method, hello.path, hello.contract.status, hello.contract.body) == ("GET", "/", 200, BODY)
         assert dict(hello.contract.headers)["content-length"] == str(len(BODY.encode())) == "38"
@@ -100,10 +100,10 @@ def test_manifest_declares_study04_and_the_seed_contract(name: str) -> None:
 def test_rust_variants_are_the_seeds_two_build_modes() -> None:
     m = load_manifest(SERVICES_DIR / "rust-actix-logger")
     faithful, fair = m.resolve("faithful"), m.resolve("fair")
-    assert "--release" not in faithful.build_command and faithful.run_command[0].endswith("/target/debug/rust_server")
-    assert "--release" in fair.build_command and fair.run_command[0].endswith("/target/release/rust_server")
+    assert "--release" not in faithful.build_command and faithful.run_command[0] == "{cargo_target_dir}/debug/rust_server"
+    assert "--release" in fair.build_command and fair.run_command[0] == "{cargo_target_dir}/release/rust_server"
     for r in (faithful, fair):
-        assert "--locked" in r.build_command and "{build_dir}/target" in r.build_command
+        assert "--locked" in r.build_command and "{cargo_target_dir}" in r.build_command
     # actix-web's HttpResponse::Ok().body(&str) sets no Content-Type: the contract says "absent"
     assert faithful.endpoints[0].contract.content_type == fair.endpoints[0].contract.content_type == ""
 

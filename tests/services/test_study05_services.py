@@ -107,7 +107,7 @@ def test_manifest_endpoints_carry_the_seeds_messages(lang: str, variant: str) ->
     r = m.resolve(variant)
     assert r.port_env == "PORT" and r.run_env.get("HOST") == "{host}" and r.run_env["APP_VARIANT"] == variant
     if r.build_command:  # build outputs go to the cache, never into the clone
-        assert any("{build_dir}" in a for a in r.build_command)
+        assert any("{build_dir}" in a or "{cargo_target_dir}" in a for a in r.build_command)
     eps = _endpoints_of(lang, variant)
     assert eps, (lang, variant)
     for ep in eps:

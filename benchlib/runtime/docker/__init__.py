@@ -312,11 +312,16 @@ class DockerRuntime:
             image = self._image(tag)
             built = image is None
             if image is None:
+                t_build = time.monotonic()
                 image = self._build(service, directory, files, dockerfile, build_args, tag, digest, ca)
                 info["build_s"] = round(time.monotonic() - t0, 2)
                 info["build"] = "built"
+                buildcache.record_build("image", f"{service.name}/{service.variant}", "docker",
+                                        time.monotonic() - t_build, cached=False)
             else:
                 info["build"] = "cached"
+                buildcache.record_build("image", f"{service.name}/{service.variant}", "docker",
+                                        time.monotonic() - t0, cached=True)
         info["image_id"] = image.id
         info["versions"] = {k.removeprefix("benchlib.version."): v
                             for k, v in (image.labels or {}).items() if k.startswith("benchlib.version.")}

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlib import settings
-from benchlib.buildcache import cache_root
+from benchlib.buildcache import cache_root, record_build
 from benchlib.errors import BuildError, ParameterError, RuntimeUnavailable
 from benchlib.runtime.docker.context import detect_ca_bundle
 from benchlib.runtime.docker.engine import find_image, shared_client
@@ -370,5 +370,7 @@ def ensure_base_images(client: Any, dockerfile_text: str, build_args: dict[str, 
                 f"base image {ref!r} is not in the engine and cannot be pulled ({reason}); "
                 f"create it with `benchlib images bootstrap --tag {ref}` (debootstrap) or make a registry reachable"
             )
-        results.append(bootstrap_base_image(ref, client=client))
+        result = bootstrap_base_image(ref, client=client)
+        record_build("base-image", ref, "docker", result.seconds, cached=False, detail=result.action)
+        results.append(result)
     return results

@@ -1,0 +1,265 @@
+"""The report's lines on disturbed trials: what the machine did to each trial (outside
+signals, :mod:`benchlib.records.disturbance`), the trials the rule repeated, per arm, and the
+verdicts with and without them.
+
+* :func:`disturbance_table`: one row per stored trial and per attempt the rule set aside;
+* :func:`repeats_by_arm`: per condition and arm, trials, attempts set aside as disturbed, and
+  trials still disturbed when the repeats ran out (``Experiment.repeat_disturbed``);
+* :func:`canary_at_level_shifts`: the trials whose latency shifted level, and at how many
+  shifts the canary changed speed too;
+* :func:`sensitivity`: the families answered again with each repeated slot's first disturbed
+  attempt in place of its repeat: which verdicts the repeats changed;
+* :func:`disturbance_markdown`: all three in words for the design section (called by
+  :func:`benchlib.analysis.pilot.design_section`).
+
+Reads only; nothing stored is changed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchlib.records import TrialRecord
+from benchlib.records.disturbance import DEFAULT_BOUNDS, canary_at_shifts, is_disturbed
+from benchlib.results import Run, trial_summary
+from benchlib.stats.metrics import with_microseconds
+
+__all__ = ["canary_at_level_shifts", "disturbance_markdown", "machine_during_trials", "disturbance_table", "disturbed_attempts", "repeats_by_arm", "sensitivity"]
+
+
+def disturbed_attempts(run: Run) -> dict[tuple[str, str, int], TrialRecord]:
+    """Per slot (condition, arm, block) the rule repeated: its first attempt set aside as
+    disturbed (read from its ``.failed-N.parquet`` file)."""
+    import pyarrow.parquet as pq
+
+    out: dict[tuple[str, str, int], TrialRecord] = {}
+    for t in run.trials:
+        if not any(is_disturbed(a.reason) for a in t.attempts) or t.path is None:
+            continue
+        for p in sorted(Path(t.path).parent.glob(f"b{t.block:03d}.failed-*.parquet"),
+                        key=lambda x: int(x.stem.rsplit("-", 1)[1])):
+            meta = json.loads((pq.read_metadata(p).metadata or {})[b"benchlib.trial"])
+            if is_disturbed(meta.get("reason")):
+                out[(t.condition, t.arm, t.block)] = TrialRecord.from_meta(meta, path=p)
+                break
+    return out
+
+
+def _row(t: TrialRecord, kind: str) -> dict[str, Any]:
+    d = t.disturbance
+    f = d.figures() if d is not None else {}
+    nan = math.nan
+    return {"condition": t.condition, "arm": t.arm, "block": t.block, "trial": kind, "status": t.status,
+            "server_contention": f.get("server_contention", nan), "server_excess": f.get("server_excess", nan),
+            "client_contention": f.get("client_contention", nan), "client_excess": f.get("client_excess", nan),
+            "steal": f.get("steal", nan), "slowdown": f.get("slowdown", nan),
+            "slowdown_worst_bin": f.get("slowdown_worst_bin", nan), "service_wait": f.get("service_wait", nan),
+            "psi_some": f.get("psi_some", nan), "reason": d.verdict if d is not None else "not measured"}
+
+
+def disturbance_table(run: Run) -> Any:
+    """One row per stored trial (``trial`` "kept") and per first disturbed attempt the rule set
+    aside (``"set aside"``): ``condition``, ``arm``, ``block``, ``status``, the rule's figures
+    (``server_contention``, ``server_excess``, ``client_contention``, ``client_excess``,
+    shares 0..1; ``steal``, share; ``slowdown``, ``slowdown_worst_bin``, ratios to the run's
+    ordinary canary; ``service_wait``, s of run-queue wait per s of the service's CPU;
+    ``psi_some``, share of the window) and ``reason`` (the rule's, "" when not disturbed; "not
+    measured" for trials stored without the signals). Empty when no trial has them."""
+    import pandas as pd
+
+    rows = [_row(t, "kept") for t in run.trials if t.ran]
+    rows += [_row(t, "set aside") for t in disturbed_attempts(run).values()]
+    df = pd.DataFrame(rows)
+    if not len(df) or (df["reason"] == "not measured").all():
+        return pd.DataFrame()
+    return df.sort_values(["condition", "block", "arm", "trial"]).reset_index(drop=True)
+
+
+def repeats_by_arm(run: Run) -> Any:
+    """Per condition and arm: ``trials``, ``repeated`` (trials the rule found disturbed and ran
+    again), ``attempts set aside`` (as disturbed), ``still disturbed`` (invalid as disturbed
+    when the repeats ran out: left out of the analysis)."""
+    import pandas as pd
+
+    acc: dict[tuple[str, str], dict[str, int]] = {}
+    for t in run.trials:
+        d = acc.setdefault((t.condition, t.arm), {"trials": 0, "repeated": 0, "attempts set aside": 0,
+                                                  "still disturbed": 0})
+        n = sum(is_disturbed(a.reason) for a in t.attempts)
+        d["trials"] += 1
+        d["repeated"] += n > 0
+        d["attempts set aside"] += n
+        d["still disturbed"] += t.status == "invalid" and is_disturbed(t.reason)
+    return pd.DataFrame([{"condition": c, "arm": a, **v} for (c, a), v in acc.items()],
+                        columns=["condition", "arm", "trials", "repeated", "attempts set aside", "still disturbed"])
+
+
+def _default_rerun(run: Run) -> Callable[[Any, Any], Any]:
+    from benchlib.analysis.questions import run_family
+
+    return lambda summaries, family: run_family(summaries, family, unavailable=run.unavailable)
+
+
+def _kinds(answer: Any) -> dict[tuple[str, str, str, str], str]:
+    comp = getattr(answer, "comparison", None)
+    verdicts = list(comp.verdicts) if comp is not None else []
+    verdicts += list(getattr(answer, "missing", []))
+    return {(str(v.labels.get("condition", "")), v.baseline, v.arm, v.metric): v.kind.value for v in verdicts}
+
+
+def _rerunnable(family: Any, columns: Sequence[str]) -> bool:
+    """Can ``family`` be answered again from the trials' summaries: does it compare at least one
+    of their columns? (A family answered from another table, e.g. a peer tool's or a derived
+    per-path figure, cannot; :func:`sensitivity` leaves it out and the text names it.)"""
+    return any(m in columns for m in getattr(family, "metrics", ()))
+
+
+def sensitivity(run: Run, answers: Sequence[Any], *,
+                rerun: Callable[[Any, Any], Any] | None = None) -> list[tuple[str, str, str]]:
+    """The rows whose verdict the repeats changed: each family of ``answers`` (their
+    ``family``) answered again (``rerun(summaries, family)``; default
+    :func:`~benchlib.analysis.questions.run_family` with the compare defaults) on the kept
+    trials and on the same trials with each repeated slot's first disturbed attempt in its
+    place (counted as valid). Returns ``(row, verdict with the repeats, verdict with the
+    disturbed attempts)`` for each row that differs; ``[]`` when none does or nothing was repeated."""
+    import pandas as pd
+
+    swapped = disturbed_attempts(run)
+    if not swapped:
+        return []
+    rerun = rerun or _default_rerun(run)
+    kept = run.summaries()
+    other = []
+    for t in swapped.values():
+        row = trial_summary(t)
+        row["valid"] = True
+        other.append(row)
+    keys = set(swapped)
+    mask = [(c, a, int(b)) not in keys for c, a, b in zip(kept["condition"], kept["arm"], kept["block"])]
+    with_disturbed = pd.concat([kept[mask], pd.DataFrame(other)], ignore_index=True)
+    families = [f for f in (getattr(a, "family", None) for a in answers) if f is not None]
+    wanted = [m for f in families for m in f.metrics]  # e.g. study 05 compares p50_us
+    kept, with_disturbed = with_microseconds(kept, wanted), with_microseconds(with_disturbed, wanted)
+    out = []
+    for ans in answers:
+        family = getattr(ans, "family", None)
+        if family is None or not _rerunnable(family, kept.columns):
+            continue
+        a, b = _kinds(rerun(kept, family)), _kinds(rerun(with_disturbed, family))
+        for k in a:
+            if k in b and a[k] != b[k]:
+                group, base, arm, metric = k
+                out.append((f"{group}: {arm} vs {base}, {metric}", a[k], b[k]))
+    return out
+
+
+def canary_at_level_shifts(run: Run) -> tuple[int, int]:
+    """(trials whose latency shifted level, by the summaries' ``change_at_s``: the largest
+    shift beyond the "not steady" threshold; those of them at whose shift the canary changed
+    speed by more than 15%, :func:`~benchlib.records.disturbance.canary_at_shifts`). A shift the
+    canary saw is the machine's; one it did not see may be the service's own (or a disturbance
+    on the server's CPU only, which the contention figures show)."""
+    s = run.summaries()
+    if "change_at_s" not in s.columns:
+        return 0, 0
+    at = {(c, a, int(b)): float(x) for c, a, b, x in zip(s["condition"], s["arm"], s["block"], s["change_at_s"])}
+    shifted = seen = 0
+    for t in run.trials:
+        x = at.get((t.condition, t.arm, t.block), math.nan)
+        d = t.disturbance
+        if not math.isfinite(x) or d is None or t.load is None:
+            continue
+        if d.t0_monotonic_ns is None or t.load.t0_monotonic_ns is None:
+            continue
+        shifted += 1
+        seen += canary_at_shifts(d, [x], offset_s=(t.load.t0_monotonic_ns - d.t0_monotonic_ns) / 1e9)[0]
+    return shifted, seen
+
+
+def _pct(x: float) -> str:
+    return "–" if not math.isfinite(x) else f"{x:.0%}"
+
+
+def disturbance_markdown(run: Run, answers: Sequence[Any] = (), *,
+                         rerun: Callable[[Any, Any], Any] | None = None) -> str:
+    """The design section's paragraph on disturbed trials (Markdown): the signals over the
+    run's trials (median and largest), the repeats per arm, trials still disturbed, and the
+    sensitivity line (:func:`sensitivity`); "" for a run stored before the signals were measured."""
+    t = disturbance_table(run)
+    if not len(t):
+        return ""
+    kept = t[t["trial"] == "kept"]
+
+    def spread(col: str, fmt: Callable[[float], str]) -> str:
+        v = kept[col].astype(float)
+        v = v[v.map(math.isfinite)]
+        return f"{fmt(float(v.median()))} (largest {fmt(float(v.max()))})" if len(v) else "not measured"
+
+    b = DEFAULT_BOUNDS
+    lines = [f"**Disturbed trials.** Outside signals of every trial, on the CPUs the service and the client were "
+             f"pinned to (median over the trials, and the largest): others' share of the time the service left "
+             f"free {spread('server_contention', _pct)}, of the time the client left free "
+             f"{spread('client_contention', _pct)}; hypervisor steal {spread('steal', lambda x: f'{x:.1%}')}; canary "
+             f"slowdown {spread('slowdown', lambda x: f'{x:.2f}x')}; the service's run-queue wait "
+             f"{spread('service_wait', lambda x: f'{x:.2f} s per CPU-s')}; CPU pressure (PSI some) "
+             f"{spread('psi_some', _pct)}. A trial is disturbed when others took more than +{b.server_excess:.0%} "
+             f"(client: +{b.client_excess:.0%}) of the free time above the run's ordinary level, steal exceeded "
+             f"{b.steal:.0%} or the canary ran {b.slowdown:.2f}x slower than the run's ordinary; one rule for every "
+             "arm, from outside signals only; such a trial is run again in its place "
+             f"(at most {run.parameters.get('repeat_disturbed', 2)} times)."]
+    shifted, seen = canary_at_level_shifts(run)
+    if shifted:
+        lines.append(f"Level shifts: {shifted} trial(s) shifted level inside the measured window (\"not steady\"); the "
+                     f"canary changed speed at the shift in {seen} of them (a diagnostic, never a reason to repeat: a "
+                     "shift the canary did not see may be the service's own).")
+    reps = repeats_by_arm(run)
+    moved = reps[(reps["repeated"] > 0) | (reps["still disturbed"] > 0)]
+    if not len(moved):
+        lines.append("No trial was disturbed beyond the bounds: none was repeated.")
+    else:
+        per = "; ".join(f"{r['arm']} ({r['condition']}): {r['repeated']} of {r['trials']} repeated"
+                        + (f", {r['still disturbed']} still disturbed and left out" if r["still disturbed"] else "")
+                        for r in moved.to_dict("records"))
+        lines.append(f"Repeats per arm: {per}.")
+        still = int(reps["still disturbed"].sum())
+        if still:
+            lines.append(f"{still} trial(s) were still disturbed when their repeats ran out: the machine was too busy "
+                         "for them; they are left out of the analysis.")
+        if answers:
+            changed = sensitivity(run, answers, rerun=rerun)
+            families = [f for f in (getattr(a, "family", None) for a in answers) if f is not None]
+            columns = with_microseconds(run.summaries(), [m for f in families for m in f.metrics]).columns
+            other = [str(getattr(f, "key", f)) for f in families if not _rerunnable(f, columns)]
+            lines.append("Sensitivity: with the disturbed attempts in place of their repeats, " + (
+                "no verdict changes" if not changed else
+                f"{len(changed)} verdict(s) change: " + "; ".join(f"{r} {a} → {w}" for r, a, w in changed))
+                + (f" (not re-answered, as they compare columns the trials' summaries do not hold: {', '.join(other)})"
+                   if other else "") + ".")
+    return "\n\n".join(lines)
+
+
+def machine_during_trials(run: Run) -> str:
+    """One line for the provenance block: what other processes and the hypervisor took of the
+    pinned CPUs during the run's stored trials (outside signals of
+    :class:`~benchlib.records.disturbance.TrialDisturbance`), as the median and the largest
+    share over the trials (percent of the CPUs' time), and how many trials the rule judged
+    disturbed; says so when the run recorded no disturbance measure."""
+    import numpy as np
+
+    recs = [t.disturbance for t in run.trials if t.disturbance is not None]
+    if not recs:
+        return "- the machine during the trials: not measured (a run from before the disturbance measure)"
+
+    def spread(xs: Sequence[float]) -> str:
+        v = np.array([x for x in xs if math.isfinite(x)], dtype=float)
+        return f"median {100 * np.median(v):.1f}% (max {100 * v.max():.1f}%)" if v.size else "not measured"
+
+    judged = sum(1 for d in recs if d.verdict)
+    return ("- the machine during the trials (other processes' share of the pinned CPUs, per trial): service CPUs "
+            f"{spread([d.server_foreign for d in recs])}, load generator CPUs {spread([d.client_foreign for d in recs])}; "
+            f"hypervisor steal {spread([d.steal for d in recs])}; {judged} of {len(recs)} stored trials beyond the "
+            "disturbance bounds")

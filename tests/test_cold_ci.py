@@ -1,0 +1,30 @@
+"""scripts/dev/cold-ci.sh's choices, without running it (its real run stops the Docker engine
+and moves every cache aside): ``--dry-run`` only prints, ``--report`` swaps .ci/run for a
+new user's ``make report`` and says where its time is recorded, a bad argument names the valid ones."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "dev" / "cold-ci.sh"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_report_mode_dry_run_names_make_report_and_the_first_run_record() -> None:
+    done = _run("--dry-run", "--report")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    plan = next(ln for ln in lines if "would clone" in ln)
+    assert "run make report (BASE_PYTHON=/usr/bin/python3) under time" in plan and ".ci/run" not in plan
+    assert "record its time as first-run (builds cold)" in plan and plan.endswith("data/measurements.json")
+    assert lines[-1] == "cold-ci: dry run: nothing changed"
+
+
+def test_unknown_argument_names_the_valid_ones() -> None:
+    done = _run("--reports")
+    assert done.returncode == 2
+    assert "unknown argument '--reports'" in done.stderr and "--report, --dry-run" in done.stderr

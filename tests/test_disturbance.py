@@ -1,0 +1,215 @@
+"""Disturbed trials: the record, the rule, and a real trial with a busy loop on the service's CPU."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchlib.errors import ParameterError
+from benchlib.records import TrialRecord
+from benchlib.records.disturbance import (DEFAULT_BOUNDS, CpuSet, Disturbance, DisturbanceBounds, canary_at_shifts,
+                                          is_disturbed, judge, with_references)
+
+SERVICES = Path(__file__).resolve().parent.parent / "services"
+
+
+def _rec(server_foreign_s: float = 0.0, client_foreign_s: float = 0.0, *, steal_s: float = 0.0,
+         canary_us: float = 200.0, window_s: float = 2.0) -> Disturbance:
+    """A trial of ``window_s`` on one server and one client CPU, the service and the client each
+    using 0.5 CPU s, others the given CPU seconds."""
+    return Disturbance(window_s=window_s,
+                       server=CpuSet((1,), busy_s=0.5 + server_foreign_s, steal_s=steal_s, own_s=0.5),
+                       client=CpuSet((0,), busy_s=0.5 + client_foreign_s, steal_s=0.0, own_s=0.5),
+                       canary=tuple((0.05 * i, canary_us) for i in range(40)))
+
+
+def test_the_record_reads_back_what_it_wrote_and_old_trials_read_as_none() -> None:
+    d = with_references(_rec(0.3), [_rec(0.1), _rec(0.2)])
+    d = Disturbance(**{**d.__dict__, "verdict": judge(d), "service_run_s": 0.4, "service_wait_s": 0.1})
+    assert Disturbance.from_dict(d.to_dict()) == d
+    assert Disturbance.from_dict(_rec().to_dict()) == _rec()  # NaN figures (no references) are stored as null
+    old = {"condition": "c", "arm": "a", "block": 0, "status": "ok", "record_version": 2}
+    t = TrialRecord.from_meta(old)
+    assert t.disturbance is None and "disturbance" not in t.to_meta()
+    t2 = TrialRecord.from_meta({**old, "disturbance": d.to_dict()})
+    assert t2.disturbance == d and TrialRecord.from_meta(t2.to_meta()) == t2 and "disturbance" not in t2.extra
+    # units: CPU seconds over the window's capacity; contention relative to the time left free
+    assert d.server_foreign == pytest.approx(0.3 / 2.0) and d.server_contention == pytest.approx(0.3 / 1.5)
+    assert d.service_wait == pytest.approx(0.25)
+
+
+def test_the_rule_is_relative_to_the_run_and_names_the_signal_and_its_value() -> None:
+    quiet = [_rec(0.02), _rec(0.05), _rec(0.03)]
+    busy_alike = [_rec(1.4), _rec(1.3), _rec(1.45)]
+    first = with_references(_rec(1.5), [])
+    assert judge(first) == ""  # the first trial is its own reference
+    assert judge(with_references(_rec(1.45), busy_alike)) == ""  # a machine busy alike through the run
+    hit = with_references(_rec(1.4), quiet)  # something took 93% of the service's free time; ordinary 2%
+    reason = judge(hit)
+    assert is_disturbed(reason) and reason.startswith("disturbed: other processes took 93% of the time the service")
+    assert "above the run's ordinary 2% (bound +30%)" in reason
+    client = judge(with_references(_rec(0.0, 1.4), quiet))
+    assert "time the client left free" in client and "service" not in client
+    assert "hypervisor steal 15.0%" in judge(with_references(_rec(steal_s=0.6), quiet))
+    slow = judge(with_references(_rec(canary_us=400.0), quiet))
+    assert slow == "disturbed: canary slowdown 2.00x the run's ordinary (bound 1.50x)"
+    assert judge(hit, DisturbanceBounds(server_excess=None)) == ""  # a bound turned off
+    blind = Disturbance(window_s=2.0, server=CpuSet((1,), math.nan, math.nan), client=CpuSet((0,), 0.5, 0.0))
+    assert judge(with_references(blind, quiet)) == ""  # a signal not measured never disturbs a trial
+    assert not is_disturbed("client CPU 0 was 95% busy") and not is_disturbed(None)
+    with pytest.raises(ParameterError, match="DisturbanceBounds.slowdown must be a positive number or None"):
+        DisturbanceBounds(slowdown=0)
+    assert DEFAULT_BOUNDS.server_excess == 0.3
+
+
+def test_the_canary_is_checked_against_level_shifts() -> None:
+    d = Disturbance(window_s=4.0, server=CpuSet((1,), 0, 0), client=CpuSet((0,), 0, 0),
+                    canary=tuple((0.05 * i, 200.0 if i < 40 else 300.0) for i in range(80)))
+    assert canary_at_shifts(d, [1.9, 0.6], offset_s=0.1) == [True, False]
+    assert [round(c) for _, c in d.canary_bins()] == [200, 200, 200, 200, 300, 300, 300, 300]
+    assert d.slowdown_worst_bin != d.slowdown_worst_bin  # NaN without a reference
+
+
+# -- a real trial against a real local service ----------------------------------------------------
+
+@pytest.fixture()
+def services(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "services"
+    d.mkdir()
+    (d / "python-aiohttp-hello").symlink_to(SERVICES / "python-aiohttp-hello")
+    monkeypatch.setenv("BENCHLIB_SERVICES", str(d))
+    return d
+
+
+class _PlantedLoad:
+    """The real load generator; during the ``planted``-th trial's load (counted from 1), busy
+    loops pinned to ``cpu`` run beside it."""
+
+    def __init__(self, cpu: int, planted: int, hogs: int = 3) -> None:
+        self.cpu, self.planted, self.hogs, self.calls = cpu, planted, hogs, 0
+
+    def __call__(self, spec, target, *, client_cpus=None, seed=0):  # type: ignore[no-untyped-def]
+        from benchlib.loadgen import run_load
+
+        self.calls += 1
+        if self.calls != self.planted:
+            return run_load(spec, target, client_cpus=client_cpus, seed=seed)
+        code = f"import os; os.sched_setaffinity(0, {{{self.cpu}}})\nwhile True: pass"
+        procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(self.hogs)]
+        try:
+            time.sleep(0.3)  # started and pinned
+            return run_load(spec, target, client_cpus=client_cpus, seed=seed)
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+
+
+@pytest.mark.integration
+def test_a_busy_loop_on_the_services_cpu_disturbs_its_trial_which_is_repeated(services: Path, tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three blocks of one arm; busy loops pinned to the service's CPU during the third trial's
+    load only. The idle trials are not disturbed (the run's ordinary level is theirs, however
+    busy the machine was anyway); the third is, naming the service's CPUs, and is repeated in
+    its place (the repeat runs without the busy loops). On a machine so busy that others already
+    took nearly all the time the service left free (the run's ordinary contention above 65%),
+    a busy loop cannot take more than the bound above it: that part is skipped, saying so."""
+    from benchlib.cpus import plan_cpus
+    from benchlib.model import Arm, Condition, Experiment, LoadSpec
+    from benchlib.runner import run_experiment
+
+    monkeypatch.setenv("BENCHLIB_DISTURBANCE_RULE", "judge")  # the suite records only (tests/conftest.py)
+    cpus = plan_cpus()
+    exp = Experiment("t-disturb", (Arm("a", "python-aiohttp-hello"),),
+                     (Condition("main", LoadSpec(connections=2, duration_s=1.5, warmup_s=0.2, timeout_s=2)),),
+                     trials=3, seed=1, between_trials_s=0, repeat_disturbed=1)
+    res = run_experiment(exp, run_id="d1", out_dir=tmp_path / "runs", progress=False, cpus=cpus,
+                         load=_PlantedLoad(cpus.server[0], planted=3))
+    by = {t.block: t for t in res.trials}
+    stolen = [t for t in res.trials for r in (t.reason, *(a.reason for a in t.attempts)) if r and "steal" in r]
+    if stolen:  # an outside signal that really was there: the hypervisor took the CPUs
+        pytest.skip(f"the hypervisor took the CPUs during the run ({stolen[0].attempts[0].reason if stolen[0].attempts else stolen[0].reason}): "
+                    "the idle trials were disturbed from outside, so they cannot be the test's idle reference")
+    for b in (0, 1):
+        d = by[b].disturbance
+        assert d is not None and by[b].status == "ok" and not by[b].attempts, (b, by[b].reason, d and d.figures())
+        assert d.server.cpus == tuple(cpus.server) and len(d.canary) > 10 and d.window_s > 1.5
+        assert math.isfinite(d.server_contention) and math.isfinite(d.service_wait)
+    from benchlib.analysis.disturbance import canary_at_level_shifts, disturbance_markdown
+
+    shifted, seen = canary_at_level_shifts(res)  # the largest level shift of each trial, beside the canary
+    assert shifted == int(res.summaries()["change_at_s"].notna().sum()) and 0 <= seen <= shifted
+    assert "**Disturbed trials.** Outside signals of every trial" in disturbance_markdown(res)
+    from benchlib.analysis.disturbance import machine_during_trials
+
+    line = machine_during_trials(res)  # the provenance block's line, from the same records
+    assert "service CPUs median" in line and "hypervisor steal" in line, line
+    assert f"of {len(res.trials)} stored trials beyond the disturbance bounds" in line, line
+    third = by[2]
+    ordinary = third.disturbance.server_reference if third.disturbance is not None else math.nan
+    if not third.attempts and ordinary > 0.65:
+        pytest.skip(f"the machine was saturated: others took {ordinary:.0%} of the service's free CPU time in the "
+                    "idle trials, so a busy loop could not take the bound's 30% more")
+    assert len(third.attempts) == 1, (third.status, third.reason)
+    first_try = third.attempts[0]
+    assert first_try.status == "invalid" and is_disturbed(first_try.reason)
+    assert "of the time the service left free on its CPUs" in first_try.reason
+    assert third.status == "ok" and third.disturbance is not None and not third.disturbance.disturbed
+
+
+# -- the runner's repeats and the report, the signals planted ---------------------------------------
+
+def test_disturbed_trials_are_repeated_up_to_the_cap_counted_per_arm_and_reported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake runtime and load (no processes), the sampler's record replaced by a planted one:
+    the 2nd attempt is disturbed once (repeated, then fine), the 5th and every later attempt of
+    its slot stay disturbed (repeated up to the cap, then left out). The report counts both per
+    arm and answers the family again with the disturbed attempt in place of its repeat."""
+    monkeypatch.setenv("BENCHLIB_DISTURBANCE_RULE", "judge")  # the suite records only (tests/conftest.py)
+    from benchlib import disturbance as sampler_module
+    from benchlib.analysis import Family, run_family
+    from benchlib.analysis.disturbance import disturbance_markdown, disturbance_table, repeats_by_arm
+    from benchlib.analysis.pilot import design_section
+    from benchlib.model import Arm, Condition, Experiment, LoadSpec
+    from benchlib.runner import run_experiment
+    from benchlib.testing import FakeLoad, FakeRuntime, write_manifest
+
+    d = tmp_path / "services"
+    d.mkdir()
+    for name in ("a", "b"):
+        write_manifest(d, name)
+    monkeypatch.setenv("BENCHLIB_SERVICES", str(d))
+    calls = []
+
+    def planted(self, load_meta=None, *, history=(), bounds=DEFAULT_BOUNDS):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        n = len(calls)
+        bad = n == 2 or n >= 5 and n <= 7
+        rec = with_references(_rec(1.4 if bad else 0.02), history)
+        return Disturbance(**{**rec.__dict__, "verdict": judge(rec, bounds)})
+
+    monkeypatch.setattr(sampler_module.DisturbanceSampler, "finish", planted)
+    exp = Experiment("t-dist-report", (Arm("a", "a"), Arm("b", "b")),
+                     (Condition("main", LoadSpec(connections=2, duration_s=0.6, warmup_s=0.2)),),
+                     trials=3, seed=3, between_trials_s=0, repeat_disturbed=2)
+    rt = FakeRuntime()
+    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False, runtime=rt, load=FakeLoad(rt))
+    seq = sorted(res.trials, key=lambda t: t.seq)
+    assert seq[1].status == "ok" and len(seq[1].attempts) == 1 and is_disturbed(seq[1].attempts[0].reason)
+    stuck = seq[3]  # its attempts were the 5th, 6th and 7th: disturbed each time, two repeats, then left out
+    assert stuck.status == "invalid" and is_disturbed(stuck.reason) and len(stuck.attempts) == 2
+    reps = repeats_by_arm(res).set_index("arm")
+    assert int(reps["repeated"].sum()) == 2 and int(reps["still disturbed"].sum()) == 1
+    assert int(reps.loc[seq[1].arm, "attempts set aside"]) >= 1
+    table = disturbance_table(res)
+    assert (table["trial"] == "set aside").sum() == 2 and len(table) == 8
+    ans = run_family(res.summaries(), Family.against("q", "a", ["b"], conditions=["main"], metrics=["p50_ms"]))
+    text = disturbance_markdown(res, [ans])
+    assert "**Disturbed trials.**" in text and "1 trial(s) were still disturbed" in text
+    assert f"{seq[1].arm} (main): 1 of 3 repeated" in text and "Sensitivity: with the disturbed attempts" in text
+    assert text in design_section(res, [ans])

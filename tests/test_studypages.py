@@ -1,0 +1,98 @@
+"""The study pages' generated blocks (``benchlib.studypages``) and what user-facing files may
+carry (issue 24, items 2 and 4)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from benchlib import studypages
+from benchlib.errors import ParameterError
+from benchlib.stats.verdict import Verdict, VerdictKind
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_committed_pages_agree_with_their_recorded_findings() -> None:
+    assert studypages.check(ROOT) == [], "run `python -m benchlib.studypages sync`"
+    pages = sorted((ROOT / "docs" / "studies").glob("*.md"))
+    for p in pages:
+        text = p.read_text(encoding="utf-8")
+        assert studypages.BEGIN.search(text) and studypages.STACKS_BEGIN.search(text), p.name
+        assert text.find("<!-- stacks:begin") < 600, f"{p.name}: the seed's stacks belong in the first lines"
+    for study, f in studypages.load(studypages.default_path(ROOT)).items():  # the reference runs' machine, in words
+        assert "hypervisor steal" in f.disturbance and "stored trials beyond the disturbance bounds" in f.disturbance, study
+
+
+def _run_folder(tmp: Path, loadavg: float) -> Path:
+    folder = tmp / "runs" / "02_iris_vs_kestrel" / "ref1"
+    (folder / "derived").mkdir(parents=True)
+    rows = [Verdict(VerdictKind.NO_DIFFERENCE, arm="actix", baseline="iris-faithful", metric="throughput_rps",
+                    effect="ratio", estimate=1.3, ci_lo=0.6, ci_hi=2.8, mde=0.59, labels={"condition": "random"}),
+            Verdict.not_run("no dotnet toolchain", arm="kestrel-faithful", baseline="iris-faithful",
+                            labels={"condition": "random"})]
+    (folder / "derived" / "comparison-seed.json").write_text(json.dumps({"verdicts": [v.to_dict() for v in rows]}))
+    (folder / "run.json").write_text(json.dumps({
+        "study": "02_iris_vs_kestrel", "run_id": "ref1", "unavailable": {"kestrel-faithful-random": "no dotnet toolchain"},
+        "parameters": {"arms": [{"name": "iris-faithful-random"}, {"name": "kestrel-faithful-random"},
+                                {"name": "actix-random"}]},
+        "provenance": {"collected_utc": "2026-12-04T06:00:00+00:00", "loadavg_at_start": [loadavg, 0.2, 0.1]}}))
+    return folder
+
+
+def test_a_recorded_run_becomes_the_pages_findings_in_its_kinds_words(tmp_path: Path) -> None:
+    page = tmp_path / "docs" / "studies" / "02.md"
+    page.parent.mkdir(parents=True)
+    page.write_text("# Study 02\n\n<!-- stacks:begin study=02_iris_vs_kestrel -->\n<!-- stacks:end -->\n\n"
+                    "<!-- findings:begin study=02_iris_vs_kestrel -->\nold\n<!-- findings:end -->\n")
+    store = tmp_path / "data" / "findings.json"
+    store.parent.mkdir()
+    assert "No reference run is recorded" in studypages.page_block("02_iris_vs_kestrel", {})
+    f = studypages.record(_run_folder(tmp_path, 0.12))
+    studypages.save({f.study: f}, store)
+    assert studypages.check(tmp_path, store) == [page]
+    assert studypages.sync(tmp_path, store) == [page] and studypages.check(tmp_path, store) == []
+    text = page.read_text()
+    assert "Findings of run `ref1` (2026-12-04 06:00 UTC; 1-min load average before it: 0.12)." in text
+    assert "not quiet" not in text
+    assert "ran here: Iris (Go); did not run here: Kestrel (.NET) (no dotnet toolchain)" in text
+    assert "actix against iris-faithful, requests per second: not decided at this design (MDE 59%" in text
+    assert "kestrel-faithful against iris-faithful: not compared (not run: no dotnet toolchain)" in text
+    busy = studypages.record(_run_folder(tmp_path / "b", 4.5))
+    assert "was not quiet" in studypages.page_block(busy.study, {busy.study: busy})
+
+
+def test_a_folder_without_a_run_or_verdicts_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(ParameterError, match="no run.json"):
+        studypages.record(tmp_path)
+    (tmp_path / "run.json").write_text("{}")
+    with pytest.raises(ParameterError, match="no derived/\\*.json with verdicts"):
+        studypages.record(tmp_path)
+
+
+# -- item 4: no machine paths, no development history in what a user reads ----------------------
+
+FORBIDDEN = re.compile(r"/work/|/root/|/home/|/tmp/|/var/tmp|helpers'|other helpers|this session|the lead'?s|"
+                       r"benchlib-bench\.lock")
+#: absolute paths that are not this machine's: paths inside a service's container image
+ALLOWED = ("/tmp/benchlib-ca/",)
+
+
+def _user_facing() -> list[Path]:
+    files = [ROOT / "README.md"]
+    files += [p for p in (ROOT / "docs").rglob("*.md") if "dev" not in p.relative_to(ROOT / "docs").parts[:1]]
+    files += sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "data" / "reference").glob("*.csv"))
+    return files
+
+
+def test_no_user_facing_file_carries_machine_paths_or_development_history() -> None:
+    found = []
+    for p in _user_facing():
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            for m in FORBIDDEN.finditer(line):
+                if not any(line[m.start():].startswith(a) for a in ALLOWED):
+                    found.append(f"{p.relative_to(ROOT)}:{n}: {m.group(0)!r}")
+    assert not found, "move these to docs/dev/ (or the commit history):\n" + "\n".join(found)
