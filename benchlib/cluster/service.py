@@ -33,7 +33,8 @@ from typing import Any
 
 from benchlib.cluster.clock import ClockOffset, ClockSample, estimate_offset
 from benchlib.cluster.load import CLOCK_ROUND_TRIPS, _one_line
-from benchlib.cluster.servicehost import Address, NodeInfo, Raised, ServiceHost, Started, Stopped, boot_id, node_cpus
+from benchlib.cluster.servicehost import (Address, NodeInfo, Raised, ServiceHost, Started, Stopped, boot_id, net_namespace,
+                                          node_cpus)
 from benchlib.cluster.session import ClusterSession, require_ray
 from benchlib.errors import RuntimeUnavailable, ServiceStartError
 from benchlib.manifest import ResolvedService
@@ -92,7 +93,7 @@ class NodeServices:
             num_cpus=0, max_concurrency=1, max_restarts=0, resources={self.node.resource: 1.0},
             scheduling_strategy=PlacementGroupSchedulingStrategy(self.session.service_placement_group,
                                                                  placement_group_bundle_index=0),
-        ).remote(self.node.address, self.server_cpus, boot_id())
+        ).remote(self.node.address, self.server_cpus, boot_id(), net_namespace())
         info: NodeInfo = self.call("info", timeout=ACTOR_READY_TIMEOUT_S)
         mine = str(getattr(benchlib, "__version__", "?"))
         if info.benchlib != mine:
@@ -143,7 +144,8 @@ class NodeServices:
         info = self.info
         return {"resource": self.node.resource, "node_id": self.node.node_id, "address": self.node.address,
                 "server_cpus": self.server_cpus,
-                **({"hostname": info.hostname, "actor_pid": info.pid, "cpus": list(info.cpus),
+                **({"hostname": info.hostname, "listen_address": info.address, "actor_pid": info.pid,
+                    "cpus": list(info.cpus),
                     "same_machine": self.offset is None, "parent_death_signal": info.main_thread}
                    if info is not None else {}),
                 **({"clock_offset_ns": self.offset.offset_ns, "clock_rtt_ns": self.offset.rtt_ns}

@@ -29,7 +29,7 @@ from benchlib.errors import BenchlibError, ParameterError
 from benchlib.manifest import ResolvedService
 from benchlib.runtime.base import Prepared, Runtime, ServiceHandle, StartOptions, StopInfo, handle_ports
 
-__all__ = ["Address", "NodeInfo", "Raised", "ServiceHost", "Started", "Stopped", "boot_id", "node_cpus"]
+__all__ = ["Address", "NodeInfo", "Raised", "ServiceHost", "Started", "Stopped", "boot_id", "net_namespace", "node_cpus"]
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,15 @@ def boot_id() -> str:
         return ""
 
 
+def net_namespace() -> str:
+    """This process's network namespace (``net:[<inode>]``; '' where it cannot be read): two
+    processes of one machine reach each other on ``127.0.0.1`` only when it is equal."""
+    try:
+        return os.readlink("/proc/self/ns/net")
+    except OSError:
+        return ""
+
+
 def node_cpus(choice: int | str | None, requested: tuple[int, ...], available: tuple[int, ...]) -> tuple[int, ...]:
     """The CPUs a service is pinned to on its node: ``requested`` (the run's plan) for
     ``None``, every one of ``available`` for ``"all"``, the last ``n`` of them for ``n``.
@@ -152,12 +161,16 @@ class ServiceHost:
     ----------
     address: the node's address, where the services listen (the load hosts send there).
     server_cpus: ``"all"``, a count, or ``None`` (pin to what the driver asks; see :func:`node_cpus`).
-    driver_boot_id: the driver's :func:`boot_id`: a node on the driver's machine (a local
-        cluster) serves on ``127.0.0.1`` instead, as the local runtime does.
+    driver_boot_id, driver_net_ns: the driver's :func:`boot_id` and :func:`net_namespace`: a
+        node on the driver's machine and in its network namespace (a local cluster) serves on
+        ``127.0.0.1`` instead, as the local runtime does; a node in a network namespace of its
+        own serves on its address there.
     """
 
-    def __init__(self, address: str, server_cpus: int | str | None, driver_boot_id: str = "") -> None:
-        self.address = "127.0.0.1" if driver_boot_id and driver_boot_id == boot_id() else address
+    def __init__(self, address: str, server_cpus: int | str | None, driver_boot_id: str = "",
+                 driver_net_ns: str = "") -> None:
+        here = bool(driver_boot_id) and driver_boot_id == boot_id() and driver_net_ns == net_namespace()
+        self.address = "127.0.0.1" if here else address
         self.server_cpus = server_cpus
         self.runtimes: dict[str, Runtime] = {}
         self.handles: dict[int, ServiceHandle] = {}

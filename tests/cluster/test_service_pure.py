@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchlib.cluster.servicehost import Address, Raised, ServiceHost, Started, Stopped, node_cpus
+from benchlib.cluster.servicehost import (Address, Raised, ServiceHost, Started, Stopped, boot_id, net_namespace,
+                                          node_cpus)
 from benchlib.cluster.spec import ClusterSpec, parse_cluster
 from benchlib.errors import BenchlibError, ParameterError, ServiceStartError, ToolchainMissing
 from benchlib.manifest import get_manifest
@@ -56,6 +57,19 @@ def test_the_cpus_a_service_gets_on_its_node() -> None:
         node_cpus(5, (3,), (0, 1, 2, 3))
     with pytest.raises(ParameterError, match=r"server CPUs \[7\] are not all on the service node"):
         node_cpus(None, (7,), (0, 1))
+
+
+def test_a_node_serves_on_loopback_only_in_the_drivers_machine_and_network_namespace() -> None:
+    def address(*driver: str) -> str:
+        host = ServiceHost("10.213.1.10", None, *driver)
+        host.stop_all()  # its temporary folder
+        return host.address
+
+    assert net_namespace().startswith("net:[")
+    assert address(boot_id(), net_namespace()) == "127.0.0.1"  # a local:N node
+    assert address(boot_id(), "net:[1]") == "10.213.1.10"  # a namespace of its own: its address there
+    assert address("another-machine", net_namespace()) == "10.213.1.10"
+    assert address() == "10.213.1.10"  # the driver's machine unknown
 
 
 def test_an_error_raised_on_the_node_comes_back_whole() -> None:
