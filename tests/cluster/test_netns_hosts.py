@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -116,6 +117,10 @@ def netns_cluster() -> Iterator[NetnsCluster]:
     finally:
         for ns in reversed(made):
             _kill_namespace(ns)
+        # `ray start --head` wrote the head's address for later `ray.init()` calls: not ours to leave
+        current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        if current.is_file() and current.read_text().strip().startswith(f"{prefix}."):
+            current.unlink()
 
 
 def test_service_and_load_hosts_in_namespaces_of_their_own(netns_cluster: NetnsCluster, tmp_path: Path) -> None:
