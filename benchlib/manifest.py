@@ -53,6 +53,7 @@ __all__ = [
     "ENDPOINT_PROTOCOLS",
     "Contract",
     "Endpoint",
+    "LocalBuildOutputs",
     "Manifest",
     "ResolvedService",
     "find_services_dir",
@@ -148,6 +149,9 @@ class ResolvedService:
     endpoints: tuple[Endpoint, ...]
     docker_build_args: Mapping[str, str]
     ports: int = 1
+    #: ``[docker.local_build]``: the image may take its program from the local build (see
+    #: :mod:`benchlib.runtime.docker.local_build`); ``None``: it always compiles in its image
+    docker_local_build: LocalBuildOutputs | None = None
     ports_env: str = "PORTS"
     front_env: Mapping[str, str] = field(default_factory=dict)
     #: ``[run] reset``: steps that give a running instance fresh data (a dependency that the
@@ -251,10 +255,54 @@ class Manifest:
             reset=tuple(tuple(c) for c in run.get("reset", ())),
             endpoints=endpoints,
             docker_build_args=dict(docker.get("build_args", {})),
+            docker_local_build=_local_build(self.path, docker.get("local_build")),
             ports=int(run.get("ports", 1)),
             ports_env=str(run.get("ports_env", "PORTS")),
             front_env={**self.raw.get("run", {}).get("front_env", {}), **over.get("run", {}).get("front_env", {})},
         )
+
+
+@dataclass(frozen=True)
+class LocalBuildOutputs:
+    """``[docker.local_build]``: what the Dockerfile's ``build`` stage writes to ``/out``, taken
+    from the local build instead when both use one toolchain version.
+
+    Attributes
+    ----------
+    toolchain_arg: the Dockerfile build argument that pins the toolchain (``GO_VERSION``,
+        ``RUST_IMAGE``): its version number must equal the local toolchain's.
+    out: file name in ``/out`` -> a local build output (a path with placeholders, e.g.
+        ``{build_dir}/server``) or a command (placeholders expanded) whose standard output is
+        the file (``["rustc", "--version"]``).
+    """
+
+    toolchain_arg: str
+    out: Mapping[str, str | tuple[str, ...]]
+
+
+def _local_build(path: Path, table: Any) -> LocalBuildOutputs | None:
+    """``[docker.local_build]`` checked (``None`` when absent)."""
+    if table is None:
+        return None
+    where = "docker.local_build"
+    if not isinstance(table, dict) or set(table) != {"toolchain_arg", "out"}:
+        raise _err(path, where, "a table with toolchain_arg and out", table)
+    arg, out = table["toolchain_arg"], table["out"]
+    if not isinstance(arg, str) or not arg:
+        raise _err(path, f"{where}.toolchain_arg", "the name of the Dockerfile ARG that pins the toolchain", arg)
+    if not isinstance(out, dict) or not out:
+        raise _err(path, f"{where}.out", "a table of /out file names", out)
+    files: dict[str, str | tuple[str, ...]] = {}
+    for name, src in out.items():
+        if "/" in name or name in ("", ".", ".."):
+            raise _err(path, f"{where}.out", "file names without '/'", name)
+        if isinstance(src, str) and src:
+            files[name] = src
+        elif isinstance(src, list) and src and all(isinstance(a, str) for a in src):
+            files[name] = tuple(src)
+        else:
+            raise _err(path, f"{where}.out.{name}", "a local build output's path or a command (array of strings)", src)
+    return LocalBuildOutputs(arg, files)
 
 
 def _err(path: Path, field_name: str, expected: str, got: Any = None) -> ManifestError:

@@ -29,7 +29,7 @@ from benchlib.errors import ParameterError
 __all__ = [
     "ALLOW_INSECURE_DOCKER", "ALLOW_REMOTE_TARGET", "BOMBARDIER", "BUILD_CA_BUNDLE", "CACHE", "DATA",
     "DEBIAN_MIRROR", "DOCKERD_ARGS", "DOCKERD_TIMEOUT_S", "DOCKER_BIND_HOST", "DOCKER_DEPENDENCY_BIND_HOST",
-    "DOCKER_LIMITS", "DOCKER_SERVICE_HOST", "GHZ", "K6", "MAX_BETWEEN_TRIALS_S", "PROGRESS_FILE", "RUNS_FILE", "SERVICES",
+    "DOCKER_LIMITS", "DOCKER_SERVICE_HOST", "GHZ", "IMAGE_FROM_LOCAL_BUILD", "K6", "MAX_BETWEEN_TRIALS_S", "PROGRESS_FILE", "RUNS_FILE", "SERVICES",
     "SETTINGS",
     "SETTLE", "SETTLE_MAX_S", "SKIP_APT", "SKIP_DOCKER", "STOP_GRACE_S", "Setting", "VALIDATION_REPORT", "markdown_table",
 ]
@@ -245,6 +245,14 @@ ALLOW_REMOTE_TARGET: Setting[bool] = Setting(
     "1 (allow), 0 (loopback only)", "benchlib.loadgen.validation, benchlib.peers.common", _flag,
     fallback=lambda: False)
 
+IMAGE_FROM_LOCAL_BUILD: Setting[bool] = Setting(
+    "BENCHLIB_IMAGE_FROM_LOCAL_BUILD", "flag", "1",
+    "1: a service whose manifest has [docker.local_build] takes its image's program from the local runtime's build "
+    "when that build used the toolchain version the Dockerfile pins (one build, the same binary in both runtimes); "
+    "0: every image compiles in its Dockerfile's build stage.",
+    "1 (reuse the local build), 0 (always the Dockerfile's build stage)", "benchlib.runtime.docker.local_build", _flag,
+    fallback=lambda: True)
+
 ALLOW_INSECURE_DOCKER: Setting[bool] = Setting(
     "BENCHLIB_ALLOW_INSECURE_DOCKER", "flag", "0",
     "1 allows a remote Docker engine over plain TCP without TLS (a network you control).",
@@ -327,7 +335,7 @@ DOCKERD_TIMEOUT_S: Setting[float] = Setting(
 SETTINGS: tuple[Setting[Any], ...] = (
     DATA, CACHE, SERVICES, PROGRESS_FILE, RUNS_FILE, STOP_GRACE_S, DOCKER_LIMITS, DOCKER_SERVICE_HOST, DOCKER_BIND_HOST,
     DOCKER_DEPENDENCY_BIND_HOST, DEBIAN_MIRROR, BUILD_CA_BUNDLE, ALLOW_REMOTE_TARGET, ALLOW_INSECURE_DOCKER, K6,
-    BOMBARDIER, GHZ, BUILD_TIMES, DISTURBANCE_RULE, SETTLE, SETTLE_MAX_S, MAX_BETWEEN_TRIALS_S, VALIDATION_REPORT,
+    IMAGE_FROM_LOCAL_BUILD, BOMBARDIER, GHZ, BUILD_TIMES, DISTURBANCE_RULE, SETTLE, SETTLE_MAX_S, MAX_BETWEEN_TRIALS_S, VALIDATION_REPORT,
     SKIP_APT, SKIP_DOCKER,
     DOCKERD_ARGS, DOCKERD_TIMEOUT_S,
 )

@@ -41,6 +41,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import tempfile
@@ -55,6 +56,7 @@ from benchlib.manifest import ResolvedService
 from benchlib.model import Limits
 from benchlib.runtime import cgroups
 from benchlib.runtime.base import Prepared, StartOptions, backend_values, format_placeholders, service_ports
+from benchlib.runtime.docker import local_build
 from benchlib.runtime.docker.context import CA_FILE_NAME, _content_hash, _context_files, _sha256_file, detect_ca_bundle
 from benchlib.runtime.docker.engine import (
     _engine_is_local,
@@ -287,9 +289,11 @@ class DockerRuntime:
         build_args = {k: str(v) for k, v in service.docker_build_args.items()}
         client = self.client
         t0 = time.monotonic()
-        bases = ensure_base_images(client, dockerfile_text, build_args, bootstrap=self.bootstrap_base)
+        from_local, why_not = local_build.plan(service, dockerfile_text, build_args)
+        build_text = from_local.dockerfile if from_local is not None else dockerfile_text
+        bases = ensure_base_images(client, build_text, build_args, bootstrap=self.bootstrap_base)
         base_ids = {}
-        for ref in base_images(dockerfile_text, build_args):
+        for ref in base_images(build_text, build_args):
             try:
                 base_ids[ref] = client.images.get(ref).id
             except Exception:  # noqa: BLE001 - reported by the build itself
@@ -299,11 +303,15 @@ class DockerRuntime:
         digest = _content_hash(directory, files, {
             "dockerfile": dockerfile, "build_args": build_args, "bases": base_ids,
             "ca": _sha256_file(ca) if ca else None,
+            **({"from_local_build": from_local.info["sha256"], "generated_dockerfile": build_text}
+               if from_local is not None else {}),
         })
         tag = f"benchlib/{service.name}:{service.variant}-{digest}"
         info: dict[str, Any] = {"tag": tag, "dockerfile": dockerfile, "build_args": build_args,
                                 "base_images": base_ids, "content_hash": digest,
-                                "ca_bundle": str(ca) if ca else None}
+                                "ca_bundle": str(ca) if ca else None,
+                                "from_local_build": ({"used": True, **from_local.info} if from_local is not None
+                                                     else {"used": False, "why": why_not})}
         if bases:
             info["base_bootstrap"] = [b.to_dict() for b in bases]
         lock_dir = buildcache.cache_root() / "docker"
@@ -313,7 +321,7 @@ class DockerRuntime:
             built = image is None
             if image is None:
                 t_build = time.monotonic()
-                image = self._build(service, directory, files, dockerfile, build_args, tag, digest, ca)
+                image = self._build(service, directory, files, dockerfile, build_args, tag, digest, ca, from_local)
                 info["build_s"] = round(time.monotonic() - t0, 2)
                 info["build"] = "built"
                 buildcache.record_build("image", f"{service.name}/{service.variant}", "docker",
@@ -338,7 +346,12 @@ class DockerRuntime:
             return None
 
     def _build(self, service: ResolvedService, directory: Path, files: list[str], dockerfile: str,
-               build_args: Mapping[str, str], tag: str, digest: str, ca: Path | None) -> Any:
+               build_args: Mapping[str, str], tag: str, digest: str, ca: Path | None,
+               from_local: local_build.FromLocalBuild | None = None) -> Any:
+        """Build ``tag`` from ``directory``'s ``files``; with ``from_local``, from its generated
+        Dockerfile and the local build's files instead of the Dockerfile's build stage."""
+        import tarfile
+
         from docker.utils.build import create_archive
 
         log_dir = buildcache.cache_root() / "docker" / "logs"
@@ -347,15 +360,30 @@ class DockerRuntime:
         extra = [(CA_FILE_NAME, ca.read_text())] if ca else []
         labels = {"benchlib.managed": "1", "benchlib.service": service.name, "benchlib.variant": service.variant,
                   "benchlib.content_hash": digest}
+        if from_local is not None:
+            extra.append((local_build.DOCKERFILE_NAME, from_local.dockerfile))
+            labels["benchlib.from_local_build"] = "1"
+            dockerfile_used = local_build.DOCKERFILE_NAME
+        else:
+            dockerfile_used = dockerfile
         error = None
         t0 = time.monotonic()
         with tempfile.TemporaryFile() as ctx, open(log_path, "w") as log:
             create_archive(str(directory), files=files, fileobj=ctx, extra_files=extra)
-            log.write(f"# docker build {service.name} ({service.variant}) -> {tag}; Dockerfile {dockerfile}; "
-                      f"build args {dict(build_args)}; extra CA {ca}; network {self.build_network}\n")
+            if from_local is not None:  # the local build's files (bytes, executable) beside them
+                ctx.seek(0)
+                with tarfile.open(fileobj=ctx, mode="a") as tar:
+                    for name, data in sorted(from_local.files.items()):
+                        member = tarfile.TarInfo(f"{local_build.STAGE_DIR}/{name}")
+                        member.size, member.mode, member.mtime = len(data), 0o755, 0
+                        tar.addfile(member, io.BytesIO(data))
+                ctx.seek(0)
+            log.write(f"# docker build {service.name} ({service.variant}) -> {tag}; Dockerfile {dockerfile_used}; "
+                      f"build args {dict(build_args)}; extra CA {ca}; network {self.build_network}"
+                      + (f"; program from the local build {from_local.info}" if from_local is not None else "") + "\n")
             try:
                 stream = self.client.api.build(
-                    fileobj=ctx, custom_context=True, tag=tag, dockerfile=dockerfile, buildargs=dict(build_args),
+                    fileobj=ctx, custom_context=True, tag=tag, dockerfile=dockerfile_used, buildargs=dict(build_args),
                     labels=labels, rm=True, forcerm=True, pull=False, decode=True,
                     network_mode=self.build_network, timeout=self.build_timeout_s)
                 for chunk in stream:
