@@ -702,6 +702,7 @@ def run_experiment(
     with interrupt_on_signals():
         if load is None and experiment.cluster is not None:
             from benchlib.cluster.load import ClusterLoad
+            from benchlib.cluster.peer import ClusterCrossCheck
             from benchlib.cluster.service import on_service_node
             from benchlib.cluster.session import ClusterSession
             from benchlib.cluster.spec import parse_cluster
@@ -712,7 +713,8 @@ def run_experiment(
             # run on that node (each runtime wrapped), stopped there at the end
             with ClusterSession(spec) as session, on_service_node(session, _runtime_lookup(runtime)) as runtimes:
                 return _run(experiment, run_id, out_dir, cpus or plan_cpus(), progress, notebook_parameters,
-                            runtimes, ClusterLoad(session), cross_check or run_cross_check, until, decided)
+                            runtimes, ClusterLoad(session), cross_check or ClusterCrossCheck(session), until,
+                            decided)
         if load is None:
             from benchlib.loadgen import run_load
 

@@ -214,3 +214,18 @@ def test_ctrl_c_stops_every_host_and_leaves_no_actor_or_worker(session: ClusterS
     time.sleep(3.0)
     assert not _load_hosts()
     assert not set(seen) & set(_procs(b"benchlib.loadgen.worker"))
+
+
+def test_a_peer_tool_runs_on_a_load_host_and_says_which(session: ClusterSession, target: Target) -> None:
+    from benchlib.cluster.peer import ClusterCrossCheck
+    from benchlib.cluster.session import require_ray
+    from benchlib.model import CrossCheck
+
+    ray = require_ray()
+    load_nodes = {n["NodeID"] for n in ray.nodes() if n.get("Alive") and n["Resources"].get("benchlib_load")}
+    check = CrossCheck("wrk", (("threads", 1), ("connections", 2), ("duration_s", 1)))
+    out = ClusterCrossCheck(session)(check, f"http://{target.host}:{target.port}/", [0], order="after")
+    assert "error" not in out, out
+    assert out["tool"] == "wrk" and out["order"] == "after" and out["requests_per_s"] > 0
+    host = out["load_host"]
+    assert host["node_id"] in load_nodes and host["pid"] != os.getpid()  # a Ray worker on a load node ran it

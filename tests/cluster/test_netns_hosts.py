@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -66,7 +65,12 @@ class NetnsCluster:
 def _ray_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     from benchlib.cluster.session import LOCAL_RAY_ENV, RAY_ENV
 
-    return {**os.environ, **RAY_ENV, **LOCAL_RAY_ENV, "BENCHLIB_ALLOW_REMOTE_TARGET": "1", **(extra or {})}
+    # nothing of this process's own Ray connection (a driver of another cluster, in the suite);
+    # token authentication off on every node alike: once any local cluster has written
+    # ~/.ray/auth_token, a head started without RAY_AUTH_MODE turns it on and its nodes are refused
+    mine = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") and k != "PYTHONBREAKPOINT"}
+    return {**mine, **RAY_ENV, **LOCAL_RAY_ENV, "RAY_AUTH_MODE": "disabled", "BENCHLIB_ALLOW_REMOTE_TARGET": "1",
+            **(extra or {})}
 
 
 def _kill_namespace(name: str) -> None:
@@ -105,27 +109,31 @@ def netns_cluster() -> Iterator[NetnsCluster]:
             _ip("-n", ns, "addr", "add", f"{prefix}.{last}/24", "dev", "eth0")
             _ip("-n", ns, "link", "set", "eth0", "up")
             _ip("-n", ns, "link", "set", "lo", "up")
+        # each node its own temporary folder, as on machines of their own (Ray keeps a node's
+        # session, sockets and the head's address file there: nothing shared with another cluster)
+        for node, ns in names.items():
+            os.makedirs(f"/tmp/{ns}", exist_ok=True)
         head = f"{prefix}.1"
         common = ["--num-cpus=0", "--object-store-memory=83886080", "--disable-usage-stats"]
         for node, (last, resources) in NODES.items():
             where = ["--head", "--port=6379", "--include-dashboard=false"] if node == "head" else [f"--address={head}:6379"]
             cmd = ["ip", "netns", "exec", names[node], ray, "start", *where, f"--node-ip-address={prefix}.{last}",
                    f"--resources={json.dumps(resources)}", *common]
-            done = subprocess.run(cmd, env=_ray_env(), capture_output=True, text=True, timeout=300)
+            done = subprocess.run(cmd, env=_ray_env({"TMPDIR": f"/tmp/{names[node]}"}), capture_output=True,
+                                  text=True, timeout=300)
             assert done.returncode == 0, f"ray start on {node}: {done.stdout[-2000:]} {done.stderr[-2000:]}"
         yield NetnsCluster(names, prefix, head)
     finally:
         for ns in reversed(made):
             _kill_namespace(ns)
-        # `ray start --head` wrote the head's address for later `ray.init()` calls: not ours to leave
-        current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
-        if current.is_file() and current.read_text().strip().startswith(f"{prefix}."):
-            current.unlink()
+        for ns in names.values():
+            shutil.rmtree(f"/tmp/{ns}", ignore_errors=True)
 
 
 def test_service_and_load_hosts_in_namespaces_of_their_own(netns_cluster: NetnsCluster, tmp_path: Path) -> None:
     c = netns_cluster
-    env = _ray_env({"RAY_ADDRESS": f"{c.head}:6379", "PYTHONPATH": str(HERE.parents[1])})
+    env = _ray_env({"RAY_ADDRESS": f"{c.head}:6379", "PYTHONPATH": str(HERE.parents[1]),
+                    "TMPDIR": f"/tmp/{c.names['head']}"})  # the driver on the head's node
     t = time.monotonic()
     done = subprocess.run(["ip", "netns", "exec", c.names["head"], sys.executable, str(HERE / "netns_driver.py"),
                            str(tmp_path / "runs")], env=env, capture_output=True, text=True, timeout=600)

@@ -31,6 +31,7 @@ def test_the_compiled_services_take_their_image_program_from_the_local_build() -
                                                            "rust-rocket-mongo", "rust-tonic-axum"}
     assert {n for n in names if n.startswith("go-")} == {"go-fcgi", "go-gin-mongo", "go-grpc-json", "go-iris-random",
                                                         "go-nethttp-hello", "go-nethttp-logger", "go-nethttp-random"}
+    assert ("ferretdb", "sqlite") in WITH_LOCAL_BUILD and ("ferretdb", "mongo-official") not in WITH_LOCAL_BUILD
 
 
 @pytest.mark.parametrize("name, variant", WITH_LOCAL_BUILD)
