@@ -53,6 +53,7 @@ from benchlib.errors import (
 )
 from benchlib.manifest import Endpoint, ResolvedService, get_manifest
 from benchlib.model import CROSS_CHECK_TOOLS, Arm, Condition, CrossCheck, Experiment, LoadSpec, Target
+from benchlib.peers.crosscheck import run_cross_check
 from benchlib.progress import ProgressCallback, make_progress
 from benchlib.records import (TRIAL_RECORD_VERSION, Attempt, DependencyRecord, EnforcedLimits, FrontRecord, LoadMeta,
                               ServiceLog, TrialRecord, peer_report)
@@ -571,24 +572,6 @@ def cross_check_for(check: CrossCheck, endpoint: Endpoint) -> CrossCheck:
     if endpoint.proto is not None:
         options.setdefault("proto", str(endpoint.proto))
     return replace(check, options=tuple(options.items()))
-
-
-def run_cross_check(check: CrossCheck, url: str, cpus: Sequence[int], *, order: str) -> dict[str, Any]:
-    """Run ``check``'s peer tool against ``url`` pinned to ``cpus``; its parsed report plus
-    ``order`` (before/after benchlib's load). A tool that is missing or fails is recorded as
-    ``{"error": ...}``: the trial itself stands. (For a gRPC endpoint, the runner passes
-    ``check`` through :func:`cross_check_for` first.)"""
-    import importlib
-
-    options = dict(check.options)
-    module = importlib.import_module(f"benchlib.peers.{check.tool}")
-    func = getattr(module, f"run_{check.tool}")
-    try:
-        out = dict(func(url, cpus=list(cpus), **options))
-    except BenchlibError as exc:
-        return {"tool": check.tool, "order": order, "error": f"{type(exc).__name__}: {exc}"}
-    out.pop("stdout", None) if len(str(out.get("stdout", ""))) > 20_000 else None
-    return {**out, "tool": check.tool, "order": order}
 
 
 def _check_same_plan(store: RunStore, old: Mapping[str, Any], plan: list[PlannedTrial],

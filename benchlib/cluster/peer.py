@@ -4,7 +4,7 @@ cluster, not on the driver's machine: the runner's ``cross_check=`` function for
 The peer tool is a load generator like benchlib's own, so it runs where the load comes from:
 a Ray task in the first load host's bundle of the session's placement group (that bundle is
 free between the trial's own load actors, which are killed after each trial), running
-:func:`benchlib.runner.run_cross_check` there. Its report comes back with the host it ran on
+:func:`benchlib.peers.crosscheck.run_cross_check` there. Its report comes back with the host it ran on
 (``load_host``: node id, address, host name). On a local cluster it is pinned to the run's
 client CPUs, as on one machine; on other clusters it uses the CPUs its node gives it. A peer
 tool missing on that node, or a task that fails or does not answer within the tool's duration
@@ -20,6 +20,7 @@ from typing import Any
 
 from benchlib.cluster.session import ClusterSession, require_ray
 from benchlib.model import CrossCheck
+from benchlib.peers.crosscheck import run_cross_check
 
 __all__ = ["ClusterCrossCheck", "MARGIN_S"]
 
@@ -31,8 +32,6 @@ def _run_here(check: CrossCheck, url: str, cpus: Sequence[int], order: str) -> d
     """On the load host (a Ray task): the peer tool's report plus where it ran."""
     import ray
     import ray.util
-
-    from benchlib.runner import run_cross_check
 
     out = run_cross_check(check, url, cpus, order=order)
     return {**out, "load_host": {"host": 0, "node_id": str(ray.get_runtime_context().get_node_id()),
