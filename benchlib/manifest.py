@@ -631,6 +631,10 @@ def load_manifest(path: str | Path) -> Manifest:
     dockerfile = docker.get("dockerfile") if isinstance(docker, dict) else None
     if dockerfile is not None and not (path.parent / dockerfile).is_file():
         raise _err(path, "docker.dockerfile", f"an existing file next to service.toml", dockerfile)
+    # [docker.local_build] checked when the manifest is read, not first when a variant resolves
+    for table in [docker, *(v.get("docker", {}) for v in raw.get("variants", {}).values() if isinstance(v, dict))]:
+        if isinstance(table, dict):
+            _local_build(path, table.get("local_build"))
 
     endpoints = raw.get("endpoints", [])
     if not isinstance(endpoints, list):

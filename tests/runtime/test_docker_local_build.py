@@ -31,6 +31,7 @@ def test_the_compiled_services_take_their_image_program_from_the_local_build() -
                                                            "rust-rocket-mongo", "rust-tonic-axum"}
     assert {n for n in names if n.startswith("go-")} == {"go-fcgi", "go-gin-mongo", "go-grpc-json", "go-iris-random",
                                                         "go-nethttp-hello", "go-nethttp-logger", "go-nethttp-random"}
+    assert ("canned-grpc-json", "canned") in WITH_LOCAL_BUILD
     assert ("ferretdb", "sqlite") in WITH_LOCAL_BUILD and ("ferretdb", "mongo-official") not in WITH_LOCAL_BUILD
 
 
@@ -76,7 +77,7 @@ def test_the_pinned_version_is_read_from_build_args_or_the_arg_default() -> None
 def test_a_bad_local_build_table_is_refused_naming_the_field(tmp_path: Path) -> None:
     d = write_manifest(tmp_path, "svc", extra='[docker.local_build]\ntoolchain_arg = "GO_VERSION"\nout = { "a/b" = "x" }\n')
     with pytest.raises(ManifestError, match=r"docker\.local_build\.out.*file names without '/'"):
-        load_manifest(d).resolve()
+        load_manifest(d)  # refused as the manifest is read
     d = write_manifest(tmp_path, "svc2", extra='[docker.local_build]\nout = { server = "x" }\n')
     with pytest.raises(ManifestError, match=r"docker\.local_build.*a table with toolchain_arg and out"):
         load_manifest(d).resolve()
