@@ -175,8 +175,13 @@ def trial_strip(
     for i, level in enumerate(lv or []):
         if level in med.index and np.isfinite(med[level]):
             ax.hlines(med[level], i - 0.3, i + 0.3, colors="black", linewidth=2, zorder=5)
-    if log:
+    values = pd.to_numeric(data[metric], errors="coerce").to_numpy(dtype=float)
+    drawn = values[np.isfinite(values)]
+    if log and (drawn > 0).any():  # a log axis needs a positive value (a summary may omit them all)
         ax.set_yscale("log")
+    if not drawn.size:
+        ax.text(0.5, 0.5, f"no trial has {_label(metric)}\n(every trial omitted it: see the summaries)",
+                transform=ax.transAxes, ha="center", va="center", color="grey")
     ax.set_ylabel(_label(metric))
     ax.set_xlabel(x)
     ax.set_title(f"{_label(metric)} per trial (bar: median of trials)", fontsize="medium")

@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import errno
+import itertools
 import os
 import select
 import socket
@@ -50,7 +51,7 @@ import struct
 import time
 from _socket import socket as _socket_t  # the C type (socket.socket adds a Python __init__)
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -597,22 +598,26 @@ class Engine:
         self.runqueue_wait_ns: int | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.done: asyncio.Future[None] | None = None
-        # phase boundaries (absolute ns)
         self.warm_left = cfg.warmup_requests if cfg.warmup_requests else 0
         self.warm_by_count = bool(cfg.warmup_requests)
-        if self.warm_by_count:
-            self.t_measure = _NEVER
-        else:
-            self.t_measure = start_ns + int(cfg.warmup_s * 1e9)
         self.meas_left = cfg.requests if cfg.requests is not None else -1
+        self.set_start(start_ns)
+        self.t_first_measured = _NEVER
+        self.t_last_sendable = 0
+        self.pool_open = False  # the open model's keep-alive pool was opened (open_pool)
+
+    def set_start(self, start_ns: int) -> None:
+        """Set the instant traffic starts (absolute ``CLOCK_MONOTONIC`` ns) and the phase
+        boundaries that follow from it; before :meth:`run`."""
+        cfg = self.cfg
+        self.start_ns = start_ns
+        self.t_measure = _NEVER if self.warm_by_count else start_ns + int(cfg.warmup_s * 1e9)
         if cfg.requests is None and cfg.model == "closed":
             self.t_stop = self.t_measure + int((cfg.duration_s or 0) * 1e9) if not self.warm_by_count else _NEVER
         else:
             self.t_stop = _NEVER
         # closed model by duration with a warm-up by time: "may send" is just now < t_stop
         self.t_simple_stop = self.t_stop if (cfg.requests is None and not self.warm_by_count) else -1
-        self.t_first_measured = _NEVER
-        self.t_last_sendable = 0
 
     # -- recording ---------------------------------------------------------------------
     def record(self, t_int: int, t_sent: int, t_done: int, nbytes: int, cid: int, status: int, err: int) -> None:
@@ -836,13 +841,21 @@ class Engine:
             self.t_measure = self.start_ns + int(segs[0][1] * 1e9)
         return arrival_offsets_ns(segs, arrival=cfg.arrival, worker=cfg.worker, workers=cfg.workers, seed=cfg.seed)
 
-    async def _run_open(self) -> None:
+    def _first_blocks(self) -> Iterator[np.ndarray]:
+        """The arrival schedule with its first block already computed: called before the
+        start instant, since the first block's computation (numpy's random machinery on first
+        use included) took 9 ms, by which every first arrival was late."""
+        blocks = iter(self._schedule_blocks())
+        first = next(blocks, None)
+        return itertools.chain([] if first is None else [first], blocks)
+
+    async def _run_open(self, blocks: Iterator[np.ndarray]) -> None:
         loop = asyncio.get_running_loop()
         start = self.start_ns
         spin = int(self.cfg.spin_s * 1e9)
         lag_append = self.lags.append
         records = self.records
-        for block in self._schedule_blocks():
+        for block in blocks:
             for off in (block + start).tolist():
                 now = _clock()
                 if off > now:
@@ -926,9 +939,11 @@ class Engine:
             "phase": "measure" if now >= self.t_measure else "warmup",
         }
 
-    async def run(self) -> None:
-        """Run the trial to its end (all requests recorded)."""
+    def _attach(self) -> asyncio.AbstractEventLoop:
+        """Bind the engine to the running loop (once): its done future and exception handler."""
         loop = asyncio.get_running_loop()
+        if self.loop is loop:
+            return loop
         self.loop = loop
         self.done = loop.create_future()
 
@@ -941,14 +956,39 @@ class Engine:
                 self.done.set_exception(exc)
 
         loop.set_exception_handler(on_exception)
+        return loop
+
+    async def open_pool(self) -> None:
+        """Open the open model's keep-alive pool (``connections`` connections) and wait until
+        each is open or has failed (at most ``connect_timeout_s``); nothing for the closed
+        model or one-request connections. The worker calls it before it reports ready, so
+        that the start instant comes after the pool is open however large it is (100
+        connections took 4-5 ms of one client CPU of a 2-core VM: a pool of several hundred
+        would outlast the runner's start margin and delay the first arrivals)."""
+        self._attach()
+        if self.closed_model or not self.keep_alive or self.pool_open:
+            return
+        self.pool_open = True
+        tasks = []
+        for _ in range(self.cfg.connections):
+            self.nconns += 1
+            tasks.append(self.loop.create_task(self._open(None, 0, 0)))  # type: ignore[union-attr]
+        await asyncio.gather(*tasks)
+
+    async def run(self) -> None:
+        """Run the trial to its end (all requests recorded)."""
+        loop = self._attach()
         if not self.keep_alive:
             await self.resolve()
             self.poller = _Poller(loop)
-        if not self.closed_model and self.keep_alive:
-            # the open model's keep-alive pool is opened while waiting for the start, so
-            # that opening it does not delay the first arrivals
+        if not self.closed_model and self.keep_alive and not self.pool_open:
+            # the open model's keep-alive pool is opened while waiting for the start (when
+            # open_pool did not open it before), so that opening it does not delay the
+            # first arrivals
+            self.pool_open = True
             for _ in range(self.cfg.connections):
                 self.open_conn(None)
+        blocks = None if self.closed_model else self._first_blocks()
         wait = (self.start_ns - _clock()) / 1e9
         if wait > 0.002:
             await asyncio.sleep(wait - 0.002)
@@ -965,7 +1005,7 @@ class Engine:
                     self.open_conn(now)
             self.check_done()
         else:
-            runner = loop.create_task(self._run_open())
+            runner = loop.create_task(self._run_open(blocks))  # type: ignore[arg-type]
         # hard deadline: the planned length plus the response timeout and some slack
         planned = self.cfg.warmup_s + (self.cfg.duration_s or 0) + sum(d for _, d in self.cfg.stages)
         deadline = None

@@ -9,7 +9,8 @@ caller's ``__main__`` is never re-imported, so a plain script without an
 in a :class:`multiprocessing.connection.Connection`. Messages on it:
 
 * parent -> worker: ``("config", cfg_dict, cpus, rows_path)`` first;
-* worker -> parent: ``("ready", info)`` once imported, pinned and tuned;
+* worker -> parent: ``("ready", info)`` once imported, pinned, tuned and, in the open model
+  with keep-alive, its connection pool open (the engine's event loop runs from then on);
 * parent -> worker: ``("start", start_ns)`` (absolute ``CLOCK_MONOTONIC`` ns) or ``("abort",)``;
 * worker -> parent: ``("progress", dict)`` now and then;
 * worker -> parent: ``("done", stats)`` after writing its rows to ``rows_path``; when the
@@ -21,6 +22,7 @@ in a :class:`multiprocessing.connection.Connection`. Messages on it:
 
 from __future__ import annotations
 
+import asyncio
 import os
 import resource
 import time
@@ -53,6 +55,21 @@ def _peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+async def _recv(pipe: Connection) -> tuple[Any, ...]:
+    """The next message on ``pipe``, awaited on the running loop (its connections' events
+    are served meanwhile)."""
+    loop = asyncio.get_running_loop()
+    readable: asyncio.Future[None] = loop.create_future()
+    fd = pipe.fileno()
+    loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
+    try:
+        await readable
+    finally:
+        loop.remove_reader(fd)
+    msg: tuple[Any, ...] = pipe.recv()
+    return msg
+
+
 def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | None, rows_path: str) -> None:
     """Entry point of one worker process (see the module docstring)."""
     try:
@@ -68,24 +85,28 @@ def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | No
             from benchlib.loadgen.h2engine import H2EngineConfig as EngineConfig  # type: ignore[assignment]
         cfg = EngineConfig(**cfg_dict)
         tune_socket_limits(cfg.connections)
-        pipe.send(("ready", {"pid": os.getpid(), "cpus": sorted(os.sched_getaffinity(0))}))
-        msg = pipe.recv()
-        if msg[0] != "start":
+        engine = Engine(cfg, 0, lambda info: pipe.send(("progress", info)))
+        timing: dict[str, Any] = {}
+
+        async def session() -> bool:
+            # the keep-alive pool is open before "ready": the start instant comes after it
+            await engine.open_pool()
+            pipe.send(("ready", {"pid": os.getpid(), "cpus": sorted(os.sched_getaffinity(0))}))
+            msg = await _recv(pipe)
+            if msg[0] != "start":
+                return False
+            engine.set_start(int(msg[1]))
+            timing.update(t0_ns=int(msg[2]), rss0=_peak_rss_bytes(), cpu0=_cpu_s(), wall0=time.monotonic_ns())
+            try:
+                await engine.run()
+            except Exception:  # noqa: BLE001 - the rows recorded so far still go back
+                timing["error"] = traceback.format_exc()
+            return True
+
+        if not uvloop.run(session()):
             return
-        start_ns, t0_ns = int(msg[1]), int(msg[2])
-
-        def progress(info: dict[str, Any]) -> None:
-            pipe.send(("progress", info))
-
-        engine = Engine(cfg, start_ns, progress)
-        rss0 = _peak_rss_bytes()
-        cpu0 = _cpu_s()
-        wall0 = time.monotonic_ns()
-        error = None
-        try:
-            uvloop.run(engine.run())
-        except Exception:  # noqa: BLE001 - the rows recorded so far still go back
-            error = traceback.format_exc()
+        error = timing.get("error")
+        t0_ns, rss0, cpu0, wall0, start_ns = timing["t0_ns"], timing["rss0"], timing["cpu0"], timing["wall0"], engine.start_ns
         wall1 = time.monotonic_ns()
         cpu1 = _cpu_s()
         rss1 = _peak_rss_bytes()
