@@ -292,7 +292,10 @@ def test_notebook_runs_end_to_end_behind_nginx_with_ab_beside_benchlib(tmp_path:
             continue
         # ab ran exactly as the seed, on the same instance, first in odd blocks and second in even ones
         x = m["cross_check"]
-        assert not x.get("error"), (t.arm, x.get("error"))
+        if x.get("error"):  # ab without -r, as the seed ran it, gives up at a connection reset: that
+            # happens only where nginx finds no live backend (node-fastcgi with kept connections)
+            assert t.arm == "node-nginx-on" and "apr_socket_recv" in x["error"], (t.arm, x["error"])
+            continue
         assert x["command"][-7:-1] == ["ab", "-q", "-c", str(c), "-n", str(n)] and "-k" not in x["command"]
         assert x["order"] == ("before" if ab_blocks.index(t.block) % 2 else "after") and x["requests"] == n
         if t.arm == "node-nginx-on":  # node-fastcgi 1.3.3 closes kept backend connections: nginx answers 502
