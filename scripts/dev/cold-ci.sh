@@ -112,7 +112,10 @@ done
 
 say "commit $commit ($(git -C "$here" log -1 --format=%s "$commit"))"
 say "Docker engine: ${engine_status:-no answer}${named_engines[*]:+; named engines: ${named_engines[*]}}"
-for p in "${moves[@]}"; do say "would move aside: $p -> $p$suffix ($(du -sh "$p" 2>/dev/null | cut -f1))"; done
+for p in "${moves[@]}"; do
+    if mountpoint -q "$p"; then say "would cover mount point $p with an empty folder ($p$suffix) for the run ($(du -sh "$p" 2>/dev/null | cut -f1))"
+    else say "would move aside: $p -> $p$suffix ($(du -sh "$p" 2>/dev/null | cut -f1))"; fi
+done
 say "would purge (setup.sh's list, installed now): ${installed_apt[*]:-none}"
 say "setup.sh's list not installed now (left alone): $(comm -23 <(printf '%s\n' "${apt_list[@]}" | sort) <(printf '%s\n' "${installed_apt[@]}" | sort) | tr '\n' ' ')"
 if [ "$mode" = report ]; then
@@ -141,6 +144,7 @@ dpkg-query -W -f='${Package}\t${Status}\n' | awk -F'\t' '$2 == "install ok insta
 engine_was_running=0
 case "$engine_status" in running:*) engine_was_running=1 ;; esac
 moved=()
+covered=()
 restored=0
 
 restore() {
@@ -154,6 +158,10 @@ restore() {
         for p in "${moved[@]}"; do
             if [ -e "$p" ]; then chmod -R u+w "$p" 2>/dev/null; rm -rf "$p"; fi  # Go's module cache is read-only
             mv "$p$suffix" "$p" && echo "restored $p"
+        done
+        for p in "${covered[@]}"; do  # mount points: the empty folder mounted over them goes
+            umount "$p" || umount -l "$p"
+            rm -rf "$p$suffix" && echo "uncovered $p"
         done
         if [ ${#installed_apt[@]} -gt 0 ]; then
             apt-get update -qq
@@ -178,6 +186,15 @@ say "stopping the Docker engine(s) started by scripts/docker-engine.sh"
 "$here/scripts/docker-engine.sh" stop || true
 for n in "${named_engines[@]}"; do "$here/scripts/docker-engine.sh" stop --name "$n" || true; done
 for p in "${moves[@]}"; do
+    if mountpoint -q "$p"; then
+        # a mount point (e.g. /var/lib/docker on a device of its own) cannot be renamed: an empty
+        # folder is bind-mounted over it for the run, and unmounted (and deleted) at the end
+        mkdir -p "$p$suffix"
+        mount --bind "$p$suffix" "$p"
+        covered+=("$p")
+        say "covered mount point $p with an empty folder ($p$suffix)"
+        continue
+    fi
     mv "$p" "$p$suffix"
     moved+=("$p")
     say "moved aside $p"
