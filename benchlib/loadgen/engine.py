@@ -966,14 +966,16 @@ class Engine:
         connections took 4-5 ms of one client CPU of a 2-core VM: a pool of several hundred
         would outlast the runner's start margin and delay the first arrivals)."""
         self._attach()
+        await asyncio.gather(*self._start_pool())
+
+    def _start_pool(self) -> list[asyncio.Task[None]]:
+        """Start opening the open model's keep-alive pool (once); the tasks opening it."""
         if self.closed_model or not self.keep_alive or self.pool_open:
-            return
+            return []
         self.pool_open = True
-        tasks = []
-        for _ in range(self.cfg.connections):
-            self.nconns += 1
-            tasks.append(self.loop.create_task(self._open(None, 0, 0)))  # type: ignore[union-attr]
-        await asyncio.gather(*tasks)
+        self.nconns += self.cfg.connections
+        return [self.loop.create_task(self._open(None, 0, 0))  # type: ignore[union-attr]
+                for _ in range(self.cfg.connections)]
 
     async def run(self) -> None:
         """Run the trial to its end (all requests recorded)."""
@@ -981,14 +983,10 @@ class Engine:
         if not self.keep_alive:
             await self.resolve()
             self.poller = _Poller(loop)
-        if not self.closed_model and self.keep_alive and not self.pool_open:
-            # the open model's keep-alive pool is opened while waiting for the start (when
-            # open_pool did not open it before), so that opening it does not delay the
-            # first arrivals
-            self.pool_open = True
-            for _ in range(self.cfg.connections):
-                self.open_conn(None)
-        blocks = None if self.closed_model else self._first_blocks()
+        # the open model's keep-alive pool, when open_pool did not open it before, is opened
+        # while waiting for the start, so that opening it does not delay the first arrivals
+        self._start_pool()
+        blocks = iter(()) if self.closed_model else self._first_blocks()
         wait = (self.start_ns - _clock()) / 1e9
         if wait > 0.002:
             await asyncio.sleep(wait - 0.002)
@@ -1005,7 +1003,7 @@ class Engine:
                     self.open_conn(now)
             self.check_done()
         else:
-            runner = loop.create_task(self._run_open(blocks))  # type: ignore[arg-type]
+            runner = loop.create_task(self._run_open(blocks))
         # hard deadline: the planned length plus the response timeout and some slack
         planned = self.cfg.warmup_s + (self.cfg.duration_s or 0) + sum(d for _, d in self.cfg.stages)
         deadline = None

@@ -105,8 +105,8 @@ def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | No
 
         if not uvloop.run(session()):
             return
-        error = timing.get("error")
-        t0_ns, rss0, cpu0, wall0, start_ns = timing["t0_ns"], timing["rss0"], timing["cpu0"], timing["wall0"], engine.start_ns
+        error, t0_ns, start_ns = timing.get("error"), timing["t0_ns"], engine.start_ns
+        rss0, cpu0, wall0 = timing["rss0"], timing["cpu0"], timing["wall0"]
         wall1 = time.monotonic_ns()
         cpu1 = _cpu_s()
         rss1 = _peak_rss_bytes()
