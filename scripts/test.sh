@@ -14,6 +14,11 @@
 # parallel part, 40 of the serial part), and after each part the table of builds (service,
 # image, base image, peer tool; runtime; seconds; cache hit or not) from BENCHLIB_BUILD_TIMES,
 # one file per part in TEST_TIMES_DIR (default: a new temporary folder, printed at the end).
+#
+# Beside part 1 (which uses the CPUs, not the network), `python -m benchlib.prefetch` fetches
+# what part 2's builds would otherwise wait for on a cold machine (Go modules, crates, the
+# Docker base image; nothing is compiled); part 2 starts when it has ended, and its lines
+# are printed then (PREFETCH=0: not run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,12 +33,22 @@ fi
 
 times_dir="${TEST_TIMES_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/benchlib-test-times.XXXXXX")}"
 mkdir -p "$times_dir"
+prefetch_pid=
+if [ "${PREFETCH:-1}" != 0 ]; then
+    $PYTHON -m benchlib.prefetch >"$times_dir/prefetch.log" 2>&1 &
+    prefetch_pid=$!
+fi
 SECONDS=0
 echo "test.sh: part 1 of 2, the pure tests${parallel:+ on $workers workers}"
 BENCHLIB_BUILD_TIMES="$times_dir/builds-parallel.jsonl" \
     $PYTHON -m pytest --part parallel "${parallel[@]}" --durations=20 "$@"
 first=$?
 echo "test.sh: part 1 took ${SECONDS} s"
+if [ -n "$prefetch_pid" ]; then
+    wait "$prefetch_pid" || echo "test.sh: the prefetch exited with status $?"
+    echo "test.sh: prefetch, beside part 1 (${SECONDS} s after part 1 began):"
+    cat "$times_dir/prefetch.log"
+fi
 SECONDS=0
 echo "test.sh: part 2 of 2, the tests that start services, pin CPUs or measure (serially)"
 BENCHLIB_BUILD_TIMES="$times_dir/builds-serial.jsonl" $PYTHON -m pytest --part serial --durations=40 "$@"

@@ -121,6 +121,11 @@ def test_quickstart_runs_end_to_end_and_its_report_shows_this_runs_numbers(tmp_p
     assert len(cells) == 3 and all(cell in page for cell in cells), cells
     assert "arm / baseline [95% CI]" in page and "Contract check" in page
     assert (store.path / "derived" / "comparison.json").exists()
+    # one machine, no cluster: no load-hosts section (tests/cluster/test_cluster_notebook.py: with one)
+    from benchlib.analysis.hosts import HEADING, load_hosts_section
+
+    assert HEADING.lstrip("# ") not in page
+    assert not load_hosts_section(open_run(store)) and open_run(store).parameters.get("cluster") is None
     nb = nbformat.read(str(run.executed), as_version=4)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors

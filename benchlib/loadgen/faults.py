@@ -143,9 +143,10 @@ CASES: tuple[Case, ...] = (
 )
 
 
-def spec_for(case: Case, model: str, keep_alive: bool = True) -> LoadSpec:
+def spec_for(case: Case, model: str, keep_alive: bool = True, open_duration_s: float = OPEN_DURATION_S) -> LoadSpec:
     """The case's bounded LoadSpec for ``model``; ``keep_alive=False``: a new connection per
-    request (HTTP/1.0, as ab without ``-k``; HTTP/1 cases only: HTTP/2 keeps its connections)."""
+    request (HTTP/1.0, as ab without ``-k``; HTTP/1 cases only: HTTP/2 keeps its connections);
+    ``open_duration_s``: the open model's seconds at ``OPEN_RATE_RPS``."""
     proto: dict[str, Any] = {} if keep_alive else {"keep_alive": False, "http_version": "1.0"}
     if case.protocol == "grpc":
         if not keep_alive:
@@ -155,7 +156,7 @@ def spec_for(case: Case, model: str, keep_alive: bool = True) -> LoadSpec:
         return LoadSpec(model="closed", connections=CLOSED_CONNECTIONS, duration_s=None,
                         requests=case.closed_requests, warmup_s=0, timeout_s=case.timeout_s,
                         connect_timeout_s=CONNECT_TIMEOUT_S, **proto)
-    return LoadSpec(model="open", rate_rps=OPEN_RATE_RPS, duration_s=OPEN_DURATION_S, warmup_s=0,
+    return LoadSpec(model="open", rate_rps=OPEN_RATE_RPS, duration_s=open_duration_s, warmup_s=0,
                     connections=OPEN_CONNECTIONS, timeout_s=case.timeout_s, connect_timeout_s=CONNECT_TIMEOUT_S,
                     **proto)
 
@@ -198,9 +199,9 @@ def worker_processes() -> list[int]:
 
 
 def run_case(case: Case, model: str, *, keep_alive: bool = True, server_cpus: Sequence[int] | None = None,
-             client_cpus: Sequence[int] | None = None) -> dict[str, Any]:
-    """Run one case; a JSON-able dict of what it measured."""
-    spec = spec_for(case, model, keep_alive)
+             client_cpus: Sequence[int] | None = None, open_duration_s: float = OPEN_DURATION_S) -> dict[str, Any]:
+    """Run one case (``open_duration_s``: see :func:`spec_for`); a JSON-able dict of what it measured."""
+    spec = spec_for(case, model, keep_alive, open_duration_s)
     serve_case = serve if case.protocol == "http1" else serve_h2
     with serve_case(case.mode, cpus=server_cpus, **case.opts) as (host, port):
         t = time.monotonic()
