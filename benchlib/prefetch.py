@@ -76,9 +76,11 @@ class PrefetchResult:
 
 
 def _go_env(**extra: str) -> tuple[tuple[str, str], ...]:
-    env = {"CGO_ENABLED": "0", "GOFLAGS": "-trimpath -buildvcs=false", "GOTOOLCHAIN": os.environ.get(
-        "GOTOOLCHAIN", "local"), **extra}
-    return tuple(env.items())
+    """The peer tools' ``go install`` environment (:func:`benchlib.peers.common.go_tool_env`),
+    GOBIN a scratch folder (``-n`` writes nothing there), with ``extra`` over it."""
+    from benchlib.peers.common import go_tool_env
+
+    return tuple({**go_tool_env(Path(tempfile.gettempdir()) / "benchlib-prefetch-gobin"), **extra}.items())
 
 
 def _peer_tools() -> list[tuple[str, str, str]]:
@@ -133,8 +135,7 @@ def plan(services_dir: Path | None = None, *, docker: bool = True) -> list[Step]
     steps: list[Step] = []
     if shutil.which("go"):
         for name, module, version in _peer_tools():
-            steps.append(Step(f"{name} {version}", ("go", "install", "-n", f"{module}@{version}"),
-                              env=_go_env(GOBIN=str(Path(tempfile.gettempdir()) / "benchlib-prefetch-gobin"))))
+            steps.append(Step(f"{name} {version}", ("go", "install", "-n", f"{module}@{version}"), env=_go_env()))
         go_dirs = sorted(p.parent for p in services.glob("*/go.mod")) + [GRPC_SERVER_DIR]
         for d in go_dirs:
             steps.append(Step(f"go modules of {d.name}", ("go", "build", "-n", "-o", os.devnull, "."), cwd=d,

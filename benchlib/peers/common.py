@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from benchlib import settings
 from benchlib.errors import BuildError, LoadGenError, LoadSpecError, ParameterError, ToolchainMissing
 
-__all__ = ["run_tool", "check_url", "ensure_go_tool", "tool_version_line", "parse_time_ms", "parse_size_bytes",
+__all__ = ["run_tool", "check_url", "ensure_go_tool", "go_tool_env", "tool_version_line", "parse_time_ms", "parse_size_bytes",
            "parse_count", "INSTALL_HINTS"]
 
 INSTALL_HINTS = {
@@ -124,6 +124,14 @@ def tool_version_line(argv: Sequence[str]) -> str | None:
     return line[0] if out.returncode == 0 and line else None
 
 
+def go_tool_env(gobin: Path) -> dict[str, str]:
+    """The variables :func:`ensure_go_tool` adds to the environment of ``go install`` (also
+    used by :mod:`benchlib.prefetch`, so its downloads resolve as the build does): ``GOBIN``,
+    ``CGO_ENABLED=0``, ``-trimpath -buildvcs=false``, ``GOTOOLCHAIN`` (``local`` unless set)."""
+    return {"GOBIN": str(gobin), "CGO_ENABLED": "0", "GOFLAGS": "-trimpath -buildvcs=false",
+            "GOTOOLCHAIN": os.environ.get("GOTOOLCHAIN", "local")}
+
+
 def ensure_go_tool(
     *,
     name: str,
@@ -184,8 +192,7 @@ def ensure_go_tool(
     with buildcache.locked(tool_dir):
         if cached.is_file() and is_pinned(cached):
             return cached
-        env = {**os.environ, "GOBIN": str(tool_dir), "CGO_ENABLED": "0", "GOFLAGS": "-trimpath -buildvcs=false"}
-        env.setdefault("GOTOOLCHAIN", "local")
+        env = {**os.environ, **go_tool_env(tool_dir)}
         argv = ["go", "install", *(["-ldflags", ldflags] if ldflags else []), f"{module}@{version}"]
         t0 = time.monotonic()
         try:

@@ -72,3 +72,4 @@ def test_the_quickstart_on_a_local_cluster_reports_each_host(tmp_path: Path) -> 
     # the verdict rows, computed again from the stored run
     cells = _verdict_cells(runs / "00_quickstart" / "hosts2")
     assert len(cells) == len(METRICS) and all(cell in page for cell in cells), cells
+    assert json.loads((runs / "00_quickstart" / "hosts2" / "derived" / "comparison.json").read_text())
