@@ -27,12 +27,12 @@ import datetime as dt
 import json
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 __all__ = ["Measurement", "load", "save", "record_reports", "record_total", "sync", "check",
-           "readme_table", "notebook_note", "page_block", "replace_block", "write_generated", "main"]
+           "readme_table", "notebook_note", "scale_of", "page_block", "replace_block", "write_generated", "main"]
 
 SCALES = ("default", "full")
 BUILDS = ("cached", "cold")
@@ -149,17 +149,22 @@ def merge(old: Iterable[Measurement], new: Iterable[Measurement]) -> list[Measur
 
 def record_reports(reports_dir: str | Path, *, scale: str, builds: str,
                    runs_root: str | Path | None = None, source: str = "make report") -> list[Measurement]:
-    """One measured entry per executed notebook in ``reports_dir`` (papermill's duration, less
-    the seconds its runs waited for a quiet machine: ``--settle`` is not the notebook's cost),
+    """One measured entry per executed notebook in ``reports_dir`` that ran at ``scale`` (the
+    notebook's ``full`` parameter; notebooks at the other scale are left out): papermill's
+    duration, less the seconds its runs waited for a quiet machine (``--settle`` is not the notebook's cost),
     with the runs it made (found by time under ``runs_root``) and their load averages."""
     from benchlib.results import parse_utc, runs_started_between
     from benchlib.store import default_runs_root
 
     root = Path(runs_root) if runs_root else default_runs_root()
-    out = []
+    out: list[Measurement] = []
+    skipped: list[str] = []
     for executed in sorted(Path(reports_dir).glob("*.ipynb")):
         meta = json.loads(executed.read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {})
         if not meta.get("duration") or not meta.get("start_time") or meta.get("exception"):
+            continue
+        if scale_of(meta.get("parameters") or {}) != scale:
+            skipped.append(executed.stem)
             continue
         start, end = parse_utc(meta["start_time"]), parse_utc(meta["end_time"])
         runs = runs_started_between(root, start, end)
@@ -170,8 +175,17 @@ def record_reports(reports_dir: str | Path, *, scale: str, builds: str,
             date=start.date().isoformat(), source=source, run_ids=tuple(r.store.run_id for r in runs),
             loadavg=(min(loads), max(loads)) if loads else None))
     if not out:
-        raise ValueError(f"{reports_dir}: no executed notebook with papermill's timing (run `make report` first)")
+        other = f" ({', '.join(skipped)} ran at the other scale)" if skipped else ""
+        raise ValueError(f"{reports_dir}: no executed notebook at {scale} scale with papermill's timing{other} "
+                         f"(run `make report` first{'' if scale == 'default' else ' with -p full true'})")
     return out
+
+
+def scale_of(parameters: Mapping[str, object]) -> str:
+    """The scale a notebook ran at, from its parameters: ``full`` when its ``full`` parameter is
+    true (``True`` or the text ``true``/``1``/``yes``, as ``-p full true`` passes it), else ``default``."""
+    full = parameters.get("full", False)
+    return "full" if full is True or str(full).strip().lower() in ("true", "1", "yes") else "default"
 
 
 def record_total(what: str, seconds: float, *, scale: str = "default", builds: str = "cached",
@@ -237,9 +251,11 @@ def page_block(entries: Sequence[Measurement], notebook: str) -> str:
 
 
 def replace_block(text: str, begin: str, end: str, body: str) -> str:
-    """``text`` with what lies between the markers ``begin`` and ``end`` replaced by ``body``."""
-    i, j = text.find(begin), text.find(end)
-    if i < 0 or j < i:
+    """``text`` with what lies between the marker ``begin`` and the first ``end`` after it
+    replaced by ``body``."""
+    i = text.find(begin)
+    j = text.find(end, i + len(begin)) if i >= 0 else -1
+    if i < 0 or j < 0:
         raise ValueError(f"markers {begin} ... {end} not found")
     return text[: i + len(begin)] + "\n" + body + "\n" + text[j:]
 

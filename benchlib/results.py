@@ -61,8 +61,9 @@ def trial_summary(trial: TrialRecord) -> dict[str, Any]:
     summary of the measured phase (:func:`benchlib.stats.summarize_trial`), the server's CPU
     time per request over that phase (``server_cpu_us_per_req``, µs, service and front;
     ``front_cpu_us_per_req``; and ``server_cpu_frac``, CPUs busy; see
-    :meth:`benchlib.records.TrialRecord.server_cpu`) and the cross-check's headline figures
-    (:func:`cross_check_summary`). Reads the trial's rows from its file."""
+    :meth:`benchlib.records.TrialRecord.server_cpu`), how busy the client's busiest CPU was
+    (``client_cpu``, share of one CPU; NaN without a measure) and the cross-check's headline
+    figures (:func:`cross_check_summary`). Reads the trial's rows from its file."""
     from benchlib.stats import summarize_trial
 
     load = trial.load
@@ -72,6 +73,7 @@ def trial_summary(trial: TrialRecord) -> dict[str, Any]:
         "service": trial.service, "variant": trial.variant or None,
         "load_model": load.loadspec.get("model") if load is not None else None,
         "offered_rps": load.offered_rps if load is not None else None,
+        "client_cpu": trial.client_cpu,
     }
     rows = trial.rows()
     if len(R.measured(rows)):  # a failed trial may hold only warm-up rows

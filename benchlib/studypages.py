@@ -1,18 +1,20 @@
 """The study pages' generated parts: which of the seed's stacks ran, and the findings of one
 recorded reference run, written from that run's verdict data (never by hand).
 
-``data/findings.json`` holds, per study, the run a page's findings come from: its run id,
+``data/findings.json`` holds, per study and scale, the run a page's findings come from: its run id,
 date, the 1-min load average just before it, the disturbance measure when the run recorded
 one, which arms did not run and why, and every verdict of its ``derived/*.json`` (the verdict
 tables the notebook stored). Nobody edits a page's findings by hand:
 
 * ``python -m benchlib.studypages record <run folder>`` (a folder under ``data/runs`` or a
-  kept report's ``reports/<study>/<run_id>/``) writes the study's entry;
+  kept report's ``reports/<study>/<run_id>/``) writes the study's entry for the run's scale
+  (the notebook's ``full`` parameter: ``default`` or ``full``);
 * ``python -m benchlib.studypages sync`` rewrites each page's two blocks: between
   ``<!-- stacks:begin study=<study> -->`` and ``<!-- stacks:end -->`` (its first lines) the
-  seed's stacks, ran here / did not run (from the study's ``SEED_STACKS`` and the run's arms
-  not run); between ``<!-- findings:begin study=<study> -->`` and ``<!-- findings:end -->``
-  the run's identity and one sentence per verdict by its kind's template
+  seed's stacks, ran here / did not run (from the study's ``SEED_STACKS`` and the default
+  run's arms not run); between ``<!-- findings:begin study=<study> -->`` (or
+  ``... study=<study> scale=full -->``) and ``<!-- findings:end -->`` the run's identity and
+  one sentence per verdict by its kind's template
   (:func:`benchlib.analysis.conclusion.sentence`); a page without a recorded run says so;
 * ``check`` lists the pages that disagree with the file (``tests/test_studypages.py``).
 """
@@ -32,17 +34,19 @@ from typing import Any
 
 from benchlib.analysis import conclusion as say
 from benchlib.errors import ParameterError
-from benchlib.measurements import replace_block, write_generated
+from benchlib.measurements import replace_block, scale_of, write_generated
 from benchlib.stats.verdict import Verdict, VerdictKind
 
-__all__ = ["Finding", "check", "load", "main", "page_block", "record", "save", "stacks_block", "sync"]
+__all__ = ["Finding", "SCALES", "check", "key", "load", "main", "page_block", "record", "save", "stacks_block", "sync"]
 
-BEGIN = re.compile(r"<!-- findings:begin study=(\S+) -->")
+BEGIN = re.compile(r"<!-- findings:begin study=(\S+?)(?: scale=(\w+))? -->")
 END = "<!-- findings:end -->"
 STACKS_BEGIN = re.compile(r"<!-- stacks:begin study=(\S+) -->")
 STACKS_END = "<!-- stacks:end -->"
 #: a load average above this before the run: the page says the findings are not a quiet machine's
 QUIET_LOAD = 0.3
+#: the scales a finding can be recorded at (the notebooks' ``full`` parameter false / true)
+SCALES = ("default", "full")
 
 
 def _seed_stacks() -> dict[str, Mapping[str, Sequence[str]]]:
@@ -61,6 +65,7 @@ class Finding:
     Attributes
     ----------
     study, run_id: which run. date: when it started (UTC, ``YYYY-MM-DD HH:MM``).
+    scale: ``default`` or ``full`` (the notebook's ``full`` parameter in that run).
     loadavg: the 1-min load average just before it (``None`` when not recorded).
     disturbance: the run's disturbance measure in words, when it recorded one ("" otherwise).
     arms: the arms the run had. unavailable: arm -> why it did not run.
@@ -75,6 +80,21 @@ class Finding:
     arms: tuple[str, ...] = ()
     unavailable: Mapping[str, str] = field(default_factory=dict)
     verdicts: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
+    scale: str = "default"
+
+    def __post_init__(self) -> None:
+        if self.scale not in SCALES:
+            raise ParameterError(f"finding of {self.study}: scale {self.scale!r} is not one of {', '.join(SCALES)}")
+
+    @property
+    def key(self) -> str:
+        """Its key in the file: the study for the default scale, ``<study>:full`` for the full scale."""
+        return key(self.study, self.scale)
+
+
+def key(study: str, scale: str = "default") -> str:
+    """The file's key of a study's finding at ``scale``."""
+    return study if scale == "default" else f"{study}:{scale}"
 
 
 def default_path(root: Path | None = None) -> Path:
@@ -85,7 +105,7 @@ def default_path(root: Path | None = None) -> Path:
 
 
 def load(path: str | Path) -> dict[str, Finding]:
-    """The recorded runs by study (none when the file does not exist)."""
+    """The recorded runs by :attr:`Finding.key` (none when the file does not exist)."""
     p = Path(path)
     if not p.exists():
         return {}
@@ -113,6 +133,7 @@ def record(run_folder: str | Path) -> Finding:
     run = json.loads(run_json.read_text(encoding="utf-8"))
     prov = run.get("provenance") or {}
     load1 = (prov.get("loadavg_at_start") or [None])[0]
+    scale = scale_of(run.get("notebook_parameters") or {})
     verdicts = {}
     for f in sorted((folder / "derived").glob("*.json")):
         doc = json.loads(f.read_text(encoding="utf-8"))
@@ -126,7 +147,7 @@ def record(run_folder: str | Path) -> Finding:
                    date=str(prov.get("collected_utc", ""))[:16].replace("T", " "),
                    loadavg=float(load1) if load1 is not None else None,
                    disturbance=disturbance,
-                   arms=arms, unavailable=dict(run.get("unavailable") or {}), verdicts=verdicts)
+                   arms=arms, unavailable=dict(run.get("unavailable") or {}), verdicts=verdicts, scale=scale)
 
 
 def _disturbance_words(folder: Path) -> str:
@@ -184,18 +205,20 @@ def stacks_block(study: str, findings: Mapping[str, Finding]) -> str:
     return _stacks_line(study, findings.get(study)) or "_This study has no seed's stacks to name._"
 
 
-def page_block(study: str, findings: Mapping[str, Finding]) -> str:
-    """The page's findings block: the run's identity and one sentence per verdict, each by its
-    kind's template."""
-    f = findings.get(study)
+def page_block(study: str, findings: Mapping[str, Finding], scale: str = "default") -> str:
+    """The page's findings block at ``scale``: the run's identity and one sentence per verdict,
+    each by its kind's template."""
+    f = findings.get(key(study, scale))
     lines: list[str] = []
     if f is None:
-        lines += ["_No reference run is recorded for this page yet: the findings are written here from a run's "
-                      "verdict data (`python -m benchlib.studypages record <run folder>`, then `sync`)._"]
+        at = " at full scale (`-p full true`)" if scale == "full" else ""
+        lines += [f"_No reference run{at} is recorded for this page yet: the findings are written here from a run's "
+                  "verdict data (`python -m benchlib.studypages record <run folder>`, then `sync`)._"]
         return "\n".join(lines)
     load_txt = f"{f.loadavg:.2f}" if f.loadavg is not None else "not recorded"
     quiet = f.loadavg is not None and f.loadavg < QUIET_LOAD
-    lines += [f"Findings of run `{f.run_id}` ({f.date} UTC; 1-min load average before it: {load_txt}"
+    at = " at full scale (`-p full true`)" if f.scale == "full" else ""
+    lines += [f"Findings of run `{f.run_id}`{at} ({f.date} UTC; 1-min load average before it: {load_txt}"
               + (f"; disturbance: {f.disturbance}" if f.disturbance else "") + ")."
               + ("" if quiet else f" The machine was not quiet (load average {QUIET_LOAD} or more, or not recorded): "
                  "the verdicts below may say less than a quiet run would."), ""]
@@ -214,12 +237,12 @@ def _targets(root: Path, findings: Mapping[str, Finding]) -> list[tuple[Path, st
     out = []
     for page in sorted((root / "docs" / "studies").glob("*.md")):
         text = page.read_text(encoding="utf-8")
-        m, n = BEGIN.search(text), STACKS_BEGIN.search(text)
-        if m:
-            text = replace_block(text, m.group(0), END, page_block(m.group(1), findings))
+        ms, n = list(BEGIN.finditer(text)), STACKS_BEGIN.search(text)
+        for m in ms:
+            text = replace_block(text, m.group(0), END, page_block(m.group(1), findings, m.group(2) or "default"))
         if n:
             text = replace_block(text, n.group(0), STACKS_END, stacks_block(n.group(1), findings))
-        if m or n:
+        if ms or n:
             out.append((page, text))
     return out
 
@@ -254,8 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         found = load(path)
         for folder in a.folders:
             f = record(folder)
-            found[f.study] = f
-            print(f"recorded {f.study}: run {f.run_id}, load average {f.loadavg}")
+            found[f.key] = f
+            print(f"recorded {f.study} ({f.scale} scale): run {f.run_id}, load average {f.loadavg}")
         save(found, path)
         return 0
     if a.cmd == "sync":

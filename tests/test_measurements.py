@@ -45,10 +45,11 @@ def test_readme_quotes_times_only_in_the_generated_table():
     assert TIME.findall(text[:i] + text[j:]) == []
 
 
-def _executed(reports: Path, stem: str, start: str, end: str, duration: float) -> None:
+def _executed(reports: Path, stem: str, start: str, end: str, duration: float, full: object = False) -> None:
     reports.mkdir(parents=True, exist_ok=True)
     (reports / f"{stem}.ipynb").write_text(json.dumps({"cells": [], "metadata": {"papermill": {
-        "start_time": start, "end_time": end, "duration": duration, "exception": None}}}))
+        "start_time": start, "end_time": end, "duration": duration, "exception": None,
+        "parameters": {"full": full}}}}))
 
 
 def _run(runs: Path, study: str, run_id: str, collected: str, load: float, waited_s: float | None = None) -> None:
@@ -77,6 +78,22 @@ def test_record_reads_papermill_timing_and_the_runs_made_meanwhile(tmp_path):
     merged = {e.key: e for e in m.merge(old, got.values())}
     assert merged[("00_quickstart", "default", "cold")].seconds == 70.0
     assert merged[("00_quickstart", "full", "cached")].kind == "estimated"
+
+
+def test_record_takes_only_the_notebooks_that_ran_at_the_scale_asked_for(tmp_path):
+    reports, runs = tmp_path / "reports", tmp_path / "runs"
+    _executed(reports, "04_rust_vs_go_logging", "2026-12-03T10:00:00.000000Z", "2026-12-03T10:02:00.000000Z", 120.0)
+    _executed(reports, "05_grpc_vs_json", "2026-12-03T11:00:00.000000Z", "2026-12-03T12:10:00.000000Z", 4200.0,
+              full="true")  # as `-p full true` passes it
+    _run(runs, "05_grpc_vs_json", "20261203-110005-aaaa", "2026-12-03T11:00:05+00:00", 0.2)
+    full = m.record_reports(reports, scale="full", builds="cached", runs_root=runs)
+    assert [(e.what, e.scale, e.seconds, e.run_ids) for e in full] == [
+        ("05_grpc_vs_json", "full", 4200.0, ("20261203-110005-aaaa",))]
+    assert [e.what for e in m.record_reports(reports, scale="default", builds="cached", runs_root=runs)] == [
+        "04_rust_vs_go_logging"]
+    (reports / "04_rust_vs_go_logging.ipynb").unlink()
+    with pytest.raises(ValueError, match="no executed notebook at default scale .*05_grpc_vs_json ran at the other"):
+        m.record_reports(reports, scale="default", builds="cached", runs_root=runs)
 
 
 def test_sync_writes_every_place_and_check_then_agrees(tmp_path):

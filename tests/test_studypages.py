@@ -27,8 +27,8 @@ def test_committed_pages_agree_with_their_recorded_findings() -> None:
         assert "hypervisor steal" in f.disturbance and "stored trials beyond the disturbance bounds" in f.disturbance, study
 
 
-def _run_folder(tmp: Path, loadavg: float) -> Path:
-    folder = tmp / "runs" / "02_iris_vs_kestrel" / "ref1"
+def _run_folder(tmp: Path, loadavg: float, *, full: bool = False, run_id: str = "ref1") -> Path:
+    folder = tmp / "runs" / "02_iris_vs_kestrel" / run_id
     (folder / "derived").mkdir(parents=True)
     rows = [Verdict(VerdictKind.NO_DIFFERENCE, arm="actix", baseline="iris-faithful", metric="throughput_rps",
                     effect="ratio", estimate=1.3, ci_lo=0.6, ci_hi=2.8, mde=0.59, labels={"condition": "random"}),
@@ -36,7 +36,7 @@ def _run_folder(tmp: Path, loadavg: float) -> Path:
                             labels={"condition": "random"})]
     (folder / "derived" / "comparison-seed.json").write_text(json.dumps({"verdicts": [v.to_dict() for v in rows]}))
     (folder / "run.json").write_text(json.dumps({
-        "study": "02_iris_vs_kestrel", "run_id": "ref1", "unavailable": {"kestrel-faithful-random": "no dotnet toolchain"},
+        "study": "02_iris_vs_kestrel", "run_id": run_id, "notebook_parameters": {"full": full}, "unavailable": {"kestrel-faithful-random": "no dotnet toolchain"},
         "parameters": {"arms": [{"name": "iris-faithful-random"}, {"name": "kestrel-faithful-random"},
                                 {"name": "actix-random"}]},
         "provenance": {"collected_utc": "2026-12-04T06:00:00+00:00", "loadavg_at_start": [loadavg, 0.2, 0.1]}}))
@@ -63,6 +63,31 @@ def test_a_recorded_run_becomes_the_pages_findings_in_its_kinds_words(tmp_path: 
     assert "kestrel-faithful against iris-faithful: not compared (not run: no dotnet toolchain)" in text
     busy = studypages.record(_run_folder(tmp_path / "b", 4.5))
     assert "was not quiet" in studypages.page_block(busy.study, {busy.study: busy})
+
+
+def test_a_full_scale_run_fills_its_own_block_beside_the_default_runs(tmp_path: Path) -> None:
+    page = tmp_path / "docs" / "studies" / "02.md"
+    page.parent.mkdir(parents=True)
+    page.write_text("# Study 02\n\n<!-- stacks:begin study=02_iris_vs_kestrel -->\n<!-- stacks:end -->\n\n"
+                    "<!-- findings:begin study=02_iris_vs_kestrel -->\nold\n<!-- findings:end -->\n\nprose\n\n"
+                    "<!-- findings:begin study=02_iris_vs_kestrel scale=full -->\nold\n<!-- findings:end -->\n")
+    store = tmp_path / "data" / "findings.json"
+    store.parent.mkdir()
+    assert "No reference run at full scale (`-p full true`) is recorded" in studypages.page_block(
+        "02_iris_vs_kestrel", {}, "full")
+    d = studypages.record(_run_folder(tmp_path, 0.12))
+    f = studypages.record(_run_folder(tmp_path, 0.2, full=True, run_id="big1"))
+    assert (d.scale, d.key, f.scale, f.key) == ("default", "02_iris_vs_kestrel", "full", "02_iris_vs_kestrel:full")
+    studypages.save({d.key: d, f.key: f}, store)
+    assert set(studypages.load(store)) == {"02_iris_vs_kestrel", "02_iris_vs_kestrel:full"}
+    assert studypages.sync(tmp_path, store) == [page] and studypages.check(tmp_path, store) == []
+    text = page.read_text()
+    default_block, full_block = text.split("prose")
+    assert "Findings of run `ref1` (2026-12-04" in default_block and "big1" not in default_block
+    assert "Findings of run `big1` at full scale (`-p full true`)" in full_block and "ref1" not in full_block
+    assert "old" not in text and text.count("<!-- findings:end -->") == 2
+    with pytest.raises(ParameterError, match="scale 'huge' is not one of default, full"):
+        studypages.Finding(study="x", run_id="r", date="", loadavg=None, scale="huge")
 
 
 def test_a_folder_without_a_run_or_verdicts_is_refused_by_name(tmp_path: Path) -> None:

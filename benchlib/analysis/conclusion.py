@@ -91,7 +91,7 @@ def effect(v: Verdict | None) -> str:
     unmarked); ``not compared`` for no row."""
     if v is None:
         return "not compared"
-    if v.kind in (VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL):
+    if v.kind in (VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL, VerdictKind.CLIENT_BOUND):
         return v.text
     if not estimated(v):
         return f"**{v.text}**"
@@ -121,6 +121,8 @@ def says(v: Verdict, arm: str, baseline: str, *, latency: bool = False) -> str:
                 "question stopped spending blocks (which says nothing about whether they differ)")
     elif k in (VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL):
         core = "nothing to compare"
+    elif k is VerdictKind.CLIENT_BOUND:
+        core = "the client, not the server, set a rate here, so this machine cannot tell"
     elif k is VerdictKind.NO_DIFFERENCE:
         core = "not decided at this design"
     else:
@@ -190,6 +192,12 @@ def _undecidable(v: Verdict, arm: str, baseline: str, what: str) -> str:
             f"nothing about whether they differ: **{v.text}**")
 
 
+def _client_bound(v: Verdict, arm: str, baseline: str, what: str) -> str:
+    # the evidence (which arm, its client CPU, its rate as a lower bound) is the verdict's own text
+    return (f"{arm} against {baseline}, {_words(v, what)}: not decidable on this machine, since benchlib's client, "
+            f"not the server, set a rate in this row: **{v.text}**")
+
+
 def _omitted(v: Verdict, arm: str, baseline: str, what: str) -> str:
     return f"{arm} against {baseline}, {_words(v, what)}: not compared (no values)"
 
@@ -211,6 +219,7 @@ TEMPLATES: Mapping[VerdictKind, Template] = {
     VerdictKind.OMITTED: _omitted,
     VerdictKind.NOT_RUN: _missing,
     VerdictKind.NO_VALID_TRIAL: _missing,
+    VerdictKind.CLIENT_BOUND: _client_bound,
 }
 
 

@@ -201,7 +201,7 @@ def _pairs(answers: Sequence[Any]) -> list[tuple[str, str, str, str, str, int, f
             continue
         rows = ans.family.rows() if hasattr(ans, "family") else None
         for v in comp.verdicts:
-            if v.effect != "ratio" or v.kind.value in ("omitted", "not_run", "no_valid_trial"):
+            if v.effect != "ratio" or v.kind.without_figures:
                 continue
             group = str(v.labels.get("condition", ""))
             stored = [(str(c.condition), c.baseline, c.arm) for c in rows or ()

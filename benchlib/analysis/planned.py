@@ -72,8 +72,8 @@ class PlannedRun:
         for ans in answers:
             comp = getattr(ans, "comparison", ans)
             for v in getattr(comp, "verdicts", ()) or ():
-                if v.effect == "ratio" and not v.directional and v.kind.value not in (
-                        "equivalent", "omitted", "not_run", "no_valid_trial") and not math.isnan(v.mde):
+                if v.effect == "ratio" and not v.directional and v.kind.value != "equivalent" \
+                        and not v.kind.without_figures and not math.isnan(v.mde):
                     achieved[v.metric] = max(achieved.get(v.metric, 0.0), float(v.mde))
         return self.plan.markdown(achieved or None) + (f"\n\nBlocks per arm: {blocks_text(self.run)}." if blocks else "")
 

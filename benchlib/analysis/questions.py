@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from benchlib.errors import ParameterError
@@ -175,6 +176,31 @@ class Answer:
                 return v
         return None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The family's verdict table as stored: the comparison's document
+        (``Comparison.to_dict``) with every row it did not compare (:attr:`missing`: not run,
+        no valid trial, client-bound) added to its ``rows`` and ``verdicts``, so a stored run
+        lists every row of the family; a family with nothing compared is stored with those rows alone."""
+        from benchlib.stats.report import JSON_FORMAT_VERSION, jsonable
+
+        doc: dict[str, Any] = (self.comparison.to_dict() if self.comparison is not None else
+                               {"format": JSON_FORMAT_VERSION, "params": {"by": ["condition"]}, "rows": [],
+                                "verdicts": []})
+        doc["rows"] = list(doc.get("rows") or []) + [
+            {"condition": v.labels.get("condition"), "arm": v.arm, "baseline": v.baseline, "metric": v.metric,
+             "verdict": v.text, "verdict_kind": v.kind.value} for v in self.missing]
+        doc["verdicts"] = list(doc.get("verdicts") or []) + [v.to_dict() for v in self.missing]
+        return dict(jsonable(doc))
+
+    def to_json(self, path: str | Path) -> Path:
+        """Write :meth:`to_dict` to ``path`` (sorted keys; the notebooks' ``derived/comparison-<family>.json``)."""
+        import json
+
+        out = Path(path)
+        out.write_text(json.dumps(self.to_dict(), sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False) + "\n",
+                       encoding="utf-8")
+        return out
+
     def question_of(self, group: str, baseline: str, arm: str) -> str:
         """The sub-question's words for a row (labels), "" when the family has none."""
         for c in self.family.rows():
@@ -259,6 +285,71 @@ def _errored_verdicts(comparison: Any, errored: Mapping[tuple[str, str], tuple[i
     return dataclasses.replace(comparison, table=table, verdicts=verdicts)
 
 
+def _client_bound(data: Any) -> dict[tuple[str, str], str]:
+    """(group, arm label) -> the evidence, for each arm whose rate benchlib's client set there
+    (:func:`benchlib.analysis.tables.near_client_limit` over all its trials, valid or not): its
+    busiest client CPU (share of one CPU, range over trials), the trials the guard invalidated
+    for it, and its median rate (req/s), a lower bound of what the server can serve. Empty
+    without the ``client_cpu`` column (summaries stored before it)."""
+    import numpy as np
+
+    from benchlib.analysis.tables import CLIENT_NEAR_LIMIT, invalid_for_client_cpu, near_client_limit
+
+    if "client_cpu" not in data.columns:
+        return {}
+    out: dict[tuple[str, str], str] = {}
+    for (group, label), g in data.groupby(["condition", "arm"], sort=False):
+        cpus = [float(c) for c in g["client_cpu"] if c is not None and c == c]
+        status = list(g["status"].astype(str)) if "status" in g.columns else ["ok"] * len(g)
+        reasons = list(g["reason"]) if "reason" in g.columns else [None] * len(g)
+        bad = sum(1 for st, r in zip(status, reasons, strict=True) if st == "invalid" and invalid_for_client_cpu(r))
+        near = sum(1 for c in cpus if c >= CLIENT_NEAR_LIMIT)
+        if not near_client_limit(len(cpus), near, bad):
+            continue
+        rate = ""
+        if "throughput_rps" in g.columns:
+            rates = [float(x) for x in g["throughput_rps"] if x is not None and x == x]
+            if rates:
+                rate = (f"; its rate, {float(np.median(rates)):,.0f} req/s (median of {len(rates)} trials), is a lower "
+                        "bound of the server's")
+        cpu = (f"{min(cpus):.0%}-{max(cpus):.0%}" if min(cpus) < max(cpus) else f"{max(cpus):.0%}") if cpus else "?"
+        out[(str(group), str(label))] = (f"{label}'s client CPU was {cpu} busy in {len(cpus)} trials ({near} at "
+                                         f"{CLIENT_NEAR_LIMIT:.0%} or more, {bad} invalid for it){rate}")
+    return out
+
+
+def _client_bound_verdicts(comparison: Any, missing: list[Verdict], bound: Mapping[tuple[str, str], str]
+                           ) -> tuple[Any, list[Verdict]]:
+    """``comparison`` and ``missing`` with each row that is neither decided nor equivalent ("~",
+    "insufficient", "no valid trial") and has a client-bound arm (:func:`_client_bound`) given a
+    ``client-bound`` verdict with that arm's evidence (the comparison's table too). Decided rows
+    keep their verdicts: the notebooks' client CPU tables qualify them."""
+    import dataclasses
+
+    from benchlib.stats.verdict import VerdictKind, render
+
+    open_kinds = (VerdictKind.NO_DIFFERENCE, VerdictKind.INSUFFICIENT, VerdictKind.NO_VALID_TRIAL)
+
+    def relabel(v: Verdict) -> Verdict:
+        group = str(v.labels.get("condition"))
+        why = [bound[(group, lbl)] for lbl in (v.baseline, v.arm) if (group, lbl) in bound]
+        return Verdict.client_bound("; ".join(why), of=v) if why and v.kind in open_kinds else v
+
+    missing = [relabel(v) for v in missing]
+    if comparison is None:
+        return comparison, missing
+    table = comparison.table.copy()
+    verdicts = []
+    for v in comparison.verdicts:
+        new = relabel(v)
+        if new is not v:
+            at = ((table["condition"] == str(v.labels.get("condition"))) & (table["arm"] == v.arm)
+                  & (table["baseline"] == v.baseline) & (table["metric"] == v.metric))
+            table.loc[at, ["verdict", "verdict_kind"]] = (render(new), new.kind.value)
+        verdicts.append(new)
+    return dataclasses.replace(comparison, table=table, verdicts=verdicts), missing
+
+
 def run_family(summaries: Any, family: Family, *, unavailable: Mapping[str, str] | None = None, seed: int = 0,
                **compare_kwargs: Any) -> Answer:
     """Compare the family's rows that have valid trials of both arms (one ``compare`` call,
@@ -268,7 +359,10 @@ def run_family(summaries: Any, family: Family, *, unavailable: Mapping[str, str]
     each arm without valid trials there ("not run: why" when it could not run) are named in
     ``notes``; each row not compared gets a typed verdict in ``missing``. With
     ``family.max_error_rate``, trials answered mostly with errors count in the ``error_rate``
-    rows only (named in ``notes``; a row they leave empty reads ``no valid trial``).
+    rows only (named in ``notes``; a row they leave empty reads ``no valid trial``). A row left
+    undecided ("~", "insufficient", "no valid trial") in which an arm's rate was set by
+    benchlib's client (:func:`benchlib.analysis.tables.near_client_limit`) reads
+    ``client-bound`` with the arm's measured client CPU and its rate as a lower bound.
     ``compare_kwargs`` go to :func:`benchlib.stats.compare` (design, correction, margin...)."""
     from benchlib.stats import compare
 
@@ -309,7 +403,9 @@ def run_family(summaries: Any, family: Family, *, unavailable: Mapping[str, str]
     notes += [f"{lbl} ({group}): {n} of {total} valid trials answered errors (median error rate {rate:.0%}, above "
               f"{family.max_error_rate:.0%}): they count in the error rate only" for (group, lbl), (n, total, rate)
               in errored.items()]
+    bound = _client_bound(data)
     if not keep:
+        _, missing = _client_bound_verdicts(None, missing, bound)
         return Answer(family, None, notes, missing, absent, errored)
     metrics = tuple(m for m in family.metrics if m in data.columns)
     how: dict[str, Any] = {"baseline": family.baseline} if family.baseline is not None else {"contrasts": list(
@@ -318,6 +414,8 @@ def run_family(summaries: Any, family: Family, *, unavailable: Mapping[str, str]
                          better=family.better, **how, **compare_kwargs)
     if errored:
         comparison = _errored_verdicts(comparison, errored, float(family.max_error_rate or 0))
+    if bound:
+        comparison, missing = _client_bound_verdicts(comparison, missing, bound)
     return Answer(family, comparison, notes, missing, absent, errored)
 
 

@@ -42,7 +42,7 @@ from benchlib.records import rows as R
 from benchlib.results import Run
 
 __all__ = ["CLIENT_NEAR_LIMIT", "SERVER_BUSY", "TrialMedian", "add_trial_metric", "client_cpu_table", "client_limited",
-           "contracts_table", "load_hosts_table", "trial_cluster",
+           "contracts_table", "invalid_for_client_cpu", "near_client_limit", "load_hosts_table", "trial_cluster",
            "limits_table", "log_lines_table", "logged_lines", "measured_minutes", "median_of_trials", "percentile_support",
            "repeats_table", "responses_table", "saturation_table", "server_cpu_table", "server_unsaturated",
            "short_reasons", "status_table", "warmup_table"]
@@ -53,6 +53,21 @@ CLIENT_NEAR_LIMIT = 0.8
 #: A server whose CPUs were busy less than this share of the measured window had CPU to spare:
 #: it did not set the rate itself (see :func:`server_cpu_table`).
 SERVER_BUSY = 0.9
+
+
+def invalid_for_client_cpu(reason: object) -> bool:
+    """Whether a trial's invalid reason is the guard's busy client CPU (``"client CPU 1 was 91%
+    busy (limit 90%) ..."``, :mod:`benchlib.loadgen.guard`)."""
+    return "client CPU" in str(reason)
+
+
+def near_client_limit(trials: int, near: int, invalid_for_client: int) -> bool:
+    """The one rule for an arm whose client may have set its rate (its measured rate then a
+    lower bound of the server's): of its ``trials`` (those with a client CPU measure), ``near``
+    had the busiest client CPU at :data:`CLIENT_NEAR_LIMIT` (share of one CPU) or more, in half
+    of them or more; or the guard invalidated ``invalid_for_client`` > 0 of its trials for the
+    client's CPU."""
+    return invalid_for_client > 0 or (trials > 0 and 2 * near >= trials)
 
 
 def _sorted(df: Any, run: Run, by: Sequence[str] = ("condition", "arm")) -> Any:
@@ -190,7 +205,7 @@ def client_cpu_table(run: Run, *, condition: str | None = None) -> Any:
             continue
         if t.client_cpu == t.client_cpu:
             per.setdefault(t.arm, []).append(t.client_cpu)
-        if t.status == "invalid" and "client CPU" in str(t.reason):
+        if t.status == "invalid" and invalid_for_client_cpu(t.reason):
             invalid[t.arm] = invalid.get(t.arm, 0) + 1
     rows = []
     for arm, vals in per.items():
@@ -248,11 +263,13 @@ def load_hosts_table(run: Run, *, condition: str | None = None) -> Any:
 
 def client_limited(table: Any) -> list[str]:
     """The arms of :func:`client_cpu_table` whose client came near its limit in half of the
-    trials or more, or had a trial marked invalid for it: their measured rate is a lower bound."""
+    trials or more, or had a trial marked invalid for it (:func:`near_client_limit`): their
+    measured rate is a lower bound."""
     if table is None or not len(table):
         return []
-    near = table[f"trials at ≥ {CLIENT_NEAR_LIMIT:.0%}"] * 2 >= table["trials"]
-    return list(table.loc[near | (table["invalid (client CPU ≥ 90%)"] > 0), "arm"])
+    return [str(arm) for arm, n, near, bad in zip(table["arm"], table["trials"], table[f"trials at ≥ {CLIENT_NEAR_LIMIT:.0%}"],
+                                                  table["invalid (client CPU ≥ 90%)"], strict=True)
+            if near_client_limit(int(n), int(near), int(bad))]
 
 
 def server_cpu_table(run: Run, summaries: Any, *, condition: str | None = None) -> Any:

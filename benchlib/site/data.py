@@ -26,7 +26,7 @@ __all__ = ["SiteRun", "Study", "VerdictRow", "read_studies", "verdict_summary"]
 KIND_WORDS: Mapping[str, str] = {
     "faster": "faster", "slower": "slower", "equivalent": "equivalent", "no_difference": "~",
     "insufficient": "insufficient trials", "undecidable": "not decidable within the budget", "omitted": "omitted",
-    "not_run": "not run", "no_valid_trial": "no valid trial",
+    "not_run": "not run", "no_valid_trial": "no valid trial", "client_bound": "client-bound",
 }
 
 

@@ -838,10 +838,6 @@ def settled(v: Any, *, require_practical: bool = False) -> bool:
     return False
 
 
-#: Verdict kinds that no further block can change (nothing to wait for).
-_INERT = ("omitted", "not_run", "no_valid_trial")
-
-
 @dataclass(frozen=True)
 class LookStatus:
     """Whether a question (one comparison) may stop adding blocks.
@@ -891,7 +887,7 @@ def status(comparison: Any) -> LookStatus:
     design = SequentialDesign(tuple(seq["looks"]), seq["shape"], seq["require_practical"], seq.get("target_mde"))
     blocks = int(seq["blocks_run"])
     open_rows = tuple(v for v in comparison.verdicts
-                      if v.kind.value not in _INERT and not settled(v, require_practical=design.require_practical))
+                      if not v.kind.without_figures and not settled(v, require_practical=design.require_practical))
     at = design.is_look(blocks)
     done = not open_rows
     stop = (done and at) or blocks >= design.max_blocks

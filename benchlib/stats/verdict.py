@@ -34,6 +34,12 @@ The rules (statistics reference, section 5.6; ``docs/statistics.md``):
 * **omitted**: no values; **not run**: the arm could not run (with the reason); **no valid
   trial**: the arm ran, but none of its trials there counts (the guard invalidated them or
   they failed; with the reason).
+* **client-bound** ("client-bound: <evidence>"): a row left undecided ("~", "insufficient"
+  or "no valid trial") in which one arm's rate was set by benchlib's client, not by the server
+  (its client CPU came near its limit, or the guard invalidated trials for it): the row
+  cannot be decided on this machine's CPUs, and the verdict carries the measured evidence
+  and the arm's rate as a lower bound of the server's (``Verdict.client_bound``; assigned
+  by :func:`benchlib.analysis.run_family`, never by :func:`decide`). Never a claim either way.
 """
 
 from __future__ import annotations
@@ -66,11 +72,18 @@ class VerdictKind(StrEnum):
     OMITTED = "omitted"
     NOT_RUN = "not_run"
     NO_VALID_TRIAL = "no_valid_trial"
+    CLIENT_BOUND = "client_bound"
 
     @property
     def directional(self) -> bool:
         """Whether the verdict claims a direction (a significant difference)."""
         return self in (VerdictKind.FASTER, VerdictKind.SLOWER)
+
+    @property
+    def without_figures(self) -> bool:
+        """A row with no estimate, interval or MDE of its own (omitted, not run, no valid
+        trial, client-bound): no further block of this design changes it."""
+        return self in (VerdictKind.OMITTED, VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL, VerdictKind.CLIENT_BOUND)
 
 
 @dataclass(frozen=True)
@@ -226,6 +239,18 @@ class Verdict:
         return cls(VerdictKind.NO_VALID_TRIAL, arm=arm, baseline=baseline, metric=metric, labels=dict(labels or {}),
                    reason=str(reason))
 
+    @classmethod
+    def client_bound(cls, evidence: str, *, of: Verdict) -> Verdict:
+        """The verdict of ``of``'s row (its identity, metric and family kept; no estimate, no
+        p-value, no MDE) when one of its arms was client-bound: ``evidence`` names the arm, its
+        client CPU and its rate as a lower bound (``"actix's client CPU was 86%-91% busy in 8
+        trials (8 at 80% or more, 2 invalid for it); its rate, 61,234 req/s (median of 8
+        trials), is a lower bound of the server's"``)."""
+        return cls(VerdictKind.CLIENT_BOUND, arm=of.arm, baseline=of.baseline, metric=of.metric, labels=dict(of.labels),
+                   better=of.better, effect=of.effect, unit=of.unit, correction=of.correction,
+                   family_size=of.family_size, alpha=of.alpha, margin=of.margin, n_baseline=of.n_baseline,
+                   n_arm=of.n_arm, paired=of.paired, reason=str(evidence))
+
     @property
     def directional(self) -> bool:
         """Whether the verdict claims a direction (``FASTER`` or ``SLOWER``)."""
@@ -299,14 +324,15 @@ def render(v: Verdict) -> str:
     ``insufficient trials (need ≥ 4 per arm; between-run variance not estimated, MDE ≥ 1.2%)``,
     ``insufficient trials (19 of 20 trials tied: smallest possible p 1.00)``,
     ``not decidable within the budget: MDE 14% > target 5%``,
-    ``omitted (no values)``, ``not run: <reason>``, ``no valid trial: <reason>``. A
+    ``omitted (no values)``, ``not run: <reason>``, ``no valid trial: <reason>``,
+    ``client-bound: <evidence>``. A
     group-sequential row adds how many blocks it rests on: ``faster (sequential, 8 of 12
     blocks; stopped early at look 1 of 3; estimate bias-adjusted)``, ``~ (MDE 9.0%;
     sequential, 12 of 12 blocks)``, and when its looks disagree ``slower (sequential, 12 of
     12 blocks; drift between looks)``.
     """
     text = _render(v)
-    if not v.sequential or v.kind in (VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL, VerdictKind.OMITTED):
+    if not v.sequential or v.kind.without_figures:
         return text
     bit = f"sequential, {v.blocks_run} of {v.blocks_max} blocks"
     if v.bias_adjusted:
@@ -325,6 +351,8 @@ def _render(v: Verdict) -> str:
         return f"not run: {v.reason}" if v.reason else "not run"
     if k is VerdictKind.NO_VALID_TRIAL:
         return f"no valid trial: {v.reason}" if v.reason else "no valid trial"
+    if k is VerdictKind.CLIENT_BOUND:
+        return f"client-bound: {v.reason}" if v.reason else "client-bound"
     if k is VerdictKind.OMITTED:
         return "omitted (no values)"
     if k.directional:

@@ -5,6 +5,9 @@ conclusion uses (pure)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -55,7 +58,7 @@ def test_grouped_families_relabel_arms_and_take_each_group_from_its_condition() 
         Family.grouped("x", baseline="pipe", metrics=("p50_ms",), groups={"a": {"a-file": "file"}})
 
 
-def test_rows_whose_arms_did_not_run_or_have_no_valid_trial_stay_as_typed_verdicts() -> None:
+def test_rows_whose_arms_did_not_run_or_have_no_valid_trial_stay_as_typed_verdicts(tmp_path: Path) -> None:
     s = _summaries({"go": 1.0, "rust": 0.8, "py": 1.5, "node": 1.2})
     s.loc[(s["arm"] == "node") & (s["condition"] == "c2"), ["valid", "status"]] = (False, "invalid")
     s = s[~((s["arm"] == "py") & (s["condition"] == "c2"))]  # py has no trial at all in c2
@@ -86,9 +89,16 @@ def test_rows_whose_arms_did_not_run_or_have_no_valid_trial_stay_as_typed_verdic
     assert "dotnet (not run)" in set(c2["arm"]) and "go" in set(c2["baseline"])  # only the absent side is marked
     one = answer_table(answer)
     assert list(dict.fromkeys(one["group"])) == ["c1", "c2"] and len(one) == len(t) + 5
+    # stored, the family keeps every row: the compared ones and the 5 it could not compare
+    doc = json.loads(answer.to_json(tmp_path / "comparison-q.json").read_text())
+    assert len(doc["verdicts"]) == len(doc["rows"]) == len(t) + 5
+    assert {(r["arm"], r["condition"], r["verdict_kind"]) for r in doc["rows"][len(t):]} == {
+        ("dotnet", "c1", "not_run"), ("dotnet", "c2", "not_run"), ("node", "c2", "no_valid_trial"),
+        ("py", "c2", "no_valid_trial")}
+    assert doc["verdicts"][len(t):][0]["reason"] == "no dotnet toolchain" and doc["params"]["contrasts"]
 
 
-def test_groups_without_valid_trials_are_said_and_nothing_is_compared_without_a_pair() -> None:
+def test_groups_without_valid_trials_are_said_and_nothing_is_compared_without_a_pair(tmp_path: Path) -> None:
     s = _summaries({"base": 1.0, "arm": 1.0}, conditions=("c1",))
     s["valid"], s["status"] = False, "failed"
     fam = Family.against("x", "base", ["arm"], conditions=("c1",), metrics=("p50_ms",), title="T", text="Q?")
@@ -98,6 +108,9 @@ def test_groups_without_valid_trials_are_said_and_nothing_is_compared_without_a_
     assert answer.missing[0].text == "no valid trial: base (10 failed), arm (10 failed)"
     assert family_markdown(answer).startswith("### T\n\nQ?\n\n**Not compared**: no valid trial in group(s) c1")
     assert len(answer_table(answer)) == 1
+    doc = json.loads(answer.to_json(tmp_path / "c.json").read_text())  # nothing compared: the row is still stored
+    assert [(r["arm"], r["verdict_kind"]) for r in doc["rows"]] == [("arm", "no_valid_trial")]
+    assert doc["params"]["by"] == ["condition"] and len(doc["verdicts"]) == 1
 
 
 def test_planned_rows_count_the_metrics_each_condition_supports() -> None:
@@ -146,3 +159,31 @@ def test_trials_answered_mostly_with_errors_count_in_the_error_rate_only() -> No
     assert answer.verdict("good", "goodput_rps", group="c1").kind is VerdictKind.FASTER
     with pytest.raises(ParameterError, match="max_error_rate must be a fraction in \\[0, 1\\) or None"):
         Family("k", fam.contrasts, fam.metrics, max_error_rate=1.5)
+
+
+def test_an_undecided_row_of_an_arm_the_client_could_not_saturate_reads_client_bound() -> None:
+    """Issue 23: a row that an arm's client-bound trials leave undecided says so, with the
+    arm's measured client CPU and its rate as a lower bound; decided rows keep their verdicts."""
+    s = _summaries({"go": 1.0, "actix": 0.5, "node": 1.0}, conditions=("discard", "pipe"), trials=8)
+    s["client_cpu"] = 0.5
+    s["reason"] = None
+    fast = (s["arm"] == "actix") & (s["condition"] == "discard")
+    s.loc[fast, "client_cpu"] = 0.86
+    s.loc[fast & (s["block"] < 2), ["client_cpu", "valid", "status", "reason"]] = (
+        0.91, False, "invalid", "client CPU 1 was 91% busy (limit 90%): the client, not the server, may have limited it")
+    s.loc[fast, "throughput_rps"] = 61_234.0
+    fam = Family.against("framework", "go", ["actix", "node"], conditions=("discard", "pipe"), metrics=("p50_ms",))
+    answer = run_family(s, fam, seed=1)
+    bound = answer.verdict("actix", "p50_ms", group="discard")  # 6 of 8 blocks left: the design's minimum is 8
+    assert bound.kind is VerdictKind.CLIENT_BOUND
+    assert bound.reason == ("actix's client CPU was 86%-91% busy in 8 trials (8 at 80% or more, 2 invalid for it); "
+                            "its rate, 61,234 req/s (median of 8 trials), is a lower bound of the server's")
+    assert bound.text.startswith("client-bound: actix's client CPU") and bound.estimate != bound.estimate
+    t = answer.comparison.table
+    row = t[(t["arm"] == "actix") & (t["condition"] == "discard")].iloc[0]
+    assert (row["verdict_kind"], row["verdict"]) == ("client_bound", bound.text)
+    assert answer.verdict("actix", "p50_ms", group="pipe").kind is VerdictKind.FASTER  # its client was not the limit
+    assert answer.verdict("node", "p50_ms", group="discard").kind is not VerdictKind.CLIENT_BOUND
+    # summaries stored before the client CPU column: nothing is relabelled
+    old = run_family(s.drop(columns=["client_cpu"]), fam, seed=1)
+    assert old.verdict("actix", "p50_ms", group="discard").kind is VerdictKind.INSUFFICIENT
