@@ -39,7 +39,7 @@ __all__ = ["SUMMARY_VERSION", "Run", "RunStart", "cross_check_summary", "experim
            "parse_utc", "runs_started_between", "trial_summary"]
 
 #: Version of :func:`trial_summary`'s columns (keys the summaries cache of a stored run).
-SUMMARY_VERSION = "3: read through benchlib.records (offered_rps NaN for a closed load)"
+SUMMARY_VERSION = "4: the client's busiest CPU per trial (client_cpu)"
 
 
 # -- per-trial summaries --------------------------------------------------------------------------

@@ -312,7 +312,8 @@ def _client_bound(data: Any) -> dict[tuple[str, str], str]:
             if rates:
                 rate = (f"; its rate, {float(np.median(rates)):,.0f} req/s (median of {len(rates)} trials), is a lower "
                         "bound of the server's")
-        cpu = (f"{min(cpus):.0%}-{max(cpus):.0%}" if min(cpus) < max(cpus) else f"{max(cpus):.0%}") if cpus else "?"
+        lo, hi = (f"{min(cpus):.0%}", f"{max(cpus):.0%}") if cpus else ("?", "?")
+        cpu = f"{lo}-{hi}" if lo != hi else hi
         out[(str(group), str(label))] = (f"{label}'s client CPU was {cpu} busy in {len(cpus)} trials ({near} at "
                                          f"{CLIENT_NEAR_LIMIT:.0%} or more, {bad} invalid for it){rate}")
     return out
