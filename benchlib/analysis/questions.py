@@ -176,28 +176,30 @@ class Answer:
                 return v
         return None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any] | None:
         """The family's verdict table as stored: the comparison's document
         (``Comparison.to_dict``) with every row it did not compare (:attr:`missing`: not run,
-        no valid trial, client-bound) added to its ``rows`` and ``verdicts``, so a stored run
-        lists every row of the family; a family with nothing compared is stored with those rows alone."""
-        from benchlib.stats.report import JSON_FORMAT_VERSION, jsonable
+        no valid trial, client-bound) added to its ``verdicts`` (its ``rows`` stay the compared
+        ones), so a stored run's verdicts list every row of the family; ``None`` when nothing
+        was compared."""
+        from benchlib.stats.report import jsonable
 
-        doc: dict[str, Any] = (self.comparison.to_dict() if self.comparison is not None else
-                               {"format": JSON_FORMAT_VERSION, "params": {"by": ["condition"]}, "rows": [],
-                                "verdicts": []})
-        doc["rows"] = list(doc.get("rows") or []) + [
-            {"condition": v.labels.get("condition"), "arm": v.arm, "baseline": v.baseline, "metric": v.metric,
-             "verdict": v.text, "verdict_kind": v.kind.value} for v in self.missing]
+        if self.comparison is None:
+            return None
+        doc: dict[str, Any] = self.comparison.to_dict()
         doc["verdicts"] = list(doc.get("verdicts") or []) + [v.to_dict() for v in self.missing]
         return dict(jsonable(doc))
 
-    def to_json(self, path: str | Path) -> Path:
-        """Write :meth:`to_dict` to ``path`` (sorted keys; the notebooks' ``derived/comparison-<family>.json``)."""
+    def to_json(self, path: str | Path) -> Path | None:
+        """Write :meth:`to_dict` to ``path`` (sorted keys; the notebooks'
+        ``derived/comparison-<family>.json``); nothing when nothing was compared."""
         import json
 
+        doc = self.to_dict()
+        if doc is None:
+            return None
         out = Path(path)
-        out.write_text(json.dumps(self.to_dict(), sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False) + "\n",
+        out.write_text(json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False) + "\n",
                        encoding="utf-8")
         return out
 

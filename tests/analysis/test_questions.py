@@ -91,8 +91,8 @@ def test_rows_whose_arms_did_not_run_or_have_no_valid_trial_stay_as_typed_verdic
     assert list(dict.fromkeys(one["group"])) == ["c1", "c2"] and len(one) == len(t) + 5
     # stored, the family keeps every row: the compared ones and the 5 it could not compare
     doc = json.loads(answer.to_json(tmp_path / "comparison-q.json").read_text())
-    assert len(doc["verdicts"]) == len(doc["rows"]) == len(t) + 5
-    assert {(r["arm"], r["condition"], r["verdict_kind"]) for r in doc["rows"][len(t):]} == {
+    assert len(doc["verdicts"]) == len(t) + 5 and len(doc["rows"]) == len(t)
+    assert {(r["arm"], r["labels"]["condition"], r["kind"]) for r in doc["verdicts"][len(t):]} == {
         ("dotnet", "c1", "not_run"), ("dotnet", "c2", "not_run"), ("node", "c2", "no_valid_trial"),
         ("py", "c2", "no_valid_trial")}
     assert doc["verdicts"][len(t):][0]["reason"] == "no dotnet toolchain" and doc["params"]["contrasts"]
@@ -108,9 +108,7 @@ def test_groups_without_valid_trials_are_said_and_nothing_is_compared_without_a_
     assert answer.missing[0].text == "no valid trial: base (10 failed), arm (10 failed)"
     assert family_markdown(answer).startswith("### T\n\nQ?\n\n**Not compared**: no valid trial in group(s) c1")
     assert len(answer_table(answer)) == 1
-    doc = json.loads(answer.to_json(tmp_path / "c.json").read_text())  # nothing compared: the row is still stored
-    assert [(r["arm"], r["verdict_kind"]) for r in doc["rows"]] == [("arm", "no_valid_trial")]
-    assert doc["params"]["by"] == ["condition"] and len(doc["verdicts"]) == 1
+    assert answer.to_json(tmp_path / "c.json") is None and not (tmp_path / "c.json").exists()  # nothing compared
 
 
 def test_planned_rows_count_the_metrics_each_condition_supports() -> None:
