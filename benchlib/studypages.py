@@ -8,7 +8,8 @@ tables the notebook stored). Nobody edits a page's findings by hand:
 
 * ``python -m benchlib.studypages record <run folder>`` (a folder under ``data/runs`` or a
   kept report's ``reports/<study>/<run_id>/``) writes the study's entry for the run's scale
-  (the notebook's ``full`` parameter: ``default`` or ``full``);
+  (the notebook's ``full`` parameter: ``default`` or ``full``), with the verdicts of its companion
+  runs ``<run_id>-<part>`` (a second experiment of the same notebook execution, e.g. study 04's sweep);
 * ``python -m benchlib.studypages sync`` rewrites each page's two blocks: between
   ``<!-- stacks:begin study=<study> -->`` and ``<!-- stacks:end -->`` (its first lines) the
   seed's stacks, ran here / did not run (from the study's ``SEED_STACKS`` and the default
@@ -70,6 +71,9 @@ class Finding:
     disturbance: the run's disturbance measure in words, when it recorded one ("" otherwise).
     arms: the arms the run had. unavailable: arm -> why it did not run.
     verdicts: family (the ``derived/*.json`` file's stem) -> its verdicts as stored (``Verdict.to_dict``).
+    parts: the run's companion runs whose verdicts it includes (a study's second experiment in
+    ``<run_id>-<part>``, e.g. study 04's ``-sweep``): their run id -> the 1-min load average
+    just before each (``None`` when not recorded).
     """
 
     study: str
@@ -81,6 +85,7 @@ class Finding:
     unavailable: Mapping[str, str] = field(default_factory=dict)
     verdicts: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
     scale: str = "default"
+    parts: Mapping[str, float | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.scale not in SCALES:
@@ -123,8 +128,26 @@ def save(findings: Mapping[str, Finding], path: str | Path) -> Path:
     return p
 
 
+def _load1(run: Mapping[str, Any]) -> float | None:
+    """The 1-min load average a run's provenance recorded just before it (``None``: not recorded)."""
+    load1 = (((run.get("provenance") or {}).get("loadavg_at_start")) or [None])[0]
+    return float(load1) if load1 is not None else None
+
+
+def _verdict_files(folder: Path) -> dict[str, list[Mapping[str, Any]]]:
+    """Family (file stem) -> stored verdicts of a run folder's ``derived/*.json``."""
+    verdicts = {}
+    for f in sorted((folder / "derived").glob("*.json")):
+        doc = json.loads(f.read_text(encoding="utf-8"))
+        if isinstance(doc, dict) and isinstance(doc.get("verdicts"), list):
+            verdicts[f.stem] = doc["verdicts"]
+    return verdicts
+
+
 def record(run_folder: str | Path) -> Finding:
-    """The finding of one stored run folder (run.json and ``derived/*.json``)."""
+    """The finding of one stored run folder (run.json and ``derived/*.json``), with the verdicts of
+    its companion runs beside it (folders ``<run_id>-<part>`` of the same study and scale, e.g.
+    study 04's sweep): one notebook execution, one finding."""
     folder = Path(run_folder)
     run_json = folder / "run.json"
     if not run_json.exists():
@@ -132,22 +155,30 @@ def record(run_folder: str | Path) -> Finding:
                              "reports/<study>/<run_id>)")
     run = json.loads(run_json.read_text(encoding="utf-8"))
     prov = run.get("provenance") or {}
-    load1 = (prov.get("loadavg_at_start") or [None])[0]
+    study = str(run.get("study", folder.parent.name))
     scale = scale_of(run.get("notebook_parameters") or {})
-    verdicts = {}
-    for f in sorted((folder / "derived").glob("*.json")):
-        doc = json.loads(f.read_text(encoding="utf-8"))
-        if isinstance(doc, dict) and isinstance(doc.get("verdicts"), list):
-            verdicts[f.stem] = doc["verdicts"]
+    verdicts = _verdict_files(folder)
     if not verdicts:
         raise ParameterError(f"{folder}: no derived/*.json with verdicts (run the study's notebook on it first)")
+    parts: dict[str, float | None] = {}
+    for other in sorted(folder.parent.glob(f"{folder.name}-*")):
+        other_json = other / "run.json"
+        if not other_json.exists():
+            continue
+        o = json.loads(other_json.read_text(encoding="utf-8"))
+        if str(o.get("study", study)) != study or scale_of(o.get("notebook_parameters") or {}) != scale:
+            continue
+        extra = {k: v for k, v in _verdict_files(other).items() if k not in verdicts}
+        if extra:
+            verdicts.update(extra)
+            parts[str(o.get("run_id", other.name))] = _load1(o)
     disturbance = _disturbance_words(folder)
     arms = tuple(a.get("name", "") for a in (run.get("parameters") or {}).get("arms", []) if isinstance(a, dict))
-    return Finding(study=str(run.get("study", folder.parent.name)), run_id=str(run.get("run_id", folder.name)),
+    return Finding(study=study, run_id=str(run.get("run_id", folder.name)),
                    date=str(prov.get("collected_utc", ""))[:16].replace("T", " "),
-                   loadavg=float(load1) if load1 is not None else None,
-                   disturbance=disturbance,
-                   arms=arms, unavailable=dict(run.get("unavailable") or {}), verdicts=verdicts, scale=scale)
+                   loadavg=_load1(run), disturbance=disturbance,
+                   arms=arms, unavailable=dict(run.get("unavailable") or {}), verdicts=verdicts, scale=scale,
+                   parts=parts)
 
 
 def _disturbance_words(folder: Path) -> str:
@@ -215,10 +246,16 @@ def page_block(study: str, findings: Mapping[str, Finding], scale: str = "defaul
         lines += [f"_No reference run{at} is recorded for this page yet: the findings are written here from a run's "
                   "verdict data (`python -m benchlib.studypages record <run folder>`, then `sync`)._"]
         return "\n".join(lines)
-    load_txt = f"{f.loadavg:.2f}" if f.loadavg is not None else "not recorded"
-    quiet = f.loadavg is not None and f.loadavg < QUIET_LOAD
+    def load_txt(x: float | None) -> str:
+        return f"{x:.2f}" if x is not None else "not recorded"
+
+    loads = [f.loadavg, *f.parts.values()]
+    quiet = all(x is not None and x < QUIET_LOAD for x in loads)
     at = " at full scale (`-p full true`)" if f.scale == "full" else ""
-    lines += [f"Findings of run `{f.run_id}`{at} ({f.date} UTC; 1-min load average before it: {load_txt}"
+    with_parts = "".join(f"; with its companion run `{r}` (load average before it: {load_txt(x)})"
+                         for r, x in f.parts.items())
+    lines += [f"Findings of run `{f.run_id}`{at} ({f.date} UTC; 1-min load average before it: "
+              f"{load_txt(f.loadavg)}{with_parts}"
               + (f"; disturbance: {f.disturbance}" if f.disturbance else "") + ")."
               + ("" if quiet else f" The machine was not quiet (load average {QUIET_LOAD} or more, or not recorded): "
                  "the verdicts below may say less than a quiet run would."), ""]

@@ -76,7 +76,11 @@ def test_a_full_scale_run_fills_its_own_block_beside_the_default_runs(tmp_path: 
     assert "No reference run at full scale (`-p full true`) is recorded" in studypages.page_block(
         "02_iris_vs_kestrel", {}, "full")
     d = studypages.record(_run_folder(tmp_path, 0.12))
+    sweep = _run_folder(tmp_path, 0.25, full=True, run_id="big1-sweep")  # its second experiment, a companion run
+    (sweep / "derived" / "comparison-seed.json").rename(sweep / "derived" / "comparison-sweep.json")
+    _run_folder(tmp_path, 0.1, full=False, run_id="big1-other")  # another scale: not this run's companion
     f = studypages.record(_run_folder(tmp_path, 0.2, full=True, run_id="big1"))
+    assert set(f.verdicts) == {"comparison-seed", "comparison-sweep"} and dict(f.parts) == {"big1-sweep": 0.25}
     assert (d.scale, d.key, f.scale, f.key) == ("default", "02_iris_vs_kestrel", "full", "02_iris_vs_kestrel:full")
     studypages.save({d.key: d, f.key: f}, store)
     assert set(studypages.load(store)) == {"02_iris_vs_kestrel", "02_iris_vs_kestrel:full"}
@@ -85,6 +89,8 @@ def test_a_full_scale_run_fills_its_own_block_beside_the_default_runs(tmp_path: 
     default_block, full_block = text.split("prose")
     assert "Findings of run `ref1` (2026-12-04" in default_block and "big1" not in default_block
     assert "Findings of run `big1` at full scale (`-p full true`)" in full_block and "ref1" not in full_block
+    assert "with its companion run `big1-sweep` (load average before it: 0.25)" in full_block
+    assert "*comparison-sweep*:" in full_block and "big1-other" not in full_block
     assert "old" not in text and text.count("<!-- findings:end -->") == 2
     with pytest.raises(ParameterError, match="scale 'huge' is not one of default, full"):
         studypages.Finding(study="x", run_id="r", date="", loadavg=None, scale="huge")
