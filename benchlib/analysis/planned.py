@@ -33,9 +33,10 @@ from benchlib.analysis.stopping import Stopping, analysis_design, blocks_text, r
 from benchlib.errors import ParameterError
 from benchlib.model import Condition, CrossCheck, Experiment
 from benchlib.results import Run
-from benchlib.stats.budget import MIN_PILOT_BLOCKS, BudgetPlan, plan_within_budget, pool_components, warmup_check
+from benchlib.stats.budget import (MIN_PILOT_BLOCKS, BudgetPlan, plan_within_budget, pool_components, request_floor,
+                                   warmup_check)
 
-__all__ = ["PILOT_SUFFIX", "PlannedRun", "StudyRun", "pilot_experiment", "planned_experiment", "run_planned", "run_study"]
+__all__ = ["PILOT_SUFFIX", "PILOT_WINDOWS", "PlannedRun", "StudyRun", "pilot_experiment", "planned_experiment", "run_planned", "run_study"]
 
 #: The pilot's study folder and run id end in this.
 PILOT_SUFFIX = "-pilot"
@@ -78,14 +79,36 @@ class PlannedRun:
         return self.plan.markdown(achieved or None) + (f"\n\nBlocks per arm: {blocks_text(self.run)}." if blocks else "")
 
 
-def pilot_experiment(experiment: Experiment, blocks: int) -> Experiment:
+#: A pilot trial's measured phase holds at least this many windows' worth of the requests its
+#: quantile metrics need: the within-trial variance comes from splitting it in two or more.
+PILOT_WINDOWS = 2
+
+
+def _pilot_load(c: Condition, metrics: Sequence[str]) -> Condition:
+    """``c`` without its peer tool and, for an open-model load bounded by time, with measured
+    seconds long enough that each of :data:`PILOT_WINDOWS` windows holds the successful requests
+    the quantile metrics among ``metrics`` need at the offered rate
+    (:func:`~benchlib.stats.budget.request_floor`); a closed-model load (no known rate) or one
+    bounded by a request count keeps its length."""
+    ld = c.load
+    if ld.model == "open" and ld.rate_rps and ld.duration_s is not None and ld.requests is None and not ld.stages:
+        floor = request_floor(metrics, {c.name: float(ld.rate_rps)})
+        if floor is not None and PILOT_WINDOWS * floor.duration_s > ld.duration_s:
+            return replace(c, cross_check=None, load=replace(ld, duration_s=PILOT_WINDOWS * floor.duration_s))
+    return replace(c, cross_check=None)
+
+
+def pilot_experiment(experiment: Experiment, blocks: int, metrics: Sequence[str] = ()) -> Experiment:
     """The pilot of ``experiment``: ``blocks`` blocks of the same arms and loads, under the
-    study ``<study>-pilot``, without peer tools and without a budget of its own."""
+    study ``<study>-pilot``, without peer tools and without a budget of its own. An open-model
+    trial too short to split into windows for ``metrics``' quantiles (e.g. 100 requests for a
+    p50) is lengthened (:func:`_pilot_load`): the plan needs its within-trial variance, and
+    plans every length from it."""
     if int(blocks) < MIN_PILOT_BLOCKS:
         raise ParameterError(f"pilot_blocks must be at least {MIN_PILOT_BLOCKS} (2 df for each row's between-trial "
                              f"variance); got {blocks!r}")
     return replace(experiment, study=experiment.study + PILOT_SUFFIX, trials=int(blocks), budget_min=None,
-                   target_mde=None, conditions=tuple(replace(c, cross_check=None) for c in experiment.conditions))
+                   target_mde=None, conditions=tuple(_pilot_load(c, metrics) for c in experiment.conditions))
 
 
 def _follow(check: CrossCheck, duration_s: float) -> CrossCheck:
@@ -173,8 +196,9 @@ def run_planned(experiment: Experiment, families: Sequence[Family], *, budget_mi
     for k in ("until",):
         if k in run_kwargs:
             raise ParameterError(f"run_planned sets {k}= itself (its sequential looks); leave it out")
-    pilot = run_experiment(pilot_experiment(experiment, pilot_blocks), run_id=rid + PILOT_SUFFIX, **run_kwargs)
     mets = tuple(metrics) if metrics is not None else tuple(dict.fromkeys(m for f in families for m in f.metrics))
+    pilot_exp = pilot_experiment(experiment, pilot_blocks, mets)
+    pilot = run_experiment(pilot_exp, run_id=rid + PILOT_SUFFIX, **run_kwargs)
     pairs = list(dict.fromkeys((c.baseline, c.arm) for f in families for c in f.contrasts))
     own = components_from_run(pilot, metrics=mets, pairs=pairs)
     comps = own.components
@@ -189,8 +213,9 @@ def run_planned(experiment: Experiment, families: Sequence[Family], *, budget_mi
     from benchlib.stats.variance import cost_model
 
     loads = [c.load for c in experiment.conditions]
-    d0 = max((ld.duration_s or 0.0) for ld in loads) or float(costs["duration_s"].median())
-    w0 = max(ld.warmup_s for ld in loads)
+    pilot_loads = [c.load for c in pilot_exp.conditions]
+    d0 = max((ld.duration_s or 0.0) for ld in pilot_loads) or float(costs["duration_s"].median())
+    w0 = max(ld.warmup_s for ld in pilot_loads)
     warm = warmup_check(pilot_windows(pilot, quantiles=(0.5,)), pilot_warmup_s=w0, pilot_duration_s=d0,
                         target_mde=target_rel)
     # each row at alpha / its Holm family, and the analysis the run gets (its sequential looks):

@@ -104,6 +104,27 @@ def test_bad_pilot_or_missing_budget_is_one_clear_error(services: Path) -> None:
         Experiment("t-bad", exp.arms, exp.conditions, budget_min=-1)
 
 
+def test_a_pilot_trial_too_short_to_split_for_its_quantiles_is_lengthened() -> None:
+    """Study 01's default: 100 requests per trial (100/s for 1 s) give a p50 per trial but none per
+    half, so the pilot had no within-trial variance and the plan failed; its pilot now measures
+    long enough for two windows of the p50's 100 requests (x the request floor's safety)."""
+    from benchlib.stats.budget import request_floor
+
+    open_short = Condition("hello", LoadSpec(model="open", rate_rps=100.0, duration_s=1.0, warmup_s=0.5))
+    open_long = Condition("long", LoadSpec(model="open", rate_rps=100.0, duration_s=60.0))
+    closed = Condition("closed", LoadSpec(model="closed", connections=4, duration_s=0.5))
+    exp = Experiment("t-pilot", (Arm("a", "a"), Arm("b", "b")), (open_short, open_long, closed))
+    pilot = pilot_experiment(exp, 3, ("p50_ms",))
+    floor = request_floor(("p50_ms",), {"hello": 100.0})
+    assert floor is not None and floor.requests == 100
+    hello, long_, closed_ = pilot.conditions
+    assert hello.load.duration_s == pytest.approx(2 * floor.duration_s) and hello.load.duration_s >= 2.0
+    assert hello.load.warmup_s == 0.5 and hello.load.rate_rps == 100.0
+    assert long_.load.duration_s == 60.0 and closed_.load.duration_s == 0.5  # long enough / no known rate
+    assert pilot_experiment(exp, 3).conditions[0].load.duration_s == 1.0  # no quantile metric: as it was
+    assert pilot.study == "t-pilot" + PILOT_SUFFIX and pilot.trials == 3
+
+
 def test_the_plan_sets_every_time_bounded_load_and_its_peer_tools_seconds() -> None:
     from benchlib.analysis.planned import planned_experiment
     from benchlib.model import CrossCheck
