@@ -36,7 +36,7 @@ from benchlib.results import Run
 from benchlib.stats.budget import (MIN_PILOT_BLOCKS, BudgetPlan, plan_within_budget, pool_components, request_floor,
                                    warmup_check)
 
-__all__ = ["PILOT_SUFFIX", "PILOT_WINDOWS", "PlannedRun", "StudyRun", "pilot_experiment", "planned_experiment", "run_planned", "run_study"]
+__all__ = ["PILOT_SUFFIX", "PILOT_WINDOWS", "design_metrics", "PlannedRun", "StudyRun", "pilot_experiment", "planned_experiment", "run_planned", "run_study"]
 
 #: The pilot's study folder and run id end in this.
 PILOT_SUFFIX = "-pilot"
@@ -96,6 +96,23 @@ def _pilot_load(c: Condition, metrics: Sequence[str]) -> Condition:
         if floor is not None and PILOT_WINDOWS * floor.duration_s > ld.duration_s:
             return replace(c, cross_check=None, load=replace(ld, duration_s=PILOT_WINDOWS * floor.duration_s))
     return replace(c, cross_check=None)
+
+
+def design_metrics(experiment: Experiment, metrics: Sequence[str]) -> tuple[str, ...]:
+    """The metrics among ``metrics`` that ``experiment``'s own trials can report: a latency
+    quantile is left out when an open-model load bounded by time offers fewer requests per
+    trial than it needs (``50 / (1 - q)``; e.g. p99 at 100 requests: the analysis omits it too).
+    What a budget plans for: planning a metric the design cannot report would force its trials
+    to that metric's length (p99 at 100 requests/s: 50 s and more)."""
+    from benchlib.stats.quantiles import quantile_of
+    from benchlib.stats.summary import required_requests
+
+    offered = [float(c.load.rate_rps) * float(c.load.duration_s) for c in experiment.conditions
+               if c.load.model == "open" and c.load.rate_rps and c.load.duration_s is not None
+               and c.load.requests is None and not c.load.stages]
+    least = min(offered, default=math.inf)
+    return tuple(m for m in dict.fromkeys(metrics)
+                 if (q := quantile_of(m)) is None or required_requests(q) <= least)
 
 
 def pilot_experiment(experiment: Experiment, blocks: int, metrics: Sequence[str] = ()) -> Experiment:
@@ -175,7 +192,8 @@ def run_planned(experiment: Experiment, families: Sequence[Family], *, budget_mi
     components: stored components of an earlier run on the same machine
         (:func:`~benchlib.analysis.pilot.components_from_run`), pooled with the pilot's.
     pilot_blocks: the pilot's blocks (at least 3).
-    metrics: the metrics planned for (default: those of ``families``).
+    metrics: the metrics planned for (default: those of ``families`` that the experiment's trials
+        can report, :func:`design_metrics`).
     sequential, full, requests, prepare, compare_kwargs: as :func:`stopping_rule` (looks, the
         analysis's ``compare`` arguments); the futility target is ``target_mde``.
     run_id: the main run's id (the pilot's is ``<run_id>-pilot``); given and stored, resumed.
@@ -196,7 +214,8 @@ def run_planned(experiment: Experiment, families: Sequence[Family], *, budget_mi
     for k in ("until",):
         if k in run_kwargs:
             raise ParameterError(f"run_planned sets {k}= itself (its sequential looks); leave it out")
-    mets = tuple(metrics) if metrics is not None else tuple(dict.fromkeys(m for f in families for m in f.metrics))
+    mets = tuple(metrics) if metrics is not None else design_metrics(
+        experiment, tuple(dict.fromkeys(m for f in families for m in f.metrics)))
     pilot_exp = pilot_experiment(experiment, pilot_blocks, mets)
     pilot = run_experiment(pilot_exp, run_id=rid + PILOT_SUFFIX, **run_kwargs)
     pairs = list(dict.fromkeys((c.baseline, c.arm) for f in families for c in f.contrasts))

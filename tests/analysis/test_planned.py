@@ -123,6 +123,11 @@ def test_a_pilot_trial_too_short_to_split_for_its_quantiles_is_lengthened() -> N
     assert long_.load.duration_s == 60.0 and closed_.load.duration_s == 0.5  # long enough / no known rate
     assert pilot_experiment(exp, 3).conditions[0].load.duration_s == 1.0  # no quantile metric: as it was
     assert pilot.study == "t-pilot" + PILOT_SUFFIX and pilot.trials == 3
+    # what a budget plans for: the quantiles 100 requests per trial can report (p50), not p90/p99
+    from benchlib.analysis.planned import design_metrics
+
+    assert design_metrics(exp, ("throughput_rps", "p50_ms", "p90_ms", "p99_ms")) == ("throughput_rps", "p50_ms")
+    assert design_metrics(Experiment("t", exp.arms, (closed,)), ("p99_ms",)) == ("p99_ms",)
 
 
 def test_the_plan_sets_every_time_bounded_load_and_its_peer_tools_seconds() -> None:
