@@ -53,20 +53,21 @@ def test_the_full_scale_uses_the_fewest_blocks_holm_can_decide_with() -> None:
                             paired=True) == 11
 
 
-def test_the_default_design_is_the_smallest_that_can_still_decide_every_row() -> None:
-    """Go and Rust only, 100 requests per trial on each endpoint (p50): 4 contrasts x 2 rows, 9 blocks."""
+def test_the_default_design_is_one_block_above_the_holm_floor_with_3_s_trials() -> None:
+    """Go and Rust only, 300 and 120 requests per trial (p50): 4 contrasts x 2 rows, 10 blocks
+    (the floor, 9, decides a row only when every block agrees)."""
     fam = study.family(extras=False)
     assert {a for c in fam.contrasts for a in (c.baseline, c.arm)} == {
         "go-fair", "go-faithful", "rust-fair", "rust-faithful", "dotnet-fair", "dotnet-faithful"}
     rows = study.planned_family(fam, NO_DOTNET, 1.0, full=False)
     assert rows == 8
-    assert stats.min_trials(alpha=0.05, n_comparisons=rows, paired=True) == study.DEFAULT_DESIGN["trials"] == 9
+    assert stats.min_trials(alpha=0.05, n_comparisons=rows, paired=True) + 1 == study.DEFAULT_DESIGN["trials"] == 10
     hello, users = study.study_conditions(1.0, full=False, warmup_s=0.5)
-    assert [(c.load.rate_rps, c.load.duration_s) for c in (hello, users)] == [(100, 1.0), (40, 2.5)]
+    assert [(c.load.rate_rps, c.load.duration_s) for c in (hello, users)] == [(100, 3.0), (40, 3.0)]
 
 
 def test_sequential_stopping_is_off_at_the_default_and_on_with_one_look_at_full_scale() -> None:
-    """auto: the default's family can first be decided at its last block (9), so stopping could
+    """auto: the default's family can first be decided at its last block (10), so stopping could
     save nothing; at full scale (10 blocks) it is on, its one look the last block. The rows are
     counted before the run knows which arms cannot run (.NET's contrasts included)."""
     from benchlib.analysis import stopping_rule

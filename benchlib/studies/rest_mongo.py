@@ -78,18 +78,23 @@ SEED_DURATION_S = 10.0
 SEED_IN_FLIGHT = 100  # k6 preAllocatedVUs, maxVUs unset
 #: the seed had none; 1 s at the trial's rate (100 and 10 requests at scale 1), recorded, not analysed
 WARMUP_S = 1.0
-#: The default design (``full=False``): (rate in requests/s, measured seconds) per condition,
-#: the fewest requests that support the p50 (100 per trial) in the shortest trial: ``/users/1`` at
-#: 4x the seed's rate (40/s; the faithful Rust variant's CPU per request, 6-16 ms, keeps it
-#: below ~65% busy, so it does not queue), ``/helloWorld`` at the seed's 100/s for 1 s.
-DEFAULT_LOADS: dict[str, tuple[int, float]] = {"helloWorld": (100, 1.0), "users": (40, 2.5)}
+#: The default design (``full=False``): (rate in requests/s, measured seconds) per condition:
+#: ``/users/1`` at 4x the seed's rate (40/s; the faithful Rust variant's CPU per request, 6-16 ms,
+#: keeps it below ~65% busy, so it does not queue), ``/helloWorld`` at the seed's 100/s, each for
+#: 3 s (120 and 300 requests: the p50). Chosen by the planner (``budget_min``) on this kind of
+#: machine: at 100 requests per trial (1 s and 2.5 s, the former default) one arm's p50
+#: scattered so much from trial to trial that the rows' MDEs were 30-36%; the plan's 3 s trials
+#: in 10 blocks decided 6 of 8 rows, the other two at MDEs of 7.6% and 9.6% (run
+#: 20261205-040627-2dae, docs/studies/01_rest_mongo.md, "Where the variance comes from").
+DEFAULT_LOADS: dict[str, tuple[int, float]] = {"helloWorld": (100, 3.0), "users": (40, 3.0)}
 #: The designs a notebook run takes its unset parameters from (:func:`benchlib.analysis.params.design_values`):
 #: by default Go and Rust only (the original's languages that run here; .NET is reported not run)
-#: in 9 blocks, the fewest with which Holm over the family's 8 rows (4 contrasts x 2 endpoints x
-#: p50) can reach p < 0.05 (8 x 2/2^9 = 0.031), k6 in 2 of them (the first and the last, one
-#: before benchlib's load, one after); at full scale every
+#: in 10 blocks, one more than the fewest with which Holm over the family's 8 rows (4 contrasts x
+#: 2 endpoints x p50) can reach p < 0.05 (8 x 2/2^9 = 0.031): at that floor a row is decided only
+#: when all its blocks agree, and its MDE is 1.3 times the one at 10 blocks (the plan's); k6 in 2
+#: of them (the first and the last, one before benchlib's load, one after); at full scale every
 #: implementation, the seed's load in 10 blocks, k6 in every block.
-DEFAULT_DESIGN: dict[str, Any] = {"trials": 9, "cross_check_blocks": 2, "warmup_s": 0.5, "extras": "no"}
+DEFAULT_DESIGN: dict[str, Any] = {"trials": 10, "cross_check_blocks": 2, "warmup_s": 0.5, "extras": "no"}
 FULL_DESIGN: dict[str, Any] = {"trials": 10, "cross_check_blocks": "all", "warmup_s": WARMUP_S, "extras": "yes"}
 #: the implementations beyond the original's (Python, Node.js): in the full-scale design only, by default
 EXTRA_KEYS: tuple[str, ...] = ("python", "node")
