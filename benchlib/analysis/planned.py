@@ -100,16 +100,17 @@ def _pilot_load(c: Condition, metrics: Sequence[str]) -> Condition:
 
 def design_metrics(experiment: Experiment, metrics: Sequence[str]) -> tuple[str, ...]:
     """The metrics among ``metrics`` that ``experiment``'s own trials can report: a latency
-    quantile is left out when an open-model load bounded by time offers fewer requests per
-    trial than it needs (``50 / (1 - q)``; e.g. p99 at 100 requests: the analysis omits it too).
+    quantile is left out when a load bounded by a request count, or an open-model load bounded
+    by time, offers fewer requests per trial than it needs (``50 / (1 - q)``; e.g. p99 at 100 requests: the analysis omits it too).
     What a budget plans for: planning a metric the design cannot report would force its trials
     to that metric's length (p99 at 100 requests/s: 50 s and more)."""
     from benchlib.stats.quantiles import quantile_of
     from benchlib.stats.summary import required_requests
 
-    offered = [float(c.load.rate_rps) * float(c.load.duration_s) for c in experiment.conditions
-               if c.load.model == "open" and c.load.rate_rps and c.load.duration_s is not None
-               and c.load.requests is None and not c.load.stages]
+    offered = [float(c.load.requests) for c in experiment.conditions if c.load.requests is not None]
+    offered += [float(c.load.rate_rps) * float(c.load.duration_s) for c in experiment.conditions
+                if c.load.model == "open" and c.load.rate_rps and c.load.duration_s is not None
+                and c.load.requests is None and not c.load.stages]
     least = min(offered, default=math.inf)
     return tuple(m for m in dict.fromkeys(metrics)
                  if (q := quantile_of(m)) is None or required_requests(q) <= least)
@@ -248,6 +249,8 @@ def run_planned(experiment: Experiment, families: Sequence[Family], *, budget_mi
     # a load bounded by a request count keeps its length: only the blocks (and warm-up) are planned
     # (and no request floor applies: its requests per trial are fixed)
     by_count = any(ld.duration_s is None or ld.requests is not None or ld.stages for ld in loads)
+    if by_count:  # no request floor: the components' rates would set one (the slowest arm's seconds)
+        comps = [replace(c, rate_rps=math.nan) for c in comps]
     durations = ((float(costs["duration_s"].median()),) if by_count else None)
     plan = plan_within_budget(comps, cost_model(costs), budget_min=float(budget), target_mde=target_rel,
                               pilot_minutes=_minutes(pilot), pilot_blocks=pilot_blocks, source=source, warmup=warm,

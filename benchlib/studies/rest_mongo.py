@@ -85,7 +85,8 @@ WARMUP_S = 1.0
 #: machine: at 100 requests per trial (1 s and 2.5 s, the former default) one arm's p50
 #: scattered so much from trial to trial that the rows' MDEs were 30-36%; the plan's 3 s trials
 #: in 10 blocks decided 6 of 8 rows, the other two at MDEs of 7.6% and 9.6% (run
-#: 20261205-040627-2dae, docs/studies/01_rest_mongo.md, "Where the variance comes from").
+#: 20261205-040627-2dae; the next run of this default, 20261205-042144-5bd5, decided 5 of 8, the
+#: rest at MDEs of 13.8-23.2%: docs/studies/01_rest_mongo.md, "Where the variance comes from").
 DEFAULT_LOADS: dict[str, tuple[int, float]] = {"helloWorld": (100, 3.0), "users": (40, 3.0)}
 #: The designs a notebook run takes its unset parameters from (:func:`benchlib.analysis.params.design_values`):
 #: by default Go and Rust only (the original's languages that run here; .NET is reported not run)

@@ -128,6 +128,9 @@ def test_a_pilot_trial_too_short_to_split_for_its_quantiles_is_lengthened() -> N
 
     assert design_metrics(exp, ("throughput_rps", "p50_ms", "p90_ms", "p99_ms")) == ("throughput_rps", "p50_ms")
     assert design_metrics(Experiment("t", exp.arms, (closed,)), ("p99_ms",)) == ("p99_ms",)
+    counted = Condition("c20", LoadSpec(model="closed", connections=20, requests=600, duration_s=None))
+    assert design_metrics(Experiment("t", exp.arms, (counted,)), ("p50_ms", "p90_ms", "p99_ms")) == (
+        "p50_ms", "p90_ms")  # study 03's 600 requests per trial: no p99
 
 
 def test_the_plan_sets_every_time_bounded_load_and_its_peer_tools_seconds() -> None:
