@@ -324,14 +324,15 @@ def _client_bound(data: Any) -> dict[tuple[str, str], str]:
 def _client_bound_verdicts(comparison: Any, missing: list[Verdict], bound: Mapping[tuple[str, str], str]
                            ) -> tuple[Any, list[Verdict]]:
     """``comparison`` and ``missing`` with each row that is neither decided nor equivalent ("~",
-    "insufficient", "no valid trial") and has a client-bound arm (:func:`_client_bound`) given a
+    "insufficient", "no valid trial", "not decidable within the budget") and has a client-bound arm (:func:`_client_bound`) given a
     ``client-bound`` verdict with that arm's evidence (the comparison's table too). Decided rows
     keep their verdicts: the notebooks' client CPU tables qualify them."""
     import dataclasses
 
     from benchlib.stats.verdict import VerdictKind, render
 
-    open_kinds = (VerdictKind.NO_DIFFERENCE, VerdictKind.INSUFFICIENT, VerdictKind.NO_VALID_TRIAL)
+    open_kinds = (VerdictKind.NO_DIFFERENCE, VerdictKind.INSUFFICIENT, VerdictKind.NO_VALID_TRIAL,
+                  VerdictKind.UNDECIDABLE)
 
     def relabel(v: Verdict) -> Verdict:
         group = str(v.labels.get("condition"))

@@ -6,6 +6,7 @@ conclusion uses (pure)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from benchlib.analysis import (Contrast, Family, answer_table, answer_tables, bl
                                planned_rows, run_family)
 from benchlib.errors import ParameterError
 from benchlib.stats.simulate import simulate_summaries
-from benchlib.stats.verdict import VerdictKind
+from benchlib.stats.verdict import Verdict, VerdictKind
 
 
 def _summaries(arms: dict[str, float], conditions: tuple[str, ...] = ("c1", "c2"), trials: int = 10,
@@ -185,3 +186,11 @@ def test_an_undecided_row_of_an_arm_the_client_could_not_saturate_reads_client_b
     # summaries stored before the client CPU column: nothing is relabelled
     old = run_family(s.drop(columns=["client_cpu"]), fam, seed=1)
     assert old.verdict("actix", "p50_ms", group="discard").kind is VerdictKind.INSUFFICIENT
+    # a budget's futility verdict on such an arm is client-bound too (study 03's go-http: 15 of 17
+    # trials invalid for the client's CPU read "not decidable within the budget", MDE infinite)
+    from benchlib.analysis.questions import _client_bound_verdicts
+
+    futile = Verdict(VerdictKind.UNDECIDABLE, arm="actix", baseline="go", metric="p50_ms", mde=math.inf,
+                     labels={"condition": "discard"})
+    _, (relabelled,) = _client_bound_verdicts(None, [futile], {("discard", "actix"): bound.reason})
+    assert relabelled.kind is VerdictKind.CLIENT_BOUND and relabelled.reason == bound.reason
