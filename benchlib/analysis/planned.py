@@ -84,6 +84,15 @@ class PlannedRun:
 PILOT_WINDOWS = 2
 
 
+def _open_requests(c: Condition) -> float | None:
+    """Requests a trial of ``c`` is offered when its load is open-model and bounded by time
+    (rate x measured seconds); ``None`` for any other load."""
+    ld = c.load
+    if ld.model == "open" and ld.rate_rps and ld.duration_s is not None and ld.requests is None and not ld.stages:
+        return float(ld.rate_rps) * float(ld.duration_s)
+    return None
+
+
 def _pilot_load(c: Condition, metrics: Sequence[str]) -> Condition:
     """``c`` without its peer tool and, for an open-model load bounded by time, with measured
     seconds long enough that each of :data:`PILOT_WINDOWS` windows holds the successful requests
@@ -91,8 +100,8 @@ def _pilot_load(c: Condition, metrics: Sequence[str]) -> Condition:
     (:func:`~benchlib.stats.budget.request_floor`); a closed-model load (no known rate) or one
     bounded by a request count keeps its length."""
     ld = c.load
-    if ld.model == "open" and ld.rate_rps and ld.duration_s is not None and ld.requests is None and not ld.stages:
-        floor = request_floor(metrics, {c.name: float(ld.rate_rps)})
+    if _open_requests(c) is not None:
+        floor = request_floor(metrics, {c.name: float(ld.rate_rps or 0.0)})
         if floor is not None and PILOT_WINDOWS * floor.duration_s > ld.duration_s:
             return replace(c, cross_check=None, load=replace(ld, duration_s=PILOT_WINDOWS * floor.duration_s))
     return replace(c, cross_check=None)
@@ -101,17 +110,16 @@ def _pilot_load(c: Condition, metrics: Sequence[str]) -> Condition:
 def design_metrics(experiment: Experiment, metrics: Sequence[str]) -> tuple[str, ...]:
     """The metrics among ``metrics`` that ``experiment``'s own trials can report: a latency
     quantile is left out when a load bounded by a request count, or an open-model load bounded
-    by time, offers fewer requests per trial than it needs (``50 / (1 - q)``; e.g. p99 at 100 requests: the analysis omits it too).
+    by time, offers fewer requests per trial than it needs (``50 / (1 - q)``; e.g. p99 at 100
+    requests: the analysis omits it too).
     What a budget plans for: planning a metric the design cannot report would force its trials
     to that metric's length (p99 at 100 requests/s: 50 s and more)."""
     from benchlib.stats.quantiles import quantile_of
     from benchlib.stats.summary import required_requests
 
-    offered = [float(c.load.requests) for c in experiment.conditions if c.load.requests is not None]
-    offered += [float(c.load.rate_rps) * float(c.load.duration_s) for c in experiment.conditions
-                if c.load.model == "open" and c.load.rate_rps and c.load.duration_s is not None
-                and c.load.requests is None and not c.load.stages]
-    least = min(offered, default=math.inf)
+    offered = [float(c.load.requests) if c.load.requests is not None else _open_requests(c)
+               for c in experiment.conditions]
+    least = min((x for x in offered if x is not None), default=math.inf)
     return tuple(m for m in dict.fromkeys(metrics)
                  if (q := quantile_of(m)) is None or required_requests(q) <= least)
 

@@ -324,8 +324,8 @@ def _client_bound(data: Any) -> dict[tuple[str, str], str]:
 def _client_bound_verdicts(comparison: Any, missing: list[Verdict], bound: Mapping[tuple[str, str], str]
                            ) -> tuple[Any, list[Verdict]]:
     """``comparison`` and ``missing`` with each row that is neither decided nor equivalent ("~",
-    "insufficient", "no valid trial", "not decidable within the budget") and has a client-bound arm (:func:`_client_bound`) given a
-    ``client-bound`` verdict with that arm's evidence (the comparison's table too). Decided rows
+    "insufficient", "no valid trial", "not decidable within the budget") and has a client-bound
+    arm (:func:`_client_bound`) given a ``client-bound`` verdict with that arm's evidence (the comparison's table too). Decided rows
     keep their verdicts: the notebooks' client CPU tables qualify them."""
     import dataclasses
 
