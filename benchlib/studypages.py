@@ -38,7 +38,7 @@ from benchlib.errors import ParameterError
 from benchlib.measurements import replace_block, scale_of, write_generated
 from benchlib.stats.verdict import Verdict, VerdictKind
 
-__all__ = ["Finding", "SCALES", "check", "key", "load", "main", "page_block", "record", "save", "stacks_block", "sync"]
+__all__ = ["Finding", "SCALES", "check", "key", "load", "main", "page_block", "record", "save", "stacks_block", "stored_verdict", "sync"]
 
 BEGIN = re.compile(r"<!-- findings:begin study=(\S+?)(?: scale=(\w+))? -->")
 END = "<!-- findings:end -->"
@@ -198,7 +198,7 @@ def _disturbance_words(folder: Path) -> str:
     return machine_during_trials(run).removeprefix("- ")
 
 
-def _verdict(d: Mapping[str, Any]) -> Verdict:
+def stored_verdict(d: Mapping[str, Any]) -> Verdict:
     """A verdict as ``Comparison.to_json`` stored it (NaN as ``None``, infinity as ``"inf"``)."""
     kw: dict[str, Any] = {}
     for f in dataclasses.fields(Verdict):
@@ -262,7 +262,7 @@ def page_block(study: str, findings: Mapping[str, Finding], scale: str = "defaul
     for family, rows in f.verdicts.items():
         lines.append(f"*{family}*:")
         for d in rows:
-            v = _verdict(d)
+            v = stored_verdict(d)
             cond = v.labels.get("condition")
             lines.append(f"- {f'*{cond}*: ' if cond not in (None, '', 'main') else ''}"
                          f"{say.sentence(v, v.arm, v.baseline)}")

@@ -13,7 +13,7 @@ from benchlib.errors import ParameterError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["MetricInfo", "metric_info", "with_microseconds"]
+__all__ = ["RATE_METRICS", "MetricInfo", "metric_info", "with_microseconds"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,8 @@ class MetricInfo:
         return log_or_diff < 0 if self.better == "lower" else log_or_diff > 0
 
 
-_RATE_METRICS = {"error_rate", "timeout_rate"}
+#: the failure-rate columns (a difference in percentage points, not a ratio)
+RATE_METRICS: frozenset[str] = frozenset({"error_rate", "timeout_rate"})
 
 
 def metric_info(name: str, better: Mapping[str, str] | None = None) -> MetricInfo:
@@ -74,7 +75,7 @@ def metric_info(name: str, better: Mapping[str, str] | None = None) -> MetricInf
     override = (better or {}).get(name)
     if override is not None and override not in ("lower", "higher"):
         raise ParameterError(f"better[{name!r}]={override!r}; choose 'lower' or 'higher'")
-    if name in _RATE_METRICS:
+    if name in RATE_METRICS:
         return MetricInfo(name, override or "lower", "linear", "%", "fewer errors", "more errors")
     if name.endswith("_rps"):
         return MetricInfo(name, override or "higher", "log", "req/s", "faster", "slower")
