@@ -43,7 +43,7 @@ RUNNABLE = ["iris-faithful", "iris-verbatim", "iris-fair", "nethttp", "actix", "
 
 def test_parameters_and_their_defaults() -> None:
     params = notebook_parameters(NOTEBOOK)
-    expected = {"runtime": '"local"', "trials": "10", "scale": "0.02", "warmup_s": "0.5",
+    expected = {"runtime": '"local"', "trials": "10", "scale": "0.1", "warmup_s": "1.0",
                 "variants": '"faithful,verbatim,fair"', "fair_rows": '"nethttp,actix,node,python"',
                 "endpoints": '"random"', "server_cpus": "1", "bombardier": f'"{study.BOMBARDIER_STACKS}"',
                 "sequential": '"auto"', "budget_min": "0.0", "target_mde": "5.0", "cluster": "None",
