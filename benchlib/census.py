@@ -29,7 +29,7 @@ import json
 import math
 import statistics
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +38,7 @@ from benchlib.stats.metrics import RATE_METRICS
 from benchlib.stats.verdict import VerdictKind
 
 __all__ = ["DECIDED", "EXPLAINED", "EXPLAINED_SHARE", "Agreement", "Census", "Row", "agreement", "census",
-           "headline_rows", "main"]
+           "headline_rows", "main", "total"]
 
 #: the verdict kinds that decide a row
 DECIDED: frozenset[VerdictKind] = frozenset({VerdictKind.FASTER, VerdictKind.SLOWER, VerdictKind.EQUIVALENT})
@@ -74,32 +74,21 @@ class Row:
         return self.kind in DECIDED
 
 
-def _mde(d: Mapping[str, object]) -> float:
-    x = d.get("mde")
-    if x is None:
-        return math.inf
-    try:
-        v = float(x)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return math.inf
-    return v if math.isfinite(v) and v >= 0 else math.inf
-
-
 def headline_rows(run_folder: str | Path) -> tuple[str, str, list[Row]]:
     """``(study, run_id, rows)`` of one run folder and its companion runs (see the module doc)."""
-    from benchlib.studypages import record
+    from benchlib.studypages import stored_verdict, stored_verdicts
 
-    finding = record(run_folder)
+    got = stored_verdicts(run_folder)
     rows = []
-    for family, verdicts in sorted(finding.verdicts.items()):
+    for family, verdicts in sorted(got.verdicts.items()):
         for d in verdicts:
-            kind = VerdictKind(str(d["kind"]))
-            metric = str(d.get("metric", ""))
-            if kind in _NOT_HEADLINE or metric in RATE_METRICS:
+            v = stored_verdict(d)
+            if v.kind in _NOT_HEADLINE or v.metric in RATE_METRICS:
                 continue
-            rows.append(Row(finding.study, family, str(d.get("arm", "")), str(d.get("baseline", "")), metric,
-                            json.dumps(d.get("labels") or {}, sort_keys=True), kind, _mde(d)))
-    return finding.study, finding.run_id, rows
+            mde = v.mde if math.isfinite(v.mde) and v.mde >= 0 else math.inf
+            rows.append(Row(got.study, family, v.arm, v.baseline, v.metric, json.dumps(dict(v.labels), sort_keys=True),
+                            v.kind, mde))
+    return got.study, got.run_id, rows
 
 
 @dataclass(frozen=True)

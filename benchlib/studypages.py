@@ -38,7 +38,7 @@ from benchlib.errors import ParameterError
 from benchlib.measurements import replace_block, scale_of, write_generated
 from benchlib.stats.verdict import Verdict, VerdictKind
 
-__all__ = ["Finding", "SCALES", "check", "key", "load", "main", "page_block", "record", "save", "stacks_block", "stored_verdict", "sync"]
+__all__ = ["Finding", "SCALES", "check", "key", "load", "main", "page_block", "record", "save", "stacks_block", "stored_verdict", "stored_verdicts", "StoredVerdicts", "sync"]
 
 BEGIN = re.compile(r"<!-- findings:begin study=(\S+?)(?: scale=(\w+))? -->")
 END = "<!-- findings:end -->"
@@ -144,17 +144,30 @@ def _verdict_files(folder: Path) -> dict[str, list[Mapping[str, Any]]]:
     return verdicts
 
 
-def record(run_folder: str | Path) -> Finding:
-    """The finding of one stored run folder (run.json and ``derived/*.json``), with the verdicts of
-    its companion runs beside it (folders ``<run_id>-<part>`` of the same study and scale, e.g.
-    study 04's sweep): one notebook execution, one finding."""
+@dataclass(frozen=True)
+class StoredVerdicts:
+    """What :func:`stored_verdicts` reads: the run's ``run.json`` (``run``), its scale, the
+    verdicts by family (file stem) with its companion runs' folded in, and ``parts``: each
+    companion run's id -> its 1-min load average before it."""
+
+    run: Mapping[str, Any]
+    study: str
+    run_id: str
+    scale: str
+    verdicts: dict[str, list[Mapping[str, Any]]]
+    parts: dict[str, float | None]
+
+
+def stored_verdicts(run_folder: str | Path) -> StoredVerdicts:
+    """The stored verdicts of one run folder (run.json and ``derived/*.json``) and of its
+    companion runs (folders ``<run_id>-<part>`` of the same study and scale, e.g. study 04's
+    sweep): one notebook execution's verdict tables, without opening its trials."""
     folder = Path(run_folder)
     run_json = folder / "run.json"
     if not run_json.exists():
         raise ParameterError(f"{folder}: no run.json; give a run folder (data/runs/<study>/<run_id> or "
                              "reports/<study>/<run_id>)")
     run = json.loads(run_json.read_text(encoding="utf-8"))
-    prov = run.get("provenance") or {}
     study = str(run.get("study", folder.parent.name))
     scale = scale_of(run.get("notebook_parameters") or {})
     verdicts = _verdict_files(folder)
@@ -172,13 +185,23 @@ def record(run_folder: str | Path) -> Finding:
         if extra:
             verdicts.update(extra)
             parts[str(o.get("run_id", other.name))] = _load1(o)
+    return StoredVerdicts(run, study, str(run.get("run_id", folder.name)), scale, verdicts, parts)
+
+
+def record(run_folder: str | Path) -> Finding:
+    """The finding of one stored run folder: :func:`stored_verdicts` with the run's identity,
+    load average and disturbance measure (one notebook execution, one finding)."""
+    folder = Path(run_folder)
+    got = stored_verdicts(folder)
+    run = got.run
+    prov = run.get("provenance") or {}
     disturbance = _disturbance_words(folder)
     arms = tuple(a.get("name", "") for a in (run.get("parameters") or {}).get("arms", []) if isinstance(a, dict))
-    return Finding(study=study, run_id=str(run.get("run_id", folder.name)),
+    return Finding(study=got.study, run_id=got.run_id,
                    date=str(prov.get("collected_utc", ""))[:16].replace("T", " "),
                    loadavg=_load1(run), disturbance=disturbance,
-                   arms=arms, unavailable=dict(run.get("unavailable") or {}), verdicts=verdicts, scale=scale,
-                   parts=parts)
+                   arms=arms, unavailable=dict(run.get("unavailable") or {}), verdicts=got.verdicts, scale=got.scale,
+                   parts=got.parts)
 
 
 def _disturbance_words(folder: Path) -> str:
