@@ -21,7 +21,7 @@ setup:
 	BASE_PYTHON='$(BASE_PYTHON)' PYTHON='$(PYTHON)' scripts/setup.sh
 
 report: setup
-	$(PYTHON) -m benchlib.cli report $(N) $(P); status=$$?; $(PYTHON) -m benchlib.cli publish && exit $$status
+	$(PYTHON) -m benchlib.cli report --publish $(N) $(P)
 
 test: setup
 	PYTHON=$(PYTHON) scripts/test.sh

@@ -94,9 +94,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
             print(f"benchlib: error: {r.notebook.stem}: {r.error}", file=sys.stderr)
         else:
             print(f"benchlib: {r.notebook.stem} failed: {r.error}", file=sys.stderr)
-    if any(not r.user_error for r in failed):
-        return 1
-    return 2 if failed else 0
+    status = 1 if any(not r.user_error for r in failed) else (2 if failed else 0)
+    if args.publish:  # the site of the same reports folder (make report's last step)
+        from benchlib.errors import BenchlibError
+
+        args.out, args.runs = None, None
+        try:
+            _cmd_publish(args)
+        except BenchlibError as e:
+            print(f"benchlib: error: {e}", file=sys.stderr)
+            return status or 2
+    return status
 
 
 def _cmd_publish(args: argparse.Namespace) -> int:
@@ -242,6 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_rep = sub.add_parser("report", help="execute study notebooks and export HTML reports plus an index")
     p_rep.add_argument("notebooks", nargs="*", help="notebooks to run (default: all study notebooks)")
+    p_rep.add_argument("--publish", action="store_true", help="then build the site of every kept run in the same "
+                       "reports folder (benchlib publish --reports-dir ...; make report does)")
     add_params(p_rep)
     p_rep.set_defaults(func=_cmd_report)
 
