@@ -118,7 +118,9 @@ def test_a_busy_loop_on_the_services_cpu_disturbs_its_trial_which_is_repeated(se
     busy the machine was anyway); the third is, naming the service's CPUs, and is repeated in
     its place (the repeat runs without the busy loops). On a machine so busy that others already
     took nearly all the time the service left free (the run's ordinary contention above 65%),
-    a busy loop cannot take more than the bound above it: that part is skipped, saying so."""
+    a busy loop cannot take more than the bound above it: that part is skipped, saying so. An
+    idle trial disturbed from outside (steal, other processes' CPU time while no busy loop ran)
+    cannot be the idle reference: the run is made once more, then the test is skipped, saying so."""
     from benchlib.cpus import plan_cpus
     from benchlib.model import Arm, Condition, Experiment, LoadSpec
     from benchlib.runner import run_experiment
@@ -128,13 +130,17 @@ def test_a_busy_loop_on_the_services_cpu_disturbs_its_trial_which_is_repeated(se
     exp = Experiment("t-disturb", (Arm("a", "python-aiohttp-hello"),),
                      (Condition("main", LoadSpec(connections=2, duration_s=1.5, warmup_s=0.2, timeout_s=2)),),
                      trials=3, seed=1, between_trials_s=0, repeat_disturbed=1)
-    res = run_experiment(exp, run_id="d1", out_dir=tmp_path / "runs", progress=False, cpus=cpus,
-                         load=_PlantedLoad(cpus.server[0], planted=3))
-    by = {t.block: t for t in res.trials}
-    stolen = [t for t in res.trials for r in (t.reason, *(a.reason for a in t.attempts)) if r and "steal" in r]
-    if stolen:  # an outside signal that really was there: the hypervisor took the CPUs
-        pytest.skip(f"the hypervisor took the CPUs during the run ({stolen[0].attempts[0].reason if stolen[0].attempts else stolen[0].reason}): "
-                    "the idle trials were disturbed from outside, so they cannot be the test's idle reference")
+    outside: list[str] = []
+    for attempt in range(2):  # an idle trial disturbed from outside: once more, then skip
+        res = run_experiment(exp, run_id=f"d{attempt}", out_dir=tmp_path / "runs", progress=False, cpus=cpus,
+                             load=_PlantedLoad(cpus.server[0], planted=3))
+        by = {t.block: t for t in res.trials}
+        outside = [r for b in (0, 1) for r in (by[b].reason, *(a.reason for a in by[b].attempts)) if is_disturbed(r)]
+        if not outside:
+            break
+    if outside:  # no busy loop ran in blocks 0-1: what the rule saw there was really there (steal, others' CPU)
+        pytest.skip(f"the idle trials of two runs were disturbed from outside ({outside[0]}), "
+                    "so they cannot be the test's idle reference")
     for b in (0, 1):
         d = by[b].disturbance
         assert d is not None and by[b].status == "ok" and not by[b].attempts, (b, by[b].reason, d and d.figures())
