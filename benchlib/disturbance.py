@@ -7,9 +7,13 @@ it. It reads ``/proc/stat`` (per CPU: busy, steal, interrupts; ticks of ``SC_CLK
 ``/proc/pressure/cpu`` (µs) and the schedstat of the service's threads (ns) at both ends, and
 runs a canary thread in this process (which the runner pins to the client's CPUs while trials
 run): every :data:`CANARY_INTERVAL_S` it times a fixed loop of :data:`CANARY_LOOP` iterations
-on its own thread's CPU clock. Our own processes' CPU time (the caller passes the service's;
-this process and the children it waited for, i.e. the load workers, are read from
-``os.times``) is taken off each CPU set's busy time, leaving the other processes' share.
+on its own thread's CPU clock. A second canary thread, pinned to the service's CPUs (when they
+are not the client's), times :data:`SERVER_CANARY_LOOP` iterations every
+:data:`SERVER_CANARY_INTERVAL_S`: the speed of the CPUs the service ran on. Our own processes'
+CPU time (the caller passes the service's; this process and the children it waited for, i.e.
+the load workers, are read from ``os.times``; the server canary's loops are moved from the
+client's side to the server's) is taken off each CPU set's busy time, leaving the other
+processes' share.
 
 Linux only; where a file is missing (no PSI, no ``/proc``) the signal reads NaN and never
 disturbs a trial.
@@ -22,22 +26,37 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from benchlib.records.disturbance import (DEFAULT_BOUNDS, CpuSet, Disturbance, DisturbanceBounds, judge,
                                           with_references)
 
-__all__ = ["CANARY_INTERVAL_S", "CANARY_LOOP", "DisturbanceSampler", "canary_loop_us", "group_pids", "handle_pids"]
+__all__ = ["CANARY_INTERVAL_S", "CANARY_LOOP", "SERVER_CANARY_INTERVAL_S", "SERVER_CANARY_LOOP", "DisturbanceSampler", "bounds_from_settings", "canary_loop_us", "group_pids", "handle_pids"]
 
 #: Seconds between two canary loops (the canary costs about 0.2 ms of CPU per loop: ~0.4% of
 #: one client CPU).
 CANARY_INTERVAL_S = 0.05
 #: Iterations of the canary's fixed loop.
 CANARY_LOOP = 5000
+#: Seconds between two loops of the server canary (on the service's CPUs).
+SERVER_CANARY_INTERVAL_S = 0.1
+#: Iterations of the server canary's loop (about 0.1 ms of CPU: ~0.1% of one server CPU).
+SERVER_CANARY_LOOP = 2000
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def bounds_from_settings(environ: Mapping[str, str] | None = None) -> DisturbanceBounds | None:
+    """The bounds the runner judges trials by: ``None`` under ``BENCHLIB_DISTURBANCE_RULE=record``
+    (measured and reported only), else the defaults with ``BENCHLIB_SERVER_SLOWDOWN_BOUND`` as
+    the server canary's bound (unset: none). ``environ``: read instead of ``os.environ``."""
+    from benchlib import settings
+
+    if settings.DISTURBANCE_RULE.value(environ) != "judge":
+        return None
+    return replace(DEFAULT_BOUNDS, server_slowdown=settings.SERVER_SLOWDOWN_BOUND.get(environ))
 
 
 def canary_loop_us(n: int = CANARY_LOOP) -> float:
@@ -150,12 +169,18 @@ def _cpu_set(cpus: Sequence[int], a: dict[int, list[int]], b: dict[int, list[int
 
 
 def _canary(owner: weakref.ref[DisturbanceSampler], stop: threading.Event, samples: list[tuple[float, float]],
-            t0_ns: int, interval_s: float) -> None:
-    """The canary thread: a loop timed every ``interval_s`` until ``stop`` is set or its
-    sampler is gone (a trial that raised before :meth:`DisturbanceSampler.stop`)."""
+            t0_ns: int, interval_s: float, loop: int = CANARY_LOOP, cpus: Sequence[int] = ()) -> None:
+    """A canary thread: a loop of ``loop`` iterations timed every ``interval_s`` until ``stop``
+    is set or its sampler is gone (a trial that raised before :meth:`DisturbanceSampler.stop`);
+    ``cpus``: pin this thread (only) to them first (empty: the process's CPUs)."""
+    if cpus:
+        try:
+            os.sched_setaffinity(0, set(cpus))  # 0: the calling thread
+        except OSError:
+            return  # the CPUs are not ours to use: no samples, the signal reads NaN
     while not stop.wait(interval_s) and owner() is not None:
         t = (time.monotonic_ns() - t0_ns) / 1e9
-        samples.append((round(t, 3), round(canary_loop_us(), 2)))  # ms and 0.01 µs: compact
+        samples.append((round(t, 3), round(canary_loop_us(loop), 2)))  # ms and 0.01 µs: compact
 
 
 class DisturbanceSampler:
@@ -178,8 +203,10 @@ class DisturbanceSampler:
         self.interval_s = interval_s
         self._canary_on = canary
         self._samples: list[tuple[float, float]] = []
+        self._server_samples: list[tuple[float, float]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._server_thread: threading.Thread | None = None
         self._t0 = 0
 
     @classmethod
@@ -230,6 +257,12 @@ class DisturbanceSampler:
                                                                   self._t0, self.interval_s),
                                             name="benchlib-canary", daemon=True)
             self._thread.start()
+            if self.server_cpus and not set(self.server_cpus) & set(self.client_cpus):
+                self._server_thread = threading.Thread(
+                    target=_canary, args=(weakref.ref(self), self._stop, self._server_samples, self._t0,
+                                          SERVER_CANARY_INTERVAL_S, SERVER_CANARY_LOOP, self.server_cpus),
+                    name="benchlib-server-canary", daemon=True)
+                self._server_thread.start()
         return self
 
     def stop(self, *, own_server_s: float = math.nan, client_wait_s: float = math.nan) -> Disturbance:
@@ -240,8 +273,10 @@ class DisturbanceSampler:
         CPUs) used on the server's CPUs in the window; ``client_wait_s``: the load workers'
         run-queue wait, s."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        for th in (self._thread, self._server_thread):
+            if th is not None:
+                th.join()
+        moved = math.fsum(c for _, c in self._server_samples) / 1e6  # the server canary's CPU s (ours, on the server's CPUs)
         sched1 = _schedstat(self.service_pids()) if self.service_pids is not None else {}
         stat1 = _proc_stat()
         psi1 = _psi_some_us()
@@ -253,9 +288,9 @@ class DisturbanceSampler:
             run += r - r0
             wait += w - w0
         return Disturbance(
-            window_s=window, server=_cpu_set(self.server_cpus, self._stat0, stat1, own_server_s),
-            client=_cpu_set(self.client_cpus, self._stat0, stat1, own1 - self._own0),
+            window_s=window, server=_cpu_set(self.server_cpus, self._stat0, stat1, own_server_s + moved),
+            client=_cpu_set(self.client_cpus, self._stat0, stat1, own1 - self._own0 - moved),
             service_run_s=run / 1e9 if self.service_pids is not None else math.nan,
             service_wait_s=wait / 1e9 if self.service_pids is not None else math.nan,
             client_wait_s=client_wait_s, psi_some=(psi1 - self._psi0) / 1e6 / window if window > 0 else math.nan,
-            canary=tuple(self._samples), t0_monotonic_ns=self._t0)
+            canary=tuple(self._samples), t0_monotonic_ns=self._t0, server_canary=tuple(self._server_samples))

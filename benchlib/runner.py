@@ -40,7 +40,7 @@ from benchlib.settle import Settled, wait_for_quiet
 from benchlib.contract import verify
 from benchlib.cpus import CpuPlan, plan_cpus
 from benchlib.design import PlannedTrial, cross_check_blocks, plan_trials
-from benchlib.disturbance import DisturbanceSampler
+from benchlib.disturbance import DisturbanceSampler, bounds_from_settings
 from benchlib.errors import (
     BenchlibError,
     BuildError,
@@ -57,7 +57,7 @@ from benchlib.peers.crosscheck import run_cross_check
 from benchlib.progress import ProgressCallback, make_progress
 from benchlib.records import (TRIAL_RECORD_VERSION, Attempt, DependencyRecord, EnforcedLimits, FrontRecord, LoadMeta,
                               ServiceLog, TrialRecord, peer_report)
-from benchlib.records.disturbance import DEFAULT_BOUNDS, Disturbance, DisturbanceBounds, is_disturbed
+from benchlib.records.disturbance import Disturbance, DisturbanceBounds, is_disturbed
 from benchlib.records.trial import utc_now
 from benchlib.results import Run, open_run, trial_summary
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
@@ -166,8 +166,7 @@ class _Executor:
         self.disturbances: list[Disturbance] = []
         #: the disturbance rule's bounds (``None``: measured and reported, never judged;
         #: ``BENCHLIB_DISTURBANCE_RULE=record``)
-        self.disturbance_bounds: DisturbanceBounds | None = (
-            DEFAULT_BOUNDS if settings.DISTURBANCE_RULE.value() == "judge" else None)
+        self.disturbance_bounds: DisturbanceBounds | None = bounds_from_settings()
         #: service_starts="cell": each (condition, arm)'s running services (service, resolved
         #: service, dependencies, front) and every handle to stop when the run ends
         self.kept: dict[tuple[str, str], tuple[tuple[Any, ...], list[ServiceHandle], contextlib.ExitStack]] = {}

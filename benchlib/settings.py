@@ -297,6 +297,14 @@ DISTURBANCE_RULE: Setting[str] = Setting(
     "its tests assert what the code decides, not how busy the machine's host was).",
     "judge, record", "benchlib.runner", _disturbance_rule, fallback=lambda: "judge")
 
+SERVER_SLOWDOWN_BOUND: Setting[float] = Setting(
+    "BENCHLIB_SERVER_SLOWDOWN_BOUND", "number", "unset (recorded and reported only)",
+    "A bound on the server canary's slowdown (the loop timed on the service's CPUs, its trial median over the run's "
+    "ordinary): under `BENCHLIB_DISTURBANCE_RULE=judge` a trial above it is disturbed and repeated. Off by default, "
+    "because the canary shares the service's CPU and the service might move it (docs/statistics.md \"The service's "
+    "CPU has a speed of its own\"): set it where a run has shown that the slow state does not depend on the arm.",
+    "a ratio from 1.01 to 10", "benchlib.runner", _seconds(1.01, 10.0))
+
 SETTLE: Setting[float] = Setting(
     "BENCHLIB_SETTLE", "number", "none",
     "A 1-min load average: a run waits, after its builds and just before its first trial, until the machine's load "
@@ -335,7 +343,7 @@ DOCKERD_TIMEOUT_S: Setting[float] = Setting(
 SETTINGS: tuple[Setting[Any], ...] = (
     DATA, CACHE, SERVICES, PROGRESS_FILE, RUNS_FILE, STOP_GRACE_S, DOCKER_LIMITS, DOCKER_SERVICE_HOST, DOCKER_BIND_HOST,
     DOCKER_DEPENDENCY_BIND_HOST, DEBIAN_MIRROR, BUILD_CA_BUNDLE, ALLOW_REMOTE_TARGET, ALLOW_INSECURE_DOCKER, K6,
-    IMAGE_FROM_LOCAL_BUILD, BOMBARDIER, GHZ, BUILD_TIMES, DISTURBANCE_RULE, SETTLE, SETTLE_MAX_S, MAX_BETWEEN_TRIALS_S, VALIDATION_REPORT,
+    IMAGE_FROM_LOCAL_BUILD, BOMBARDIER, GHZ, BUILD_TIMES, DISTURBANCE_RULE, SERVER_SLOWDOWN_BOUND, SETTLE, SETTLE_MAX_S, MAX_BETWEEN_TRIALS_S, VALIDATION_REPORT,
     SKIP_APT, SKIP_DOCKER,
     DOCKERD_ARGS, DOCKERD_TIMEOUT_S,
 )

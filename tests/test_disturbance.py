@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+from dataclasses import replace
+
 import pytest
 
 from benchlib.errors import ParameterError
@@ -65,6 +67,36 @@ def test_the_rule_is_relative_to_the_run_and_names_the_signal_and_its_value() ->
     with pytest.raises(ParameterError, match="DisturbanceBounds.slowdown must be a positive number or None"):
         DisturbanceBounds(slowdown=0)
     assert DEFAULT_BOUNDS.server_excess == 0.3
+
+
+def test_the_server_canary_is_stored_judged_against_its_own_reference_and_off_by_default() -> None:
+    """The loop timed on the service's CPUs: stored and read back, its slowdown over the
+    median of the run's earlier server-canary medians, judged only under a bound."""
+    def rec(server_us: float) -> Disturbance:
+        return replace(_rec(), server_canary=tuple((0.1 * i, server_us) for i in range(20)))
+
+    quiet = [rec(100.0), rec(110.0), rec(105.0)]
+    slow = with_references(rec(157.5), quiet)
+    assert slow.server_reference_us == 105.0 and slow.server_slowdown == pytest.approx(1.5)
+    assert slow.figures()["server_canary_median_us"] == 157.5
+    assert Disturbance.from_dict(slow.to_dict()) == slow
+    assert judge(slow) == ""  # the default bounds record it only
+    reason = judge(slow, DisturbanceBounds(server_slowdown=1.25))
+    assert reason == "disturbed: the service's CPUs ran the server canary 1.50x slower than the run's ordinary (bound 1.25x)"
+    assert judge(with_references(rec(120.0), quiet), DisturbanceBounds(server_slowdown=1.25)) == ""
+    assert math.isnan(with_references(_rec(), quiet).server_slowdown)  # not measured: never disturbs
+    assert [c for _, c in slow.canary_bins(1.0, server=True)] == [157.5, 157.5]
+
+
+def test_the_runners_bounds_come_from_the_settings() -> None:
+    from benchlib.disturbance import bounds_from_settings
+
+    assert bounds_from_settings({"BENCHLIB_DISTURBANCE_RULE": "record"}) is None
+    assert bounds_from_settings({}) == DEFAULT_BOUNDS and DEFAULT_BOUNDS.server_slowdown is None
+    on = bounds_from_settings({"BENCHLIB_SERVER_SLOWDOWN_BOUND": "1.25"})
+    assert on is not None and on.server_slowdown == 1.25 and on.slowdown == DEFAULT_BOUNDS.slowdown
+    with pytest.raises(ParameterError, match="BENCHLIB_SERVER_SLOWDOWN_BOUND.*1.01"):
+        bounds_from_settings({"BENCHLIB_SERVER_SLOWDOWN_BOUND": "0.9"})
 
 
 def test_the_canary_is_checked_against_level_shifts() -> None:
@@ -145,6 +177,7 @@ def test_a_busy_loop_on_the_services_cpu_disturbs_its_trial_which_is_repeated(se
         d = by[b].disturbance
         assert d is not None and by[b].status == "ok" and not by[b].attempts, (b, by[b].reason, d and d.figures())
         assert d.server.cpus == tuple(cpus.server) and len(d.canary) > 10 and d.window_s > 1.5
+        assert len(d.server_canary) >= 10 and d.server_canary_median_us > 0  # the loop on the service's CPU
         assert math.isfinite(d.server_contention) and math.isfinite(d.service_wait)
     from benchlib.analysis.disturbance import canary_at_level_shifts, disturbance_markdown
 

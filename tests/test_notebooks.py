@@ -179,7 +179,8 @@ def test_harness_overhead_notebook_compares_local_and_docker_arms(tmp_path: Path
 def test_report_without_a_docker_engine_skips_the_docker_arms_writes_the_report_and_says_why(tmp_path: Path) -> None:
     """`benchlib report` (what `make report` runs) with no engine reachable: 90_harness_overhead's
     Docker arms are not run, with one line saying why while it runs and one per arm in the
-    closing summary (read from the run's run.json); the report is written; the status is 0."""
+    closing summary (read from the run's run.json); the report is written; the status is 0.
+    With ``--publish`` (as `make report`), the site is built from the same reports folder."""
     import os
     import subprocess
     import sys
@@ -192,9 +193,11 @@ def test_report_without_a_docker_engine_skips_the_docker_arms_writes_the_report_
     args = [a for name, value in tiny.items() for a in ("-p", name, str(value))]
     env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent.sock"}
     out = subprocess.run([sys.executable, "-m", "benchlib.cli", "report", "90_harness_overhead", *args,
-                          "--reports-dir", str(reports)], env=env, capture_output=True, text=True, timeout=600)
+                          "--reports-dir", str(reports), "--publish"], env=env, capture_output=True, text=True,
+                         timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     assert (reports / "90_harness_overhead.html").exists() and (reports / "index.html").exists()
+    assert f"site: {reports / 'site' / 'index.html'} (" in out.stdout and (reports / "site" / "index.html").exists()
     unavailable = RunStore(runs / "90_harness_overhead" / "nodocker").read_run()["unavailable"]
     assert set(unavailable) == {"docker-host", "docker-1cpu"}
     assert all("no Docker engine answers at unix:///nonexistent.sock" in why for why in unavailable.values())

@@ -57,7 +57,8 @@ def _row(t: TrialRecord, kind: str) -> dict[str, Any]:
             "server_contention": f.get("server_contention", nan), "server_excess": f.get("server_excess", nan),
             "client_contention": f.get("client_contention", nan), "client_excess": f.get("client_excess", nan),
             "steal": f.get("steal", nan), "slowdown": f.get("slowdown", nan),
-            "slowdown_worst_bin": f.get("slowdown_worst_bin", nan), "service_wait": f.get("service_wait", nan),
+            "slowdown_worst_bin": f.get("slowdown_worst_bin", nan),
+            "server_slowdown": f.get("server_slowdown", nan), "service_wait": f.get("service_wait", nan),
             "psi_some": f.get("psi_some", nan), "reason": d.verdict if d is not None else "not measured"}
 
 
@@ -66,7 +67,7 @@ def disturbance_table(run: Run) -> Any:
     aside (``"set aside"``): ``condition``, ``arm``, ``block``, ``status``, the rule's figures
     (``server_contention``, ``server_excess``, ``client_contention``, ``client_excess``,
     shares 0..1; ``steal``, share; ``slowdown``, ``slowdown_worst_bin``, ratios to the run's
-    ordinary canary; ``service_wait``, s of run-queue wait per s of the service's CPU;
+    ordinary canary; ``server_slowdown``, the server canary's ratio; ``service_wait``, s of run-queue wait per s of the service's CPU;
     ``psi_some``, share of the window) and ``reason`` (the rule's, "" when not disturbed; "not
     measured" for trials stored without the signals). Empty when no trial has them."""
     import pandas as pd
@@ -204,11 +205,14 @@ def disturbance_markdown(run: Run, answers: Sequence[Any] = (), *,
              f"pinned to (median over the trials, and the largest): others' share of the time the service left "
              f"free {spread('server_contention', _pct)}, of the time the client left free "
              f"{spread('client_contention', _pct)}; hypervisor steal {spread('steal', lambda x: f'{x:.1%}')}; canary "
-             f"slowdown {spread('slowdown', lambda x: f'{x:.2f}x')}; the service's run-queue wait "
+             f"slowdown {spread('slowdown', lambda x: f'{x:.2f}x')} on the client's CPUs, "
+             f"{spread('server_slowdown', lambda x: f'{x:.2f}x')} on the service's; the service's run-queue wait "
              f"{spread('service_wait', lambda x: f'{x:.2f} s per CPU-s')}; CPU pressure (PSI some) "
              f"{spread('psi_some', _pct)}. A trial is disturbed when others took more than +{b.server_excess:.0%} "
              f"(client: +{b.client_excess:.0%}) of the free time above the run's ordinary level, steal exceeded "
-             f"{b.steal:.0%} or the canary ran {b.slowdown:.2f}x slower than the run's ordinary; one rule for every "
+             f"{b.steal:.0%} or the canary ran {b.slowdown:.2f}x slower than the run's ordinary"
+             + (f" ({b.server_slowdown:.2f}x on the service's CPUs)" if b.server_slowdown is not None else "")
+             + "; one rule for every "
              "arm, from outside signals only; such a trial is run again in its place "
              f"(at most {run.parameters.get('repeat_disturbed', 2)} times)."]
     shifted, seen = canary_at_level_shifts(run)

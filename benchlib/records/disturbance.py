@@ -27,7 +27,14 @@ The signals (all per trial, over the load's wall time ``window_s``):
   :data:`~benchlib.disturbance.CANARY_INTERVAL_S` through the trial, µs per loop: a slower
   machine (a busy neighbour on the host, a lower clock) takes more CPU time for the same work,
   which steal does not show. Its **slowdown** is the trial's median loop time over the
-  reference (the median of the run's earlier attempts' trial medians).
+  reference (the median of the run's earlier attempts' trial medians);
+* **server canary**: the same loop, shorter and sparser, timed on the *service's* CPUs
+  (:data:`~benchlib.disturbance.SERVER_CANARY_INTERVAL_S`), its **server slowdown** likewise:
+  on a VM each virtual CPU's speed can change on its own (on the 2-CPU machines of
+  docs/statistics.md the service's CPU switched between two speeds about 1.5x apart for
+  seconds at a time, which the client's canary did not see), and the service's speed is what
+  its throughput and latency follow. The loop costs the service's CPUs about 0.1% of their
+  time, alike for every arm.
 
 Every reference is the run's own ordinary level, so a machine busy alike through the whole run
 (which every arm meets alike in the randomized blocks, and which a repeat would meet again) is
@@ -61,6 +68,12 @@ CANARY_BIN_S = 0.5
 MIN_WINDOW_S = 1.0
 #: Fewest canary samples whose median is judged.
 MIN_CANARY_SAMPLES = 10
+
+
+def _samples_median(samples: Sequence[tuple[float, float]]) -> float:
+    """Median loop time of canary samples ``(t_s, µs)``, µs (NaN with fewer than
+    :data:`MIN_CANARY_SAMPLES`)."""
+    return statistics.median(c for _, c in samples) if len(samples) >= MIN_CANARY_SAMPLES else math.nan
 
 
 def _r(v: float) -> float | None:
@@ -135,10 +148,13 @@ class Disturbance:
         (``/proc/pressure/cpu``), 0..1 (NaN without PSI).
     canary: the calibration loop's samples, ``(t_s, cpu_us)``: when it ran (s from the start
         of the window) and the CPU time of one loop, µs.
+    server_canary: the server canary's samples (the loop timed on the service's CPUs), alike;
+        empty where it did not run (older runs, or the service sharing the client's CPUs).
     reference_us: the canary reference the rule used: the median of the trial medians of the
         run's attempts before this one (the first trial: its own), µs; NaN without samples.
     server_reference, client_reference: the run's ordinary contention on the server's and on
         the client's CPUs: the median of :meth:`CpuSet.contention` over the same attempts (0..1).
+    server_reference_us: the server canary's reference, as ``reference_us``, µs.
     verdict: the rule's reason when the trial was disturbed beyond a bound ("" when not).
     t0_monotonic_ns: where the window starts on ``CLOCK_MONOTONIC``, ns (to align the canary
         with the load's rows: ``LoadMeta.t0_monotonic_ns``; ``None`` when not recorded).
@@ -157,6 +173,8 @@ class Disturbance:
     client_reference: float = math.nan
     verdict: str = ""
     t0_monotonic_ns: int | None = None
+    server_canary: tuple[tuple[float, float], ...] = ()
+    server_reference_us: float = math.nan
 
     # -- derived figures (what the report and the rule read) -------------------------------
     @property
@@ -208,14 +226,27 @@ class Disturbance:
     def canary_median_us(self) -> float:
         """Median CPU time of one canary loop in the trial, µs (NaN with fewer than
         :data:`MIN_CANARY_SAMPLES` samples)."""
-        return statistics.median(c for _, c in self.canary) if len(self.canary) >= MIN_CANARY_SAMPLES else math.nan
+        return _samples_median(self.canary)
 
-    def canary_bins(self, bin_s: float = CANARY_BIN_S) -> list[tuple[float, float]]:
-        """``(bin start s, median loop µs)`` of the canary per ``bin_s`` of the window."""
+    @property
+    def server_canary_median_us(self) -> float:
+        """Median CPU time of one server-canary loop in the trial, µs (NaN with fewer than
+        :data:`MIN_CANARY_SAMPLES` samples)."""
+        return _samples_median(self.server_canary)
+
+    def canary_bins(self, bin_s: float = CANARY_BIN_S, *, server: bool = False) -> list[tuple[float, float]]:
+        """``(bin start s, median loop µs)`` of the canary (``server``: the server canary) per
+        ``bin_s`` of the window."""
         bins: dict[int, list[float]] = {}
-        for t, c in self.canary:
+        for t, c in (self.server_canary if server else self.canary):
             bins.setdefault(int(t // bin_s), []).append(c)
         return [(k * bin_s, statistics.median(v)) for k, v in sorted(bins.items())]
+
+    @property
+    def server_slowdown(self) -> float:
+        """The server canary's median over its reference (1.0: the service's CPUs as fast as in
+        the run's ordinary trial)."""
+        return self.server_canary_median_us / self.server_reference_us if self.server_reference_us > 0 else math.nan
 
     @property
     def slowdown(self) -> float:
@@ -231,12 +262,14 @@ class Disturbance:
     def figures(self) -> dict[str, float]:
         """The figures of the rule and the report, by name: ``server_contention``,
         ``client_contention``, ``server_excess``, ``client_excess``, ``server_foreign``, ``client_foreign``, ``steal``, ``service_wait``,
-        ``psi_some``, ``slowdown``, ``slowdown_worst_bin``, ``canary_median_us``."""
+        ``psi_some``, ``slowdown``, ``slowdown_worst_bin``, ``canary_median_us``, ``server_slowdown``,
+        ``server_canary_median_us``."""
         return {"server_contention": self.server_contention, "client_contention": self.client_contention,
                 "server_excess": self.server_excess, "client_excess": self.client_excess,
                 "server_foreign": self.server_foreign, "client_foreign": self.client_foreign, "steal": self.steal,
                 "service_wait": self.service_wait, "psi_some": self.psi_some, "slowdown": self.slowdown,
-                "slowdown_worst_bin": self.slowdown_worst_bin, "canary_median_us": self.canary_median_us}
+                "slowdown_worst_bin": self.slowdown_worst_bin, "canary_median_us": self.canary_median_us,
+                "server_slowdown": self.server_slowdown, "server_canary_median_us": self.server_canary_median_us}
 
     @property
     def disturbed(self) -> bool:
@@ -250,7 +283,9 @@ class Disturbance:
                 "client_wait_s": _r(self.client_wait_s), "psi_some": _r(self.psi_some),
                 "canary": [[t, c] for t, c in self.canary], "reference_us": _r(self.reference_us),
                 "server_reference": _r(self.server_reference), "client_reference": _r(self.client_reference),
-                "verdict": self.verdict, "t0_monotonic_ns": self.t0_monotonic_ns}
+                "verdict": self.verdict, "t0_monotonic_ns": self.t0_monotonic_ns,
+                "server_canary": [[t, c] for t, c in self.server_canary],
+                "server_reference_us": _r(self.server_reference_us)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> Disturbance | None:
@@ -264,7 +299,9 @@ class Disturbance:
                    canary=tuple((as_float(t), as_float(c)) for t, c in d.get("canary") or ()),
                    reference_us=as_float(d.get("reference_us")), server_reference=as_float(d.get("server_reference")),
                    client_reference=as_float(d.get("client_reference")), verdict=str(d.get("verdict") or ""),
-                   t0_monotonic_ns=None if d.get("t0_monotonic_ns") is None else int(d["t0_monotonic_ns"]))
+                   t0_monotonic_ns=None if d.get("t0_monotonic_ns") is None else int(d["t0_monotonic_ns"]),
+                   server_canary=tuple((as_float(t), as_float(c)) for t, c in d.get("server_canary") or ()),
+                   server_reference_us=as_float(d.get("server_reference_us")))
 
 
 @dataclass(frozen=True)
@@ -282,6 +319,7 @@ class DisturbanceBounds:
     client_excess: the same on the client's CPUs (the runner and its load workers).
     steal: largest hypervisor steal share of the pinned CPUs.
     slowdown: largest canary slowdown (trial median over the run's ordinary), a ratio.
+    server_slowdown: largest server-canary slowdown (the loop on the service's CPUs), a ratio.
     ``None`` turns a bound off. Chosen by measurement: ``bench/disturbance_calibration.py``
     and docs/statistics.md, "Disturbed trials".
     """
@@ -290,9 +328,10 @@ class DisturbanceBounds:
     client_excess: float | None = 0.3
     steal: float | None = 0.10
     slowdown: float | None = 1.5
+    server_slowdown: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("server_excess", "client_excess", "steal", "slowdown"):
+        for name in ("server_excess", "client_excess", "steal", "slowdown", "server_slowdown"):
             v = getattr(self, name)
             if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise ParameterError(f"DisturbanceBounds.{name} must be a positive number or None (off); got {v!r}")
@@ -306,7 +345,9 @@ _WORDS = {"server_excess": "other processes took {c:.0%} of the time the service
           "client_excess": "other processes took {c:.0%} of the time the client left free on its CPUs, "
                          "{v:.0%} above the run's ordinary {r:.0%} (bound +{b:.0%})",
           "steal": "hypervisor steal {v:.1%} of the pinned CPUs (bound {b:.0%})",
-          "slowdown": "canary slowdown {v:.2f}x the run's ordinary (bound {b:.2f}x)"}
+          "slowdown": "canary slowdown {v:.2f}x the run's ordinary (bound {b:.2f}x)",
+          "server_slowdown": "the service's CPUs ran the server canary {v:.2f}x slower than the run's ordinary "
+                             "(bound {b:.2f}x)"}
 
 
 def _median(values: Sequence[float]) -> float:
@@ -321,6 +362,7 @@ def with_references(d: Disturbance, history: Sequence[Disturbance]) -> Disturban
     is its own reference (nothing to compare it with: it is never found disturbed by these)."""
     every = list(history) or [d]
     return replace(d, reference_us=_median([h.canary_median_us for h in every]),
+                   server_reference_us=_median([h.server_canary_median_us for h in every]),
                    server_reference=_median([h.server_contention for h in every]),
                    client_reference=_median([h.client_contention for h in every]))
 
