@@ -88,6 +88,28 @@ def test_the_server_canary_is_stored_judged_against_its_own_reference_and_off_by
     assert [c for _, c in slow.canary_bins(1.0, server=True)] == [157.5, 157.5]
 
 
+def test_the_speed_link_is_within_arms_and_counts_the_slow_state() -> None:
+    """Two arms 2x apart, each trial's throughput in proportion to the CPU's speed (half the
+    trials 1.5x slower): r = -1 within arms although the arms' levels differ; p50 unrelated
+    (alternating): r near 0; too few trials: nothing to say."""
+    import pandas as pd
+
+    from benchlib.analysis.disturbance import speed_link_markdown, speed_link_of
+
+    rows = []
+    for arm, level in (("a", 1000.0), ("b", 2000.0)):
+        for i in range(8):
+            us = 150.0 if i % 2 else 100.0
+            rows.append({"condition": "c", "arm": arm, "server_canary_us": us, "throughput_rps": level * 100.0 / us,
+                         "p50_ms": 1.0 + 0.1 * (i // 2 % 2)})
+    link = speed_link_of(pd.DataFrame(rows))
+    assert link is not None and link.trials == 16 and link.slow == 8 and link.fast_us == 100.0
+    assert link.r["throughput_rps"] == pytest.approx(-1.0) and abs(link.r["p50_ms"]) < 0.2
+    text = speed_link_markdown(link)
+    assert "in 8 of 16 valid trials" in text and "throughput r = -1.00 (100% of its within-arm variance)" in text
+    assert speed_link_of(pd.DataFrame(rows[:10])) is None and speed_link_markdown(None) == ""
+
+
 def test_the_runners_bounds_come_from_the_settings() -> None:
     from benchlib.disturbance import bounds_from_settings
 

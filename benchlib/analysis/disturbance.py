@@ -9,7 +9,10 @@ verdicts with and without them.
   shifts the canary changed speed too;
 * :func:`sensitivity`: the families answered again with each repeated slot's first disturbed
   attempt in place of its repeat: which verdicts the repeats changed;
-* :func:`disturbance_markdown`: all three in words for the design section (called by
+* :func:`speed_link`: how closely the trials' throughput and p50 followed the speed of the
+  service's CPU (the server canary) within arms: how much of the trial-to-trial spread was
+  the machine's;
+* :func:`disturbance_markdown`: all of them in words for the design section (called by
   :func:`benchlib.analysis.pilot.design_section`).
 
 Reads only; nothing stored is changed.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +32,7 @@ from benchlib.records.disturbance import DEFAULT_BOUNDS, canary_at_shifts, is_di
 from benchlib.results import Run, trial_summary
 from benchlib.stats.metrics import with_microseconds
 
-__all__ = ["canary_at_level_shifts", "disturbance_markdown", "machine_during_trials", "disturbance_table", "disturbed_attempts", "repeats_by_arm", "sensitivity"]
+__all__ = ["SpeedLink", "canary_at_level_shifts", "disturbance_markdown", "speed_link", "speed_link_markdown", "speed_link_of", "machine_during_trials", "disturbance_table", "disturbed_attempts", "repeats_by_arm", "sensitivity"]
 
 
 def disturbed_attempts(run: Run) -> dict[tuple[str, str, int], TrialRecord]:
@@ -215,6 +219,9 @@ def disturbance_markdown(run: Run, answers: Sequence[Any] = (), *,
              + "; one rule for every "
              "arm, from outside signals only; such a trial is run again in its place "
              f"(at most {run.parameters.get('repeat_disturbed', 2)} times)."]
+    link = speed_link_markdown(speed_link(run))
+    if link:
+        lines.append(link)
     shifted, seen = canary_at_level_shifts(run)
     if shifted:
         lines.append(f"Level shifts: {shifted} trial(s) shifted level inside the measured window (\"not steady\"); the "
@@ -244,6 +251,94 @@ def disturbance_markdown(run: Run, answers: Sequence[Any] = (), *,
                 + (f" (not re-answered, as they compare columns the trials' summaries do not hold: {', '.join(other)})"
                    if other else "") + ".")
     return "\n\n".join(lines)
+
+
+#: Fewest trials with a server canary (over all arms) for :func:`speed_link` to say anything.
+SPEED_LINK_MIN_TRIALS = 12
+#: A trial ran in the service CPU's slow state when its server canary median was at least this
+#: factor above the run's fast level (the 10th percentile of the trials' medians).
+SLOW_STATE_FACTOR = 1.25
+
+
+@dataclass(frozen=True)
+class SpeedLink:
+    """How the trials followed the speed of the service's CPU (:func:`speed_link_of`).
+
+    Attributes
+    ----------
+    trials: valid trials with a server canary median. slow: of them, those whose median was
+        :data:`SLOW_STATE_FACTOR` or more above the run's fast level (its 10th percentile).
+    fast_us: that fast level, µs per loop. r: per metric (``throughput_rps``, ``p50_ms``), the
+        correlation of the trial's log value with its log server canary median, both taken
+        relative to their condition and arm's mean (within arms; NaN where either does not vary).
+    """
+
+    trials: int
+    slow: int
+    fast_us: float
+    r: dict[str, float]
+
+
+def speed_link_of(frame: Any) -> SpeedLink | None:
+    """:class:`SpeedLink` of a table with one row per valid trial: ``condition``, ``arm``,
+    ``server_canary_us`` and the metrics ``throughput_rps`` and ``p50_ms`` (those present);
+    ``None`` with fewer than :data:`SPEED_LINK_MIN_TRIALS` rows with a canary."""
+    import numpy as np
+
+    df = frame[np.isfinite(frame["server_canary_us"].astype(float)) & (frame["server_canary_us"] > 0)]
+    if len(df) < SPEED_LINK_MIN_TRIALS:
+        return None
+    fast = float(np.percentile(df["server_canary_us"], 10))
+    groups = [df["condition"], df["arm"]]
+    lc = np.log(df["server_canary_us"].astype(float))
+    lc = lc - lc.groupby(groups).transform("mean")
+    r: dict[str, float] = {}
+    for m in ("throughput_rps", "p50_ms"):
+        if m not in df:
+            continue
+        v = df[m].astype(float)
+        ok = np.isfinite(v) & (v > 0)
+        lv = np.log(v[ok])
+        lv = lv - lv.groupby([g[ok] for g in groups]).transform("mean")
+        x = lc[ok]
+        r[m] = float(np.corrcoef(lv, x)[0, 1]) if len(lv) > 2 and lv.std() > 0 and x.std() > 0 else math.nan
+    return SpeedLink(trials=len(df), slow=int((df["server_canary_us"] >= SLOW_STATE_FACTOR * fast).sum()),
+                     fast_us=fast, r=r)
+
+
+def speed_link(run: Run) -> SpeedLink | None:
+    """:func:`speed_link_of` the run's valid stored trials (``None`` for a run without server
+    canaries, e.g. one stored before they were measured)."""
+    import pandas as pd
+
+    canary = {(t.condition, t.arm, t.block): t.disturbance.server_canary_median_us
+              for t in run.trials if t.disturbance is not None}
+    if not any(math.isfinite(v) for v in canary.values()):
+        return None
+    s = run.summaries()
+    s = s[s["valid"].astype(bool)]
+    frame = pd.DataFrame({"condition": s["condition"], "arm": s["arm"],
+                          "server_canary_us": [canary.get((c, a, int(b)), math.nan)
+                                               for c, a, b in zip(s["condition"], s["arm"], s["block"])],
+                          **{m: s[m] for m in ("throughput_rps", "p50_ms") if m in s}})
+    return speed_link_of(frame)
+
+
+def speed_link_markdown(link: SpeedLink | None) -> str:
+    """The design section's sentence on :class:`SpeedLink` ("" without one)."""
+    if link is None:
+        return ""
+    names = {"throughput_rps": "throughput", "p50_ms": "p50"}
+    rs = ", ".join(f"{names[m]} r = {v:+.2f} ({v * v:.0%} of its within-arm variance)"
+                   for m, v in link.r.items() if math.isfinite(v))
+    text = (f"**The service's CPU speed.** A short loop timed on the service's CPU through each trial (the server "
+            f"canary) ran {SLOW_STATE_FACTOR:.2f}x or more above the run's fast level ({link.fast_us:.0f} µs) in "
+            f"{link.slow} of {link.trials} valid trials.")
+    if rs:
+        text += (f" Within arms, a trial's log value moved with that loop's log median: {rs}. The CPU's own load "
+                 "moves its speed too, so this is reported, not used to repeat or adjust trials (docs/statistics.md, "
+                 "\"The service's CPU has a speed of its own\").")
+    return text
 
 
 def machine_during_trials(run: Run) -> str:
