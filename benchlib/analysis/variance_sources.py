@@ -18,8 +18,8 @@ default design) or one service for all the cell's trials (``mode = "kept"``,
 * whether the measured window starts after the warm-up the change-point diagnostics detect
   (:func:`warmup_end`), as trials-after / trials;
 * the client's CPU (busiest client CPU, share of one) and the disturbance figures
-  (:class:`benchlib.records.disturbance.Disturbance`): the worst trial's, and how many trials
-  the rule found disturbed.
+  (:class:`benchlib.records.disturbance.Disturbance`, the server canary's slowdown among them):
+  the worst trial's, and how many trials the rule found disturbed.
 
 :func:`trial_facts` reads the per-trial facts of a stored run; :func:`variance_table` is pure
 (windows and facts in, table out); :func:`table_markdown` renders it.
@@ -50,9 +50,10 @@ MODES = ("fresh", "kept")
 TABLE_COLUMNS = ("mode", "condition", "arm", "metric", "trials", "trial_s", "warmup_s", "requests", "between_pct",
                  "within_pct", "total_pct", "between_share_pct", "mde_pct", "restart_s", "after_warmup",
                  "warmup_end_s", "client_cpu", "disturbed", "server_excess", "client_excess", "steal", "slowdown",
-                 "run_id")
+                 "server_slowdown", "run_id")
 _FACTS = ("mode", "condition", "arm", "block", "valid", "gap_s", "warmup_s", "requests", "window_start_s",
-          "warmup_end_s", "client_cpu", "disturbed", "server_excess", "client_excess", "steal", "slowdown", "run_id")
+          "warmup_end_s", "client_cpu", "disturbed", "server_excess", "client_excess", "steal", "slowdown",
+          "server_slowdown", "run_id")
 
 
 def warmup_end(t_s: np.ndarray, log_latency: np.ndarray, *, min_shift: float = MIN_SHIFT) -> float:
@@ -115,7 +116,8 @@ def trial_facts(run: Run, *, mode: str) -> pd.DataFrame:
                     "requests": float(spec.get("requests") or math.nan), "window_start_s": start, "warmup_end_s": end,
                     "client_cpu": t.load.client_cpu_busiest if t.load is not None else math.nan,
                     "disturbed": bool(d is not None and d.disturbed),
-                    **{k: float(fig.get(k, math.nan)) for k in ("server_excess", "client_excess", "steal", "slowdown")},
+                    **{k: float(fig.get(k, math.nan))
+                       for k in ("server_excess", "client_excess", "steal", "slowdown", "server_slowdown")},
                     "run_id": run.run_id})
     return pd.DataFrame.from_records(out, columns=list(_FACTS))
 
@@ -175,6 +177,7 @@ def variance_table(windows: pd.DataFrame, facts: pd.DataFrame, *, metrics: Seque
                 "warmup_end_s": _median(f["warmup_end_s"]), "client_cpu": _median(f["client_cpu"]),
                 "disturbed": int(f["disturbed"].astype(bool).sum()), "server_excess": _max(f["server_excess"]),
                 "client_excess": _max(f["client_excess"]), "steal": _max(f["steal"]), "slowdown": _max(f["slowdown"]),
+                "server_slowdown": _max(f["server_slowdown"]) if "server_slowdown" in f else math.nan,
                 "run_id": ",".join(dict.fromkeys(str(r) for r in f["run_id"])),
             })
     return pd.DataFrame.from_records(rows, columns=list(TABLE_COLUMNS))

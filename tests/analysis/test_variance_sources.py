@@ -34,7 +34,7 @@ def _facts(mode: str, wall: float, *, trials: int = 12, disturbed: int = 0, star
     return [{"mode": mode, "condition": "c", "arm": "a", "block": b, "valid": True, "gap_s": wall, "warmup_s": 1.0,
              "requests": math.nan, "window_start_s": start, "warmup_end_s": end if b else 2.0, "client_cpu": 0.4,
              "disturbed": b < disturbed, "server_excess": 0.01 * b, "client_excess": 0.0, "steal": 0.0,
-             "slowdown": 1.0, "run_id": f"r-{mode}"} for b in range(trials)]
+             "slowdown": 1.0, "server_slowdown": 1.0 + 0.05 * b, "run_id": f"r-{mode}"} for b in range(trials)]
 
 
 def test_components_restart_cost_and_warmup():
@@ -50,6 +50,7 @@ def test_components_restart_cost_and_warmup():
     assert fresh["restart_s"] == pytest.approx(0.75) and kept["restart_s"] == pytest.approx(0.75)
     assert fresh["after_warmup"] == "11/12"  # block 0's warm-up ends (2 s) after its window starts (1 s)
     assert fresh["disturbed"] == 2 and fresh["server_excess"] == pytest.approx(0.11)
+    assert fresh["server_slowdown"] == pytest.approx(1.55)  # the worst trial's, the service CPU's canary
     assert fresh["mde_pct"] > kept["mde_pct"] > 0
     assert fresh["run_id"] == "r-fresh"
     md = table_markdown(t)
