@@ -611,8 +611,10 @@ class Experiment:
     repeat_disturbed: a trial the machine disturbed beyond a bound (outside signals only: other
         processes' CPU on the pinned CPUs, steal, the canary's slowdown;
         :mod:`benchlib.records.disturbance`) is marked invalid and run again in its place at most
-        this many times (default 2); a trial still disturbed then stays invalid, and the report
-        says so. 0: such trials are marked invalid, never repeated.
+        this many times (default 2); a trial still disturbed then is tried again at the end of the
+        run (a make-up pass, in plan order, with as many repeats more), and only if still
+        disturbed stays invalid, and the report says so. 0: such trials are marked invalid,
+        never repeated.
     cross_check_blocks: the blocks in which a condition's peer tool (:class:`CrossCheck`) runs:
         ``"all"``, a number of blocks spread over the run (default 3: the first, a middle and the
         last), or a fraction of the blocks (see :func:`benchlib.design.cross_check_blocks`).

@@ -782,6 +782,7 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
     decide = _Decided(store, decided)
     needed: set[tuple[str, str]] | None = None  # (condition, arm) pairs the stopping rule still wants
     stopped_after: int | None = None
+    still: list[tuple[PlannedTrial, TrialRecord, list[Attempt]]] = []  # disturbed when their repeats ran out
     with _pinned_to(cpus.client), contextlib.ExitStack() as shared:
         shared.callback(ex.end_block)  # dependencies="block": the last block's, also on an interrupt
         shared.callback(ex.stop_kept)  # service_starts="cell": the kept services, also on an interrupt
@@ -820,6 +821,8 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                     time.sleep(experiment.between_trials_s)
                 rec = ex.run_trial(planned, conditions[planned.condition], attempts)
             ran += 1
+            if rec.status == "invalid" and is_disturbed(rec.reason) and experiment.repeat_disturbed:
+                still.append((planned, rec, attempts))
             done = rec.load.raw if rec.load is not None else {}
             if experiment.between_trials_s:
                 time.sleep(experiment.between_trials_s)
@@ -827,6 +830,21 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                   "achieved_rps": done.get("achieved_rps"), "p50_ms": done.get("p50_ms"),
                   "seconds": time.monotonic() - t_trial})
         if plan and stopped_after is None:
+            for planned, rec, attempts in still:
+                # a make-up pass at the end of the run, in plan order: a disturbance (a steal episode,
+                # a neighbour) that outlasted a slot's repeats has often passed by now; the same rule
+                # and cap for every slot, whatever its arm
+                t_trial, cap = time.monotonic(), len(attempts) + experiment.repeat_disturbed
+                while rec.status == "invalid" and is_disturbed(rec.reason) and len(attempts) < cap:
+                    attempts.append(Attempt(rec.status, rec.reason, rec.started, rec.finished))
+                    store.set_aside(planned.condition, planned.arm, planned.block)
+                    if experiment.between_trials_s:
+                        time.sleep(experiment.between_trials_s)
+                    rec = ex.run_trial(planned, conditions[planned.condition], attempts)
+                show({"event": "note", "study": experiment.study,
+                      "text": f"make-up trial {planned.condition}/{planned.arm} b{planned.block} (disturbed when its "
+                              f"repeats ran out): {rec.status}" + (f" ({rec.reason})" if rec.status != "ok" else "")
+                              + f", {len(attempts)} attempt(s) set aside, {time.monotonic() - t_trial:.1f} s"})
             show({"event": "block", "study": experiment.study, "total": len(plan), "block": plan[-1].block,
                   "decided": decide()})
     store.update_run(status="complete", finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -254,7 +254,7 @@ def test_disturbed_trials_are_repeated_up_to_the_cap_counted_per_arm_and_reporte
     def planted(self, load_meta=None, *, history=(), bounds=DEFAULT_BOUNDS):  # type: ignore[no-untyped-def]
         calls.append(1)
         n = len(calls)
-        bad = n == 2 or n >= 5 and n <= 7
+        bad = n == 2 or 5 <= n <= 7 or 10 <= n <= 11  # 10-11: the stuck slot's make-up pass at the end
         rec = with_references(_rec(1.4 if bad else 0.02), history)
         return Disturbance(**{**rec.__dict__, "verdict": judge(rec, bounds)})
 
@@ -266,8 +266,10 @@ def test_disturbed_trials_are_repeated_up_to_the_cap_counted_per_arm_and_reporte
     res = run_experiment(exp, out_dir=tmp_path / "runs", progress=False, runtime=rt, load=FakeLoad(rt))
     seq = sorted(res.trials, key=lambda t: t.seq)
     assert seq[1].status == "ok" and len(seq[1].attempts) == 1 and is_disturbed(seq[1].attempts[0].reason)
-    stuck = seq[3]  # its attempts were the 5th, 6th and 7th: disturbed each time, two repeats, then left out
-    assert stuck.status == "invalid" and is_disturbed(stuck.reason) and len(stuck.attempts) == 2
+    stuck = seq[3]  # its attempts were the 5th-7th, and at the end of the run the 10th-11th: disturbed each time,
+    # two repeats, then a make-up pass with two more, then left out
+    assert stuck.status == "invalid" and is_disturbed(stuck.reason) and len(stuck.attempts) == 4
+    assert len(calls) == 11
     reps = repeats_by_arm(res).set_index("arm")
     assert int(reps["repeated"].sum()) == 2 and int(reps["still disturbed"].sum()) == 1
     assert int(reps.loc[seq[1].arm, "attempts set aside"]) >= 1
@@ -278,3 +280,41 @@ def test_disturbed_trials_are_repeated_up_to_the_cap_counted_per_arm_and_reporte
     assert "**Disturbed trials.**" in text and "1 trial(s) were still disturbed" in text
     assert f"{seq[1].arm} (main): 1 of 3 repeated" in text and "Sensitivity: with the disturbed attempts" in text
     assert text in design_section(res, [ans])
+
+
+def test_a_slot_still_disturbed_after_its_repeats_is_made_up_at_the_end_of_the_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A disturbance that outlasts a slot's repeats (attempts 2-3, one repeat allowed) has passed
+    by the end of the run: the slot is tried once more there (attempt 8, after the other 4
+    slots), stored ok with its two disturbed attempts, and the progress says so."""
+    monkeypatch.setenv("BENCHLIB_DISTURBANCE_RULE", "judge")  # the suite records only (tests/conftest.py)
+    from benchlib import disturbance as sampler_module
+    from benchlib.model import Arm, Condition, Experiment, LoadSpec
+    from benchlib.runner import run_experiment
+    from benchlib.testing import FakeLoad, FakeRuntime, write_manifest
+
+    d = tmp_path / "services"
+    d.mkdir()
+    for name in ("a", "b"):
+        write_manifest(d, name)
+    monkeypatch.setenv("BENCHLIB_SERVICES", str(d))
+    calls: list[int] = []
+
+    def planted(self, load_meta=None, *, history=(), bounds=DEFAULT_BOUNDS):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        rec = with_references(_rec(1.4 if len(calls) in (2, 3) else 0.02), history)
+        return Disturbance(**{**rec.__dict__, "verdict": judge(rec, bounds)})
+
+    monkeypatch.setattr(sampler_module.DisturbanceSampler, "finish", planted)
+    events: list[dict] = []
+    exp = Experiment("t-makeup", (Arm("a", "a"), Arm("b", "b")),
+                     (Condition("main", LoadSpec(connections=2, duration_s=0.6, warmup_s=0.2)),),
+                     trials=3, seed=3, between_trials_s=0, repeat_disturbed=1)
+    rt = FakeRuntime()
+    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=events.append, runtime=rt, load=FakeLoad(rt))
+    made_up = sorted(res.trials, key=lambda t: t.seq)[1]
+    assert len(calls) == 8 and all(t.status == "ok" for t in res.trials)
+    assert len(made_up.attempts) == 2 and all(is_disturbed(a.reason) for a in made_up.attempts)
+    notes = [e["text"] for e in events if e.get("event") == "note" and "make-up" in e.get("text", "")]
+    assert len(notes) == 1 and notes[0].startswith(f"make-up trial main/{made_up.arm} b{made_up.block} ")
+    assert ": ok, 2 attempt(s) set aside" in notes[0]
