@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 import subprocess
 import sys
 import time
@@ -229,36 +230,45 @@ def test_a_busy_loop_on_the_services_cpu_disturbs_its_trial_which_is_repeated(se
 
 # -- the runner's repeats and the report, the signals planted ---------------------------------------
 
+def _planted_disturbances(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: Callable[[int], bool]) -> list[int]:
+    """Fake services ``a`` and ``b`` and the rule on; the sampler's record replaced by a planted
+    one, disturbed (others took 1.4 CPU s) for the attempts ``bad`` holds for (counted from 1).
+    Returns the list the attempts are counted in."""
+    from benchlib import disturbance as sampler_module
+    from benchlib.testing import write_manifest
+
+    monkeypatch.setenv("BENCHLIB_DISTURBANCE_RULE", "judge")  # the suite records only (tests/conftest.py)
+    d = tmp_path / "services"
+    d.mkdir()
+    for name in ("a", "b"):
+        write_manifest(d, name)
+    monkeypatch.setenv("BENCHLIB_SERVICES", str(d))
+    calls: list[int] = []
+
+    def planted(self, load_meta=None, *, history=(), bounds=DEFAULT_BOUNDS):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        rec = with_references(_rec(1.4 if bad(len(calls)) else 0.02), history)
+        return Disturbance(**{**rec.__dict__, "verdict": judge(rec, bounds)})
+
+    monkeypatch.setattr(sampler_module.DisturbanceSampler, "finish", planted)
+    return calls
+
+
 def test_disturbed_trials_are_repeated_up_to_the_cap_counted_per_arm_and_reported(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The fake runtime and load (no processes), the sampler's record replaced by a planted one:
     the 2nd attempt is disturbed once (repeated, then fine), the 5th and every later attempt of
     its slot stay disturbed (repeated up to the cap, then left out). The report counts both per
     arm and answers the family again with the disturbed attempt in place of its repeat."""
-    monkeypatch.setenv("BENCHLIB_DISTURBANCE_RULE", "judge")  # the suite records only (tests/conftest.py)
-    from benchlib import disturbance as sampler_module
     from benchlib.analysis import Family, run_family
     from benchlib.analysis.disturbance import disturbance_markdown, disturbance_table, repeats_by_arm
     from benchlib.analysis.pilot import design_section
     from benchlib.model import Arm, Condition, Experiment, LoadSpec
     from benchlib.runner import run_experiment
-    from benchlib.testing import FakeLoad, FakeRuntime, write_manifest
+    from benchlib.testing import FakeLoad, FakeRuntime
 
-    d = tmp_path / "services"
-    d.mkdir()
-    for name in ("a", "b"):
-        write_manifest(d, name)
-    monkeypatch.setenv("BENCHLIB_SERVICES", str(d))
-    calls = []
-
-    def planted(self, load_meta=None, *, history=(), bounds=DEFAULT_BOUNDS):  # type: ignore[no-untyped-def]
-        calls.append(1)
-        n = len(calls)
-        bad = n == 2 or 5 <= n <= 7 or 10 <= n <= 11  # 10-11: the stuck slot's make-up pass at the end
-        rec = with_references(_rec(1.4 if bad else 0.02), history)
-        return Disturbance(**{**rec.__dict__, "verdict": judge(rec, bounds)})
-
-    monkeypatch.setattr(sampler_module.DisturbanceSampler, "finish", planted)
+    # 10-11: the stuck slot's make-up pass at the end of the run
+    calls = _planted_disturbances(tmp_path, monkeypatch, lambda n: n == 2 or 5 <= n <= 7 or 10 <= n <= 11)
     exp = Experiment("t-dist-report", (Arm("a", "a"), Arm("b", "b")),
                      (Condition("main", LoadSpec(connections=2, duration_s=0.6, warmup_s=0.2)),),
                      trials=3, seed=3, between_trials_s=0, repeat_disturbed=2)
@@ -287,25 +297,11 @@ def test_a_slot_still_disturbed_after_its_repeats_is_made_up_at_the_end_of_the_r
     """A disturbance that outlasts a slot's repeats (attempts 2-3, one repeat allowed) has passed
     by the end of the run: the slot is tried once more there (attempt 8, after the other 4
     slots), stored ok with its two disturbed attempts, and the progress says so."""
-    monkeypatch.setenv("BENCHLIB_DISTURBANCE_RULE", "judge")  # the suite records only (tests/conftest.py)
-    from benchlib import disturbance as sampler_module
     from benchlib.model import Arm, Condition, Experiment, LoadSpec
     from benchlib.runner import run_experiment
-    from benchlib.testing import FakeLoad, FakeRuntime, write_manifest
+    from benchlib.testing import FakeLoad, FakeRuntime
 
-    d = tmp_path / "services"
-    d.mkdir()
-    for name in ("a", "b"):
-        write_manifest(d, name)
-    monkeypatch.setenv("BENCHLIB_SERVICES", str(d))
-    calls: list[int] = []
-
-    def planted(self, load_meta=None, *, history=(), bounds=DEFAULT_BOUNDS):  # type: ignore[no-untyped-def]
-        calls.append(1)
-        rec = with_references(_rec(1.4 if len(calls) in (2, 3) else 0.02), history)
-        return Disturbance(**{**rec.__dict__, "verdict": judge(rec, bounds)})
-
-    monkeypatch.setattr(sampler_module.DisturbanceSampler, "finish", planted)
+    calls = _planted_disturbances(tmp_path, monkeypatch, lambda n: n in (2, 3))
     events: list[dict] = []
     exp = Experiment("t-makeup", (Arm("a", "a"), Arm("b", "b")),
                      (Condition("main", LoadSpec(connections=2, duration_s=0.6, warmup_s=0.2)),),
