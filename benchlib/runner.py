@@ -783,6 +783,19 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
     needed: set[tuple[str, str]] | None = None  # (condition, arm) pairs the stopping rule still wants
     stopped_after: int | None = None
     still: list[tuple[PlannedTrial, TrialRecord, list[Attempt]]] = []  # disturbed when their repeats ran out
+
+    def again(planned: PlannedTrial, rec: TrialRecord, attempts: list[Attempt],
+              cap: Callable[[TrialRecord], int]) -> TrialRecord:
+        """Run an invalid trial again in its place while ``len(attempts)`` is below ``cap(rec)``,
+        each attempt set aside and listed in ``attempts``; the last record."""
+        while rec.status == "invalid" and len(attempts) < cap(rec):
+            attempts.append(Attempt(rec.status, rec.reason, rec.started, rec.finished))
+            store.set_aside(planned.condition, planned.arm, planned.block)
+            if experiment.between_trials_s:
+                time.sleep(experiment.between_trials_s)
+            rec = ex.run_trial(planned, conditions[planned.condition], attempts)
+        return rec
+
     with _pinned_to(cpus.client), contextlib.ExitStack() as shared:
         shared.callback(ex.end_block)  # dependencies="block": the last block's, also on an interrupt
         shared.callback(ex.stop_kept)  # service_starts="cell": the kept services, also on an interrupt
@@ -812,14 +825,9 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
             t_trial = time.monotonic()
             rec = ex.run_trial(planned, conditions[planned.condition])
             attempts: list[Attempt] = []
-            while rec.status == "invalid" and len(attempts) < (
-                    experiment.repeat_disturbed if is_disturbed(rec.reason) else experiment.repeat_invalid):
-                # the client could not keep the load, or the machine disturbed the trial: run it again, in its place
-                attempts.append(Attempt(rec.status, rec.reason, rec.started, rec.finished))
-                store.set_aside(planned.condition, planned.arm, planned.block)
-                if experiment.between_trials_s:
-                    time.sleep(experiment.between_trials_s)
-                rec = ex.run_trial(planned, conditions[planned.condition], attempts)
+            # the client could not keep the load, or the machine disturbed the trial: run it again, in its place
+            rec = again(planned, rec, attempts, lambda r: experiment.repeat_disturbed if is_disturbed(r.reason)
+                        else experiment.repeat_invalid)
             ran += 1
             if rec.status == "invalid" and is_disturbed(rec.reason) and experiment.repeat_disturbed:
                 still.append((planned, rec, attempts))
@@ -835,12 +843,7 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
                 # a neighbour) that outlasted a slot's repeats has often passed by now; the same rule
                 # and cap for every slot, whatever its arm
                 t_trial, cap = time.monotonic(), len(attempts) + experiment.repeat_disturbed
-                while rec.status == "invalid" and is_disturbed(rec.reason) and len(attempts) < cap:
-                    attempts.append(Attempt(rec.status, rec.reason, rec.started, rec.finished))
-                    store.set_aside(planned.condition, planned.arm, planned.block)
-                    if experiment.between_trials_s:
-                        time.sleep(experiment.between_trials_s)
-                    rec = ex.run_trial(planned, conditions[planned.condition], attempts)
+                rec = again(planned, rec, attempts, lambda r: cap if is_disturbed(r.reason) else 0)
                 show({"event": "note", "study": experiment.study,
                       "text": f"make-up trial {planned.condition}/{planned.arm} b{planned.block} (disturbed when its "
                               f"repeats ran out): {rec.status}" + (f" ({rec.reason})" if rec.status != "ok" else "")

@@ -177,7 +177,7 @@ def variance_table(windows: pd.DataFrame, facts: pd.DataFrame, *, metrics: Seque
                 "warmup_end_s": _median(f["warmup_end_s"]), "client_cpu": _median(f["client_cpu"]),
                 "disturbed": int(f["disturbed"].astype(bool).sum()), "server_excess": _max(f["server_excess"]),
                 "client_excess": _max(f["client_excess"]), "steal": _max(f["steal"]), "slowdown": _max(f["slowdown"]),
-                "server_slowdown": _max(f["server_slowdown"]) if "server_slowdown" in f else math.nan,
+                "server_slowdown": _max(f["server_slowdown"]),
                 "run_id": ",".join(dict.fromkeys(str(r) for r in f["run_id"])),
             })
     return pd.DataFrame.from_records(rows, columns=list(TABLE_COLUMNS))
