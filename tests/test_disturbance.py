@@ -111,6 +111,60 @@ def test_the_speed_link_is_within_arms_and_counts_the_slow_state() -> None:
     assert speed_link_of(pd.DataFrame(rows[:10])) is None and speed_link_markdown(None) == ""
 
 
+def _two_speed_trials(effect: float = 1.05, blocks: int = 10) -> "object":
+    """Two arms, b ``effect`` x a's throughput; the service's CPU ran 1.5x slower in about half
+    the trials (a different half per arm), and a trial's throughput follows that speed exactly
+    (1% noise of its own): one row per trial."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for arm, level in (("a", 1000.0), ("b", 1000.0 * effect)):
+        slow = rng.permutation([i % 2 == 0 for i in range(blocks)])
+        for k in range(blocks):
+            us = 150.0 if slow[k] else 100.0
+            rows.append({"condition": "c", "arm": arm, "block": k, "valid": True, "status": "ok",
+                         "server_canary_us": us, "error_rate": 0.0,
+                         "throughput_rps": level * 100.0 / us * float(np.exp(rng.normal(0, 0.01)))})
+    return pd.DataFrame(rows)
+
+
+def test_adjusting_for_the_cpus_speed_takes_the_within_arm_slope_and_leaves_the_arms_levels() -> None:
+    import numpy as np
+
+    from benchlib.analysis.disturbance import adjust_for_speed
+
+    frame = _two_speed_trials()
+    frame.loc[0, "server_canary_us"] = float("nan")  # a trial stored without a canary stays as it was
+    out, slopes = adjust_for_speed(frame, ["throughput_rps", "error_rate", "absent_ms"])
+    assert set(slopes) == {"throughput_rps"} and slopes["throughput_rps"] == pytest.approx(-1.0, abs=0.05)
+    assert out.loc[0, "throughput_rps"] == frame.loc[0, "throughput_rps"]
+    assert (out["error_rate"] == frame["error_rate"]).all()  # a difference-scale metric: not adjusted
+    for arm in ("a", "b"):  # each arm's mean log value where it was
+        sel = (frame["arm"] == arm) & frame["server_canary_us"].notna()
+        before, after = np.log(frame.loc[sel, "throughput_rps"]), np.log(out.loc[sel, "throughput_rps"])
+        assert after.mean() == pytest.approx(before.mean()) and after.std() < 0.1 * before.std()
+    flat = frame.assign(server_canary_us=100.0)  # no spread in the canary: no slope, nothing adjusted
+    assert adjust_for_speed(flat, ["throughput_rps"])[1] == {}
+
+
+def test_the_speed_adjusted_sensitivity_decides_what_the_two_speeds_hid_and_says_it_is_no_verdict() -> None:
+    from benchlib.analysis.disturbance import speed_adjusted_markdown, speed_adjusted_of
+    from benchlib.analysis.questions import Family, run_family
+
+    family = Family.against("q", "a", ["b"], conditions=["c"], metrics=["throughput_rps"])
+    adj = speed_adjusted_of(_two_speed_trials(), [family], lambda s, f: run_family(s, f))
+    assert adj is not None and adj.rows == 1
+    assert adj.decided == 0 and adj.mde > 0.05  # as run, the CPU's two speeds hide a 5% difference
+    assert adj.decided_adjusted == 1 and adj.alike == 0 and adj.mde_adjusted != adj.mde_adjusted  # NaN: none left
+    assert adj.changed and adj.changed[0][0] == "c: b vs a, throughput_rps" and adj.changed[0][2].startswith("faster")
+    text = speed_adjusted_markdown(adj)
+    assert "1 of 1 rows are decided (as run: 0; decided alike in both: 0); no row is left undecided" in text
+    assert "within arms: throughput_rps -" in text and "it is not a verdict" in text
+    assert speed_adjusted_markdown(None) == ""
+
+
 def test_the_runners_bounds_come_from_the_settings() -> None:
     from benchlib.disturbance import bounds_from_settings
 

@@ -12,6 +12,9 @@ verdicts with and without them.
 * :func:`speed_link`: how closely the trials' throughput and p50 followed the speed of the
   service's CPU (the server canary) within arms: how much of the trial-to-trial spread was
   the machine's;
+* :func:`speed_adjusted`: the families answered again with each trial's value adjusted for the
+  speed of the service's CPU (its within-arm slope on the server canary): how many rows the
+  CPU's two speeds kept undecided (a sensitivity line, never a verdict);
 * :func:`disturbance_markdown`: all of them in words for the design section (called by
   :func:`benchlib.analysis.pilot.design_section`).
 
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,9 +33,11 @@ from typing import Any
 from benchlib.records import TrialRecord
 from benchlib.records.disturbance import DEFAULT_BOUNDS, canary_at_shifts, is_disturbed
 from benchlib.results import Run, trial_summary
+from benchlib.stats.fmt import fmt_pct
 from benchlib.stats.metrics import with_microseconds
 
-__all__ = ["SpeedLink", "canary_at_level_shifts", "disturbance_markdown", "speed_link", "speed_link_markdown", "speed_link_of", "machine_during_trials", "disturbance_table", "disturbed_attempts", "repeats_by_arm", "sensitivity"]
+__all__ = ["SpeedAdjusted", "adjust_for_speed", "speed_adjusted", "speed_adjusted_markdown", "speed_adjusted_of",
+           "SpeedLink", "canary_at_level_shifts", "disturbance_markdown", "speed_link", "speed_link_markdown", "speed_link_of", "machine_during_trials", "disturbance_table", "disturbed_attempts", "repeats_by_arm", "sensitivity"]
 
 
 def disturbed_attempts(run: Run) -> dict[tuple[str, str, int], TrialRecord]:
@@ -222,6 +227,10 @@ def disturbance_markdown(run: Run, answers: Sequence[Any] = (), *,
     link = speed_link_markdown(speed_link(run))
     if link:
         lines.append(link)
+        if answers:
+            adjusted = speed_adjusted_markdown(speed_adjusted(run, answers, rerun=rerun))
+            if adjusted:
+                lines.append(adjusted)
     shifted, seen = canary_at_level_shifts(run)
     if shifted:
         lines.append(f"Level shifts: {shifted} trial(s) shifted level inside the measured window (\"not steady\"); the "
@@ -339,6 +348,172 @@ def speed_link_markdown(link: SpeedLink | None) -> str:
                  "moves its speed too, so this is reported, not used to repeat or adjust trials (docs/statistics.md, "
                  "\"The service's CPU has a speed of its own\").")
     return text
+
+
+#: The verdict kinds that decide a row (a direction, or equivalence within the margin).
+DECIDED_KINDS: frozenset[str] = frozenset({"faster", "slower", "equivalent"})
+#: At most this many changed rows are named in :func:`speed_adjusted_markdown` (the rest counted).
+SPEED_ADJUSTED_NAMED = 6
+
+
+def adjust_for_speed(frame: Any, metrics: Sequence[str], *,
+                     better: Mapping[str, str] | None = None) -> tuple[Any, dict[str, float]]:
+    """``frame`` (one row per trial: ``condition``, ``arm``, ``valid``, ``server_canary_us`` and
+    the ``metrics``) with each log-scale metric adjusted for the speed of the service's CPU, and
+    the slopes used.
+
+    Per metric, the slope ``b`` is the pooled within-(condition, arm) least-squares slope of the
+    valid trials' log value on their log server canary median (µs per loop); a trial's value
+    becomes ``exp(log value - b * (log canary - its condition and arm's mean log canary))``.
+    Centred on each arm's own mean, the adjustment leaves every arm's mean log value where it
+    was (the service's own load moves the canary on its CPU too, so an arm's canary level is
+    not taken out); it removes only the part of the trial-to-trial spread that followed the
+    CPU's speed. Trials without a canary, invalid trials, difference-scale metrics (error
+    rates) and metrics whose slope cannot be estimated (fewer than 3 trials with a canary, or
+    no spread) are left unchanged."""
+    import numpy as np
+
+    from benchlib.errors import ParameterError
+    from benchlib.stats.metrics import metric_info
+
+    out = frame.copy()
+    slopes: dict[str, float] = {}
+    c = out["server_canary_us"].astype(float)
+    valid = out["valid"].astype(bool) if "valid" in out else np.ones(len(out), dtype=bool)
+    groups = [out["condition"], out["arm"]]
+    for m in metrics:
+        if m not in out.columns:
+            continue
+        try:
+            if metric_info(m, better).scale != "log":
+                continue
+        except ParameterError:
+            continue
+        v = out[m].astype(float)
+        ok = valid & np.isfinite(v) & (v > 0) & np.isfinite(c) & (c > 0)
+        if int(ok.sum()) < 3:
+            continue
+        lc = np.log(c[ok])
+        lv = np.log(v[ok])
+        g = [x[ok] for x in groups]
+        xc = lc - lc.groupby(g).transform("mean")
+        yc = lv - lv.groupby(g).transform("mean")
+        sxx = float((xc * xc).sum())
+        if not sxx > 0:
+            continue
+        b = float((xc * yc).sum()) / sxx
+        slopes[m] = b
+        out.loc[ok, m] = np.exp(lv - b * xc)
+    return out, slopes
+
+
+@dataclass(frozen=True)
+class SpeedAdjusted:
+    """The families answered again on speed-adjusted trials (:func:`speed_adjusted_of`).
+
+    Attributes
+    ----------
+    slopes: per metric, the within-arm slope of log value on log server canary.
+    rows: rows re-answered (log-scale metrics with figures: not error rates, not arms without
+        valid trials). decided: of them, decided (faster, slower, equivalent) as run;
+        decided_adjusted: after the adjustment; alike: decided the same way in both.
+    mde, mde_adjusted: median MDE (a fraction) of the undecided rows with an MDE, as run and
+        after (NaN when none).
+    changed: ``(row, verdict as run, verdict adjusted)`` for each row whose verdict kind changed.
+    """
+
+    slopes: dict[str, float]
+    rows: int
+    decided: int
+    decided_adjusted: int
+    alike: int
+    mde: float
+    mde_adjusted: float
+    changed: list[tuple[str, str, str]]
+
+
+def _verdicts(answer: Any) -> dict[tuple[str, str, str, str], Any]:
+    comp = getattr(answer, "comparison", None)
+    return {(str(v.labels.get("condition", "")), v.baseline, v.arm, v.metric): v
+            for v in (list(comp.verdicts) if comp is not None else [])}
+
+
+def speed_adjusted_of(frame: Any, families: Sequence[Any],
+                      rerun: Callable[[Any, Any], Any]) -> SpeedAdjusted | None:
+    """Each family answered (``rerun(summaries, family)``) on ``frame`` (the run's trial
+    summaries with ``server_canary_us``) and on :func:`adjust_for_speed` of it; ``None`` when
+    no slope could be estimated or no row was re-answered."""
+    import numpy as np
+
+    from benchlib.stats.verdict import render
+
+    families = [f for f in families if _rerunnable(f, frame.columns)]
+    metrics = list(dict.fromkeys(m for f in families for m in f.metrics))
+    adjusted, slopes = adjust_for_speed(frame, metrics)
+    if not slopes:
+        return None
+    rows = decided = decided_adj = alike = 0
+    mdes: list[float] = []
+    mdes_adj: list[float] = []
+    changed: list[tuple[str, str, str]] = []
+    for family in families:
+        before, after = _verdicts(rerun(frame, family)), _verdicts(rerun(adjusted, family))
+        for k, v in before.items():
+            w = after.get(k)
+            if w is None or k[3] not in slopes or v.kind.without_figures:
+                continue
+            rows += 1
+            a, b = v.kind.value in DECIDED_KINDS, w.kind.value in DECIDED_KINDS
+            decided += a
+            decided_adj += b
+            alike += a and v.kind == w.kind
+            if not a and math.isfinite(v.mde):
+                mdes.append(float(v.mde))
+            if not b and math.isfinite(w.mde):
+                mdes_adj.append(float(w.mde))
+            if v.kind != w.kind:
+                group, base, arm, metric = k
+                changed.append((f"{group}: {arm} vs {base}, {metric}", render(v), render(w)))
+    if not rows:
+        return None
+    med = lambda xs: float(np.median(xs)) if xs else math.nan  # noqa: E731
+    return SpeedAdjusted(slopes=slopes, rows=rows, decided=decided, decided_adjusted=decided_adj, alike=alike,
+                         mde=med(mdes), mde_adjusted=med(mdes_adj), changed=changed)
+
+
+def speed_adjusted(run: Run, answers: Sequence[Any], *,
+                   rerun: Callable[[Any, Any], Any] | None = None) -> SpeedAdjusted | None:
+    """:func:`speed_adjusted_of` the run's trial summaries and the families of ``answers``
+    (default ``rerun``: :func:`~benchlib.analysis.questions.run_family` with the compare
+    defaults); ``None`` for a run without server canaries."""
+    canary = {(t.condition, t.arm, t.block): t.disturbance.server_canary_median_us
+              for t in run.trials if t.disturbance is not None}
+    if not any(math.isfinite(v) for v in canary.values()):
+        return None
+    families = [f for f in (getattr(a, "family", None) for a in answers) if f is not None]
+    s = with_microseconds(run.summaries(), [m for f in families for m in f.metrics]).copy()
+    s["server_canary_us"] = [canary.get((c, a, int(b)), math.nan) for c, a, b in zip(s["condition"], s["arm"], s["block"])]
+    return speed_adjusted_of(s, families, rerun or _default_rerun(run))
+
+
+def speed_adjusted_markdown(adj: SpeedAdjusted | None) -> str:
+    """The design section's sensitivity line on :class:`SpeedAdjusted` ("" without one)."""
+    if adj is None:
+        return ""
+    slopes = ", ".join(f"{m} {b:+.2f}" for m, b in adj.slopes.items())
+    text = (f"**Sensitivity: adjusted for the CPU's speed.** With each trial's value adjusted by its arm's slope on "
+            f"the server canary (log value on log canary, within arms: {slopes}; every arm's mean left as it was), "
+            f"{adj.decided_adjusted} of {adj.rows} rows are decided (as run: {adj.decided}; decided alike in both: "
+            f"{adj.alike}); " + (f"the median MDE of the rows left undecided {fmt_pct(100 * adj.mde_adjusted)}"
+                                 if math.isfinite(adj.mde_adjusted) else "no row is left undecided")
+            + f" (as run: {fmt_pct(100 * adj.mde)}).")
+    if adj.changed:
+        named = "; ".join(f"{r}: {a} → {w}" for r, a, w in adj.changed[:SPEED_ADJUSTED_NAMED])
+        more = len(adj.changed) - SPEED_ADJUSTED_NAMED
+        text += f" Changed: {named}" + (f"; and {more} more" if more > 0 else "") + "."
+    return text + (" This shows how much of the undecided spread was the CPU's speed; it is not a verdict: the "
+                   "slope is estimated from the same trials and the canary also moves with the service's own load "
+                   "(docs/statistics.md, \"The service's CPU has a speed of its own\").")
 
 
 def machine_during_trials(run: Run) -> str:
