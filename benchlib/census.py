@@ -35,13 +35,11 @@ from pathlib import Path
 
 from benchlib.errors import ParameterError
 from benchlib.stats.metrics import RATE_METRICS
-from benchlib.stats.verdict import VerdictKind
+from benchlib.stats.verdict import DECIDED, VerdictKind
 
 __all__ = ["DECIDED", "EXPLAINED", "EXPLAINED_SHARE", "Agreement", "Census", "Row", "agreement", "census",
            "headline_rows", "main", "total"]
 
-#: the verdict kinds that decide a row
-DECIDED: frozenset[VerdictKind] = frozenset({VerdictKind.FASTER, VerdictKind.SLOWER, VerdictKind.EQUIVALENT})
 #: undecided kinds whose row carries its own evidence of why no design of this study decides it
 EXPLAINED: frozenset[VerdictKind] = frozenset({VerdictKind.CLIENT_BOUND, VerdictKind.NO_VALID_TRIAL})
 #: the largest share of the headline rows the goal lets be explained rather than decided

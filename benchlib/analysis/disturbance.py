@@ -350,8 +350,6 @@ def speed_link_markdown(link: SpeedLink | None) -> str:
     return text
 
 
-#: The verdict kinds that decide a row (a direction, or equivalence within the margin).
-DECIDED_KINDS: frozenset[str] = frozenset({"faster", "slower", "equivalent"})
 #: At most this many changed rows are named in :func:`speed_adjusted_markdown` (the rest counted).
 SPEED_ADJUSTED_NAMED = 6
 
@@ -445,7 +443,7 @@ def speed_adjusted_of(frame: Any, families: Sequence[Any],
     no slope could be estimated or no row was re-answered."""
     import numpy as np
 
-    from benchlib.stats.verdict import render
+    from benchlib.stats.verdict import DECIDED, render
 
     families = [f for f in families if _rerunnable(f, frame.columns)]
     metrics = list(dict.fromkeys(m for f in families for m in f.metrics))
@@ -463,7 +461,7 @@ def speed_adjusted_of(frame: Any, families: Sequence[Any],
             if w is None or k[3] not in slopes or v.kind.without_figures:
                 continue
             rows += 1
-            a, b = v.kind.value in DECIDED_KINDS, w.kind.value in DECIDED_KINDS
+            a, b = v.kind in DECIDED, w.kind in DECIDED
             decided += a
             decided_adj += b
             alike += a and v.kind == w.kind

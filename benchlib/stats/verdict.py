@@ -53,7 +53,7 @@ from typing import Any
 from benchlib.stats.fmt import fmt_pct, fmt_value
 from benchlib.stats.metrics import MetricInfo
 
-__all__ = ["VerdictKind", "Verdict", "decide", "render", "fmt_mde"]
+__all__ = ["DECIDED", "VerdictKind", "Verdict", "decide", "render", "fmt_mde"]
 
 _NAN = math.nan
 
@@ -84,6 +84,11 @@ class VerdictKind(StrEnum):
         """A row with no estimate, interval or MDE of its own (omitted, not run, no valid
         trial, client-bound): no further block of this design changes it."""
         return self in (VerdictKind.OMITTED, VerdictKind.NOT_RUN, VerdictKind.NO_VALID_TRIAL, VerdictKind.CLIENT_BOUND)
+
+
+#: The verdict kinds that decide a row: a direction, or equivalence within the margin (the
+#: census's "decided", :mod:`benchlib.census`).
+DECIDED: frozenset[VerdictKind] = frozenset({VerdictKind.FASTER, VerdictKind.SLOWER, VerdictKind.EQUIVALENT})
 
 
 @dataclass(frozen=True)
