@@ -114,11 +114,18 @@ def _default_rerun(run: Run) -> Callable[[Any, Any], Any]:
     return lambda summaries, family: run_family(summaries, family, unavailable=run.unavailable)
 
 
-def _kinds(answer: Any) -> dict[tuple[str, str, str, str], str]:
+def _verdicts(answer: Any, *, missing: bool = False) -> dict[tuple[str, str, str, str], Any]:
+    """The answer's verdicts by (condition, baseline, arm, metric); with ``missing``, also the
+    rows it could not compare (not run, no valid trial)."""
     comp = getattr(answer, "comparison", None)
     verdicts = list(comp.verdicts) if comp is not None else []
-    verdicts += list(getattr(answer, "missing", []))
-    return {(str(v.labels.get("condition", "")), v.baseline, v.arm, v.metric): v.kind.value for v in verdicts}
+    if missing:
+        verdicts += list(getattr(answer, "missing", []))
+    return {(str(v.labels.get("condition", "")), v.baseline, v.arm, v.metric): v for v in verdicts}
+
+
+def _kinds(answer: Any) -> dict[tuple[str, str, str, str], str]:
+    return {k: v.kind.value for k, v in _verdicts(answer, missing=True).items()}
 
 
 def _rerunnable(family: Any, columns: Sequence[str]) -> bool:
@@ -318,19 +325,23 @@ def speed_link_of(frame: Any) -> SpeedLink | None:
 def speed_link(run: Run) -> SpeedLink | None:
     """:func:`speed_link_of` the run's valid stored trials (``None`` for a run without server
     canaries, e.g. one stored before they were measured)."""
-    import pandas as pd
+    s = _with_server_canary(run)
+    return None if s is None else speed_link_of(s[s["valid"].astype(bool)])
 
+
+def _with_server_canary(run: Run, metrics: Sequence[str] = ()) -> Any:
+    """The run's trial summaries (:meth:`~benchlib.results.Run.summaries`, with the ``<x>_us``
+    of ``metrics`` added, :func:`~benchlib.stats.metrics.with_microseconds`) and a
+    ``server_canary_us`` column: each trial's server canary median, µs per loop (NaN for a
+    trial without one); ``None`` for a run with no server canary at all."""
     canary = {(t.condition, t.arm, t.block): t.disturbance.server_canary_median_us
               for t in run.trials if t.disturbance is not None}
     if not any(math.isfinite(v) for v in canary.values()):
         return None
-    s = run.summaries()
-    s = s[s["valid"].astype(bool)]
-    frame = pd.DataFrame({"condition": s["condition"], "arm": s["arm"],
-                          "server_canary_us": [canary.get((c, a, int(b)), math.nan)
-                                               for c, a, b in zip(s["condition"], s["arm"], s["block"])],
-                          **{m: s[m] for m in ("throughput_rps", "p50_ms") if m in s}})
-    return speed_link_of(frame)
+    s = with_microseconds(run.summaries(), metrics).copy()
+    s["server_canary_us"] = [canary.get((c, a, int(b)), math.nan)
+                             for c, a, b in zip(s["condition"], s["arm"], s["block"])]
+    return s
 
 
 def speed_link_markdown(link: SpeedLink | None) -> str:
@@ -430,12 +441,6 @@ class SpeedAdjusted:
     changed: list[tuple[str, str, str]]
 
 
-def _verdicts(answer: Any) -> dict[tuple[str, str, str, str], Any]:
-    comp = getattr(answer, "comparison", None)
-    return {(str(v.labels.get("condition", "")), v.baseline, v.arm, v.metric): v
-            for v in (list(comp.verdicts) if comp is not None else [])}
-
-
 def speed_adjusted_of(frame: Any, families: Sequence[Any],
                       rerun: Callable[[Any, Any], Any]) -> SpeedAdjusted | None:
     """Each family answered (``rerun(summaries, family)``) on ``frame`` (the run's trial
@@ -447,7 +452,8 @@ def speed_adjusted_of(frame: Any, families: Sequence[Any],
 
     families = [f for f in families if _rerunnable(f, frame.columns)]
     metrics = list(dict.fromkeys(m for f in families for m in f.metrics))
-    adjusted, slopes = adjust_for_speed(frame, metrics)
+    better = {m: d for f in families for m, d in (f.better or {}).items()}  # e.g. a family's cpu_per_req
+    adjusted, slopes = adjust_for_speed(frame, metrics, better=better)
     if not slopes:
         return None
     rows = decided = decided_adj = alike = 0
@@ -484,14 +490,9 @@ def speed_adjusted(run: Run, answers: Sequence[Any], *,
     """:func:`speed_adjusted_of` the run's trial summaries and the families of ``answers``
     (default ``rerun``: :func:`~benchlib.analysis.questions.run_family` with the compare
     defaults); ``None`` for a run without server canaries."""
-    canary = {(t.condition, t.arm, t.block): t.disturbance.server_canary_median_us
-              for t in run.trials if t.disturbance is not None}
-    if not any(math.isfinite(v) for v in canary.values()):
-        return None
     families = [f for f in (getattr(a, "family", None) for a in answers) if f is not None]
-    s = with_microseconds(run.summaries(), [m for f in families for m in f.metrics]).copy()
-    s["server_canary_us"] = [canary.get((c, a, int(b)), math.nan) for c, a, b in zip(s["condition"], s["arm"], s["block"])]
-    return speed_adjusted_of(s, families, rerun or _default_rerun(run))
+    s = _with_server_canary(run, [m for f in families for m in f.metrics])
+    return None if s is None else speed_adjusted_of(s, families, rerun or _default_rerun(run))
 
 
 def speed_adjusted_markdown(adj: SpeedAdjusted | None) -> str:
