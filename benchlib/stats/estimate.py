@@ -40,7 +40,7 @@ from benchlib.stats.exact import (
     walsh_interval,
 )
 
-__all__ = ["Estimate", "estimate", "BOOTSTRAP_MIN_TRIALS", "beyond_pvalue", "test_name", "tost_pvalue"]
+__all__ = ["Estimate", "estimate", "BOOTSTRAP_MIN_TRIALS", "beyond_pvalue", "shift_pvalue", "test_name", "tost_pvalue"]
 
 #: The trial-level bootstrap is refused below this many trials per arm (blocks when paired).
 BOOTSTRAP_MIN_TRIALS = 5
@@ -182,24 +182,32 @@ def estimate(
         return e
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
-    p_at: Callable[[float], float]
     if e.lo == e.hi:  # zero spread: the effect is known exactly
         return replace(e, tost_p=0.0 if abs(e.effect) < margin else 1.0,
                        beyond_p=0.0 if abs(e.effect) > margin else 1.0)
+    p_at = shift_pvalue(a, b, paired=paired, method=method, boot=boot)
+    return replace(e, tost_p=tost_pvalue(p_at, e.effect, margin), beyond_p=beyond_pvalue(p_at, e.effect, margin))
+
+
+def shift_pvalue(a: np.ndarray, b: np.ndarray, *, paired: bool, method: str,
+                 boot: BootstrapShift | None = None) -> Callable[[float], float]:
+    """The two-sided p-value function ``p_at(c)`` of "the effect (``b`` against ``a``, on the
+    comparison scale) is ``c``", from the same test as :func:`estimate`'s p-value (the
+    bootstrap method needs the distribution ``boot`` its estimate was computed from)."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
     if method == "rank" and paired:
         d = b - a
         d = d[d != 0.0] if 0 < np.count_nonzero(d == 0.0) < d.size else d
-        p_at = lambda c: signed_rank(d - c).pvalue  # noqa: E731
-    elif method == "rank":
-        p_at = lambda c: mann_whitney(a, b - c).pvalue  # noqa: E731
-    elif method == "parametric" and paired:
-        p_at = lambda c: float(stats.ttest_1samp(b - a, c).pvalue)  # noqa: E731
-    elif method == "parametric":
-        p_at = lambda c: float(stats.ttest_ind(b - c, a, equal_var=False).pvalue)  # noqa: E731
-    else:
-        assert boot is not None
-        p_at = boot.pvalue_at
-    return replace(e, tost_p=tost_pvalue(p_at, e.effect, margin), beyond_p=beyond_pvalue(p_at, e.effect, margin))
+        return lambda c: signed_rank(d - c).pvalue
+    if method == "rank":
+        return lambda c: mann_whitney(a, b - c).pvalue
+    if method == "parametric" and paired:
+        return lambda c: float(stats.ttest_1samp(b - a, c).pvalue)
+    if method == "parametric":
+        return lambda c: float(stats.ttest_ind(b - c, a, equal_var=False).pvalue)
+    assert boot is not None
+    return boot.pvalue_at
 
 
 def _estimate(a: np.ndarray, b: np.ndarray, paired: bool, method: str, confidence: float, alpha: float,
