@@ -70,9 +70,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print("\n".join(summary_lines([run])))
     if not run.ok:
         if run.user_error:
-            print(f"benchlib: error: {run.notebook.stem}: {run.error}", file=sys.stderr)
+            print(f"benchlib: error: {run.notebook.stem}: {run.reason}", file=sys.stderr)
             return 2
-        print(f"benchlib: {run.notebook.stem} failed: {run.error}", file=sys.stderr)
+        print(f"benchlib: {run.notebook.stem} failed: {run.reason}", file=sys.stderr)
         return 1
     return 0
 
@@ -91,9 +91,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
     print("\n".join(summary_lines(runs)))
     for r in failed:
         if r.user_error:
-            print(f"benchlib: error: {r.notebook.stem}: {r.error}", file=sys.stderr)
+            print(f"benchlib: error: {r.notebook.stem}: {r.reason}", file=sys.stderr)
         else:
-            print(f"benchlib: {r.notebook.stem} failed: {r.error}", file=sys.stderr)
+            print(f"benchlib: {r.notebook.stem} failed: {r.reason}", file=sys.stderr)
     status = 1 if any(not r.user_error for r in failed) else (2 if failed else 0)
     if args.publish:  # the site of the same reports folder (make report's last step)
         from benchlib.errors import BenchlibError

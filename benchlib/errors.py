@@ -13,6 +13,7 @@ One root, so callers can catch everything benchlib raises on purpose::
      ├── ContractError             a service answered, but not as its contract says
      ├── RuntimeUnavailable        a runtime (e.g. Docker) cannot be reached; says how to fix it
      ├── LoadGenError              the load generator failed for a reason of its own (not the server's)
+     ├── HostLost                  a host of the run's cluster was lost (its node died); names it and what happened
      └── StorageError              a stored run or trial is unreadable or of an unknown schema
 
 Errors carry evidence: log tails and build output are attached as exception notes
@@ -25,6 +26,7 @@ __all__ = [
     "BenchlibError",
     "BuildError",
     "ContractError",
+    "HostLost",
     "LoadGenError",
     "LoadSpecError",
     "ManifestError",
@@ -125,6 +127,13 @@ class RuntimeUnavailable(BenchlibError):
 
 class LoadGenError(BenchlibError):
     """The load generator itself failed (not a server misbehaviour, which is recorded per request)."""
+
+
+class HostLost(BenchlibError):
+    """A host of the run's Ray cluster was lost (its node died, or the service node's actor did):
+    raised before a trial's load started on it, or to stop a run that cannot go on (fewer load
+    hosts left than ``min_hosts``, the service node lost). The message is one line naming the
+    host and what happened; Ray's full text is in the run's log (``logs/run.log``)."""
 
 
 class StorageError(BenchlibError):

@@ -1,7 +1,8 @@
 """Progress display for long runs, kept out of exported reports.
 
 The runner emits events (dicts with ``event`` = ``start``, ``note``, ``trial``, ``skip``, ``settled``,
-``block``, ``done``); :class:`Estimate` adds to each what a long run needs to show: trials and blocks
+``block``, ``done``; a ``note`` with ``undone``: that many trials done are to run again);
+:class:`Estimate` adds to each what a long run needs to show: trials and blocks
 done of those planned, the seconds elapsed, and the seconds left, estimated from the trials'
 measured wall times (each (condition, arm, peer tool or not) by its own mean; the overall
 mean until it has one). A ``block`` event closes each block (every condition's trials of
@@ -110,6 +111,8 @@ class Estimate:
             self.done += 1
         elif kind == "block":
             self.blocks_done = int(ev.get("block", self.blocks_done - 1)) + 1
+        elif kind == "note" and ev.get("undone"):  # trials set aside to run again (a block after a lost host)
+            self.done = max(0, self.done - int(ev["undone"]))
         elapsed = self.now() - self.t0 if self.t0 is not None else 0.0
         left = 0.0 if kind == "done" else self.left_s()
         return {**ev, "trials_done": self.done, "blocks_done": self.blocks_done, "blocks_planned": self.blocks,
@@ -221,8 +224,10 @@ def make_progress(progress: bool | ProgressCallback = True) -> ProgressCallback:
                 state["bar"].set_postfix_str(f"~{format_duration(ev.get('left_s'))} left; "
                                              + format_event(ev).split(": ", 1)[-1].split(" [")[0][:50])
                 state["bar"].update(1)
-            elif ev.get("event") == "block" and "bar" in state:
+            elif ev.get("event") in ("block", "note") and "bar" in state:
                 state["bar"].write(format_event(ev))
+                if ev.get("undone"):
+                    state["bar"].update(-int(ev["undone"]))
             elif ev.get("event") == "done" and "bar" in state:
                 state["bar"].close()
 

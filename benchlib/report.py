@@ -170,6 +170,17 @@ class NotebookRun:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def reason(self) -> str | None:
+        """The error in one line (its first; a longer error says how many lines more are in
+        the report), ``None`` when the notebook ran through."""
+        if self.error is None:
+            return None
+        lines = [ln.strip() for ln in self.error.strip().splitlines() if ln.strip()]
+        if len(lines) <= 1:
+            return lines[0] if lines else self.error
+        return f"{lines[0]} (+{len(lines) - 1} more line(s) in the report)"
+
 
 @contextmanager
 def _progress_relay(show: Callable[[str], None] | None,
@@ -524,17 +535,18 @@ def not_run_arms(run: NotebookRun) -> list[NotRunArm]:
 
 
 def summary_lines(runs: Sequence[NotebookRun]) -> list[str]:
-    """The closing summary of ``benchlib run`` / ``report``: each notebook's outcome and report,
-    then one line per arm not run with why (from the runs' stored data)."""
+    """The closing summary of ``benchlib run`` / ``report``: each notebook's outcome (a failed
+    one's reason in one line) and report, then one line per arm not run with why (from the runs'
+    stored data); "every arm ran" only when every notebook ran through."""
     lines = [f"summary: {sum(r.html is not None for r in runs)} of {len(runs)} report(s) written"]
     for r in runs:
-        state = "ok" if r.ok else f"{'stopped on bad input' if r.user_error else 'FAILED'}: {r.error}"
+        state = "ok" if r.ok else f"{'stopped on bad input' if r.user_error else 'FAILED'}: {r.reason}"
         lines.append(f"  {r.notebook.stem}: {state}" + (f" -> {r.html}" if r.html else " (no report)"))
     skipped = [a for r in runs for a in not_run_arms(r)]
     if skipped:
         lines.append(f"  {len(skipped)} arm(s) not run (the reports show them as \"not run\"):")
         lines += [f"    {a.notebook} (run {a.run.name}): {a.arm}: {a.reason}" for a in skipped]
-    elif any(r.runs for r in runs):
+    elif any(r.runs for r in runs) and all(r.ok for r in runs):
         lines.append("  every arm ran")
     return lines
 

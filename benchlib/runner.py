@@ -18,6 +18,12 @@ same ``run_id`` skips stored trials; it first reads ``run.json`` and every store
 damaged file is named before anything is written), and refuses a run folder whose
 ``run.json`` is gone (its parameters and provenance cannot be recovered).
 
+On a cluster (``Experiment(cluster=...)``) the hosts are asked after every trial whether they
+are as before (:class:`HostCheck`): after a host was lost, the block it was lost in runs again in
+full on the hosts left (its stored trials set aside), or the run stops with
+:class:`~benchlib.errors.HostLost` (``docs/cluster.md``, "Faults"). The full text behind such
+one-line notes goes to the run's log, ``logs/run.log`` (:mod:`benchlib.runlog`).
+
 SIGTERM and SIGHUP stop a run as Ctrl-C does (:func:`benchlib.signals.interrupt_on_signals`):
 the trial under way is abandoned, its load and services stopped, and the trials stored before
 it are kept for a resume.
@@ -26,6 +32,7 @@ it are kept for a resume.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 import traceback
@@ -45,6 +52,7 @@ from benchlib.errors import (
     BenchlibError,
     BuildError,
     ContractError,
+    HostLost,
     ParameterError,
     RuntimeUnavailable,
     ServiceStartError,
@@ -58,8 +66,9 @@ from benchlib.progress import ProgressCallback, make_progress
 from benchlib.records import (TRIAL_RECORD_VERSION, Attempt, DependencyRecord, EnforcedLimits, FrontRecord, LoadMeta,
                               ServiceLog, TrialRecord, peer_report)
 from benchlib.records.disturbance import Disturbance, DisturbanceBounds, is_disturbed
-from benchlib.records.trial import utc_now
+from benchlib.records.trial import utc_now, utc_stamp
 from benchlib.results import Run, open_run, trial_summary
+from benchlib.runlog import run_log
 from benchlib.runtime import Prepared, Runtime, ServiceHandle, StartOptions, get_runtime
 from benchlib.runtime.base import StopInfo, handle_ports, reset_service
 from benchlib.runtime.ports import free_port
@@ -70,8 +79,11 @@ from benchlib.store import RunStore, StoredTrial
 if TYPE_CHECKING:
     from benchlib.loadgen import LoadResult
 
-__all__ = ["CrossCheckFunction", "ExperimentResult", "LoadFunction", "RuntimeChoice", "StopRule", "cross_check_for",
-           "request_for", "run_cross_check", "run_experiment"]
+__all__ = ["CrossCheckFunction", "ExperimentResult", "HostCheck", "LoadFunction", "RuntimeChoice", "StopRule",
+           "cross_check_for", "request_for", "run_cross_check", "run_experiment"]
+
+#: Where the runner's own one-line notes go in full (the run's log, :mod:`benchlib.runlog`).
+LOG = logging.getLogger("benchlib.runner")
 
 #: What :func:`run_experiment` returns: the run, read (:class:`benchlib.results.Run`; the
 #: name older imports use).
@@ -116,6 +128,17 @@ class LoadFunction(Protocol):
 
     def __call__(self, spec: LoadSpec, target: Target, *, client_cpus: Sequence[int] | None = None,
                  seed: int = 0) -> LoadResult: ...
+
+
+class HostCheck(Protocol):
+    """The hosts a run's load comes from, when they can be lost mid-run (a Ray cluster's:
+    :meth:`benchlib.cluster.session.ClusterSession.check`), asked after every trial."""
+
+    def check(self) -> str | None:
+        """``None`` when the hosts are as before; after hosts were lost and the rest reserved
+        again, one line saying so (the trial's block then runs again in full). Raises
+        :class:`~benchlib.errors.HostLost` (one line) when the run cannot go on."""
+        ...
 
 
 class CrossCheckFunction(Protocol):
@@ -639,6 +662,7 @@ def run_experiment(
     cross_check: CrossCheckFunction | None = None,
     until: StopRule | None = None,
     decided: Callable[[Any], Sequence[str]] | None = None,
+    hosts: HostCheck | None = None,
 ) -> Run:
     """Run (or resume) ``experiment`` and return the run, read (:class:`benchlib.results.Run`:
     its trials, summaries, provenance; ``ran`` and ``skipped`` count this execution's trials).
@@ -671,12 +695,21 @@ def run_experiment(
         far (a DataFrame, as :meth:`benchlib.results.Run.summaries`); returns the questions already
         decided, in words, for the progress line of that block (e.g.
         :func:`benchlib.analysis.questions.decided_questions`). Each trial is summarized once.
+    hosts: asked after every trial whether the load's hosts are as before (:class:`HostCheck`;
+        default: none, or with ``experiment.cluster`` the run's
+        :class:`~benchlib.cluster.session.ClusterSession`): after a re-reservation the block
+        runs again in full; :class:`~benchlib.errors.HostLost` from it stops the run.
 
     Raises
     ------
     benchlib.signals.Interrupted
         SIGINT, SIGTERM or SIGHUP arrived (a ``KeyboardInterrupt``): the trial under way was
         abandoned, its load and services stopped; stored trials are kept.
+    benchlib.errors.HostLost
+        a cluster run (``experiment.cluster``) cannot go on: fewer load hosts left than its
+        ``min_hosts``, or its service node lost (one line); the block under way was set aside,
+        the other stored trials are kept for a resume on a repaired cluster. A run that can go
+        on reserves the load hosts again and runs the block that lost a host again in full.
     benchlib.errors.StorageError
         resuming a run whose folder has no ``run.json``, or whose stored data is unreadable
         (the file is named); nothing was written then.
@@ -696,13 +729,13 @@ def run_experiment(
             with ClusterSession(spec) as session, on_service_node(session, _runtime_lookup(runtime)) as runtimes:
                 return _run(experiment, run_id, out_dir, cpus or plan_cpus(), progress, notebook_parameters,
                             runtimes, ClusterLoad(session), cross_check or ClusterCrossCheck(session), until,
-                            decided)
+                            decided, hosts=hosts or session)
         if load is None:
             from benchlib.loadgen import run_load
 
             load = run_load
         return _run(experiment, run_id, out_dir, cpus or plan_cpus(), progress, notebook_parameters,
-                    _runtime_lookup(runtime), load, cross_check or run_cross_check, until, decided)
+                    _runtime_lookup(runtime), load, cross_check or run_cross_check, until, decided, hosts=hosts)
 
 
 
@@ -723,6 +756,10 @@ class _Decided:
         self.hook = hook
         self.rows: dict[tuple[str, str, int], dict[str, Any]] = {}
 
+    def forget(self, block: int) -> None:
+        """Drop the summaries of ``block``'s trials (set aside: the block runs again)."""
+        self.rows = {k: v for k, v in self.rows.items() if k[2] != block}
+
     def __call__(self) -> list[str] | None:
         if self.hook is None:
             return None
@@ -741,7 +778,8 @@ class _Decided:
 def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[str] | None, cpus: CpuPlan,
          progress: bool | ProgressCallback, notebook_parameters: Mapping[str, Any] | None,
          runtimes: Callable[[str], Runtime], load: LoadFunction, cross_check: CrossCheckFunction,
-         until: StopRule | None = None, decided: Callable[[Any], Sequence[str]] | None = None) -> Run:
+         until: StopRule | None = None, decided: Callable[[Any], Sequence[str]] | None = None,
+         hosts: HostCheck | None = None) -> Run:
     longest = settings.MAX_BETWEEN_TRIALS_S.get()  # $BENCHLIB_MAX_BETWEEN_TRIALS_S: the pause used is the one stored
     if longest is not None and experiment.between_trials_s > longest:
         experiment = replace(experiment, between_trials_s=longest)
@@ -786,9 +824,10 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
 
     def again(planned: PlannedTrial, rec: TrialRecord, attempts: list[Attempt],
               cap: Callable[[TrialRecord], int]) -> TrialRecord:
-        """Run an invalid trial again in its place while ``len(attempts)`` is below ``cap(rec)``,
-        each attempt set aside and listed in ``attempts``; the last record."""
-        while rec.status == "invalid" and len(attempts) < cap(rec):
+        """Run an invalid trial again in its place while the attempts added here are fewer than
+        ``cap(rec)``, each attempt set aside and listed in ``attempts``; the last record."""
+        base = len(attempts)
+        while rec.status == "invalid" and len(attempts) - base < cap(rec):
             attempts.append(Attempt(rec.status, rec.reason, rec.started, rec.finished))
             store.set_aside(planned.condition, planned.arm, planned.block)
             if experiment.between_trials_s:
@@ -796,58 +835,140 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
             rec = ex.run_trial(planned, conditions[planned.condition], attempts)
         return rec
 
+    queue = list(range(len(plan)))  # the plan's trials still to run, by index, in order
+    prev: PlannedTrial | None = None  # the last trial taken from the queue
+    current: PlannedTrial | None = None  # the last trial run
+    ran_here: dict[tuple[str, str, int], TrialRecord] = {}  # the trials this execution stored
+    carried: dict[tuple[str, str, int], list[Attempt]] = {}  # attempts set aside when their block ran again
+    losses: list[dict[str, Any]] = list(existing.get("host_losses") or [])
+
+    def set_aside_block(block: int) -> int:
+        """Move every stored trial of ``block`` aside (a host was lost in it: it runs again in
+        full, on one host set); each one's record goes to the attempts of the trial that
+        replaces it. How many were set aside."""
+        aside = 0
+        for p in plan:
+            key = (p.condition, p.arm, p.block)
+            if p.block != block:
+                continue
+            old = stored.pop(key, None)
+            prior = ran_here.pop(key, None) or (TrialRecord.from_meta(old.meta, path=old.path) if old else None)
+            if store.set_aside(*key) is not None:
+                aside += 1
+                if prior is not None:
+                    why = f"set aside: block b{block} ran again in full on the load hosts left after a loss"
+                    carried[key] = [*prior.attempts, Attempt(prior.status, f"{prior.reason}; {why}" if prior.reason
+                                                             else why, prior.started, prior.finished)]
+        decide.forget(block)
+        return aside
+
+    def after_trial(planned: PlannedTrial) -> None:
+        """Ask the hosts whether they are as before (:meth:`HostCheck.check`, which raises
+        :class:`~benchlib.errors.HostLost` when the run cannot go on); after a re-reservation,
+        ``planned``'s block runs again in full, and make-up trials of blocks run on the hosts
+        before are dropped."""
+        nonlocal queue
+        note = hosts.check() if hosts is not None else None
+        if note is None:
+            return
+        block = planned.block
+        idx = [j for j, p in enumerate(plan) if p.block == block]
+        undone = sum(j not in queue for j in idx)  # counted as done by the progress so far
+        aside = set_aside_block(block)
+        queue = idx + [j for j in queue if plan[j].block != block]
+        dropped = len(still)
+        still.clear()
+        text = (f"{note}; block b{block} runs again in full on them ({aside} trial(s) set aside)"
+                + (f"; {dropped} make-up trial(s) dropped (their blocks ran on the hosts before)" if dropped else ""))
+        losses.append({"utc": utc_stamp(utc_now()), "block": block, "line": text})
+        store.update_run(host_losses=losses)
+        LOG.info(text)
+        show({"event": "note", "study": experiment.study, "text": text, "undone": undone})
+
     with _pinned_to(cpus.client), contextlib.ExitStack() as shared:
+        shared.enter_context(run_log(store.path))  # the full text behind one-line notes (logs/run.log)
         shared.callback(ex.end_block)  # dependencies="block": the last block's, also on an interrupt
         shared.callback(ex.stop_kept)  # service_starts="cell": the kept services, also on an interrupt
-        for i, planned in enumerate(plan):
-            if i and plan[i - 1].block != planned.block:  # every condition's trials of the previous block are stored
-                ex.end_block()
-                show({"event": "block", "study": experiment.study, "total": len(plan), "block": plan[i - 1].block,
-                      "decided": decide()})
-            ev = {"study": experiment.study, "total": len(plan), **planned.to_dict()}
-            if until is not None and i and planned.block != plan[i - 1].block:
-                wanted = until(open_run(store, experiment=experiment, unavailable=ex.unavailable), planned.block)
-                needed = None if wanted is None else {(str(c), str(a)) for c, a in wanted}
-                if needed is not None and not needed:
-                    stopped_after = planned.block
-                    show({**ev, "event": "settled", "blocks": planned.block})
+        try:
+            while True:
+                while queue:
+                    i = queue.pop(0)
+                    planned = plan[i]
+                    new_block = prev is not None and planned.block > prev.block
+                    if new_block and prev is not None:  # every condition's trials of the previous block are stored
+                        ex.end_block()
+                        show({"event": "block", "study": experiment.study, "total": len(plan), "block": prev.block,
+                              "decided": decide()})
+                    ev = {"study": experiment.study, "total": len(plan), **planned.to_dict()}
+                    if until is not None and new_block:
+                        wanted = until(open_run(store, experiment=experiment, unavailable=ex.unavailable), planned.block)
+                        needed = None if wanted is None else {(str(c), str(a)) for c, a in wanted}
+                        if needed is not None and not needed:
+                            stopped_after = planned.block
+                            show({**ev, "event": "settled", "blocks": planned.block})
+                            break
+                    prev = planned
+                    if needed is not None and (planned.condition, planned.arm) not in needed:
+                        show({**ev, "event": "settled"})
+                        continue
+                    key = (planned.condition, planned.arm, planned.block)
+                    old = stored.get(key)
+                    if old is not None:
+                        if not (experiment.retry_failed and old.meta.get("status") == "failed"):
+                            skipped += 1
+                            show({**ev, "event": "skip"})
+                            continue
+                        store.set_aside(planned.condition, planned.arm, planned.block)
+                    t_trial = time.monotonic()
+                    current = planned
+                    attempts: list[Attempt] = carried.pop(key, [])
+                    carried_n = len(attempts)
+                    rec = ex.run_trial(planned, conditions[planned.condition], attempts)
+                    # the client could not keep the load, or the machine disturbed the trial: run it again, in its place
+                    rec = again(planned, rec, attempts, lambda r: experiment.repeat_disturbed if is_disturbed(r.reason)
+                                else experiment.repeat_invalid)
+                    ran += 1
+                    ran_here[key] = rec
+                    if rec.status == "invalid" and is_disturbed(rec.reason) and experiment.repeat_disturbed:
+                        still.append((planned, rec, attempts))
+                    done = rec.load.raw if rec.load is not None else {}
+                    if experiment.between_trials_s:
+                        time.sleep(experiment.between_trials_s)
+                    show({**ev, "event": "trial", "status": rec.status, "reason": rec.reason,
+                          "repeated": len(attempts) - carried_n, "achieved_rps": done.get("achieved_rps"),
+                          "p50_ms": done.get("p50_ms"), "seconds": time.monotonic() - t_trial})
+                    after_trial(planned)
+                if not plan or stopped_after is not None or not still:
                     break
-            if needed is not None and (planned.condition, planned.arm) not in needed:
-                show({**ev, "event": "settled"})
-                continue
-            old = stored.get((planned.condition, planned.arm, planned.block))
-            if old is not None:
-                if not (experiment.retry_failed and old.meta.get("status") == "failed"):
-                    skipped += 1
-                    show({**ev, "event": "skip"})
-                    continue
-                store.set_aside(planned.condition, planned.arm, planned.block)
-            t_trial = time.monotonic()
-            rec = ex.run_trial(planned, conditions[planned.condition])
-            attempts: list[Attempt] = []
-            # the client could not keep the load, or the machine disturbed the trial: run it again, in its place
-            rec = again(planned, rec, attempts, lambda r: experiment.repeat_disturbed if is_disturbed(r.reason)
-                        else experiment.repeat_invalid)
-            ran += 1
-            if rec.status == "invalid" and is_disturbed(rec.reason) and experiment.repeat_disturbed:
-                still.append((planned, rec, attempts))
-            done = rec.load.raw if rec.load is not None else {}
-            if experiment.between_trials_s:
-                time.sleep(experiment.between_trials_s)
-            show({**ev, "event": "trial", "status": rec.status, "reason": rec.reason, "repeated": len(attempts),
-                  "achieved_rps": done.get("achieved_rps"), "p50_ms": done.get("p50_ms"),
-                  "seconds": time.monotonic() - t_trial})
-        if plan and stopped_after is None:
-            for planned, rec, attempts in still:
                 # a make-up pass at the end of the run, in plan order: a disturbance (a steal episode,
                 # a neighbour) that outlasted a slot's repeats has often passed by now; the same rule
                 # and cap for every slot, whatever its arm
-                t_trial, cap = time.monotonic(), len(attempts) + experiment.repeat_disturbed
-                rec = again(planned, rec, attempts, lambda r: cap if is_disturbed(r.reason) else 0)
+                planned, rec, attempts = still.pop(0)
+                t_trial, current = time.monotonic(), planned
+                rec = again(planned, rec, attempts, lambda r: experiment.repeat_disturbed if is_disturbed(r.reason)
+                            else 0)
+                ran_here[(planned.condition, planned.arm, planned.block)] = rec
                 show({"event": "note", "study": experiment.study,
                       "text": f"make-up trial {planned.condition}/{planned.arm} b{planned.block} (disturbed when its "
                               f"repeats ran out): {rec.status}" + (f" ({rec.reason})" if rec.status != "ok" else "")
                               + f", {len(attempts)} attempt(s) set aside, {time.monotonic() - t_trial:.1f} s"})
+                after_trial(planned)
+        except HostLost as exc:
+            # the run cannot go on: the block under way lost a host (it runs again in full on
+            # resume); every other stored trial is kept
+            aside = set_aside_block(current.block) if current is not None else 0
+            kept = len(store.trials())
+            line = (f"{exc}: the run stops; {kept} stored trial(s) kept"
+                    + (f" (block b{current.block}'s {aside} set aside: it runs again in full on resume)"
+                       if current is not None and aside else "")
+                    + f"; resume with run_id {store.run_id!r} on a repaired cluster")
+            losses.append({"utc": utc_stamp(utc_now()), "block": current.block if current else None, "line": line,
+                           "stopped": True})
+            store.update_run(status="stopped", host_losses=losses)
+            LOG.info(line)
+            show({"event": "note", "study": experiment.study, "text": line})
+            raise HostLost(line) from None
+        if plan and stopped_after is None:
             show({"event": "block", "study": experiment.study, "total": len(plan), "block": plan[-1].block,
                   "decided": decide()})
     store.update_run(status="complete", finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -235,6 +235,16 @@ def test_summary_names_each_report_and_each_arm_not_run_as_its_run_json_says(tmp
     every = NotebookRun(tmp_path / "03_z.ipynb", tmp_path / "r" / "03_z.ipynb", tmp_path / "r" / "03_z.html", 1.0,
                         runs=(RunStore.open("03_z", "r2", root=tmp_path / "runs").path,))
     assert summary_lines([every])[-1] == "  every arm ran"
+    # a failed run never reads "every arm ran"; its reason is one line (issue 36: Ray's 9-line error)
+    lost = NotebookRun(tmp_path / "00_q.ipynb", tmp_path / "r" / "00_q.ipynb", tmp_path / "r" / "00_q.html", 1.0,
+                       error="ActorDiedError: The actor died unexpectedly.\n\tclass_name: LoadHost\n\tpid: 7",
+                       runs=(RunStore.open("00_q", "r3", root=tmp_path / "runs").path,))
+    assert summary_lines([every, lost]) == [
+        "summary: 2 of 2 report(s) written",
+        f"  03_z: ok -> {tmp_path / 'r' / '03_z.html'}",
+        "  00_q: FAILED: ActorDiedError: The actor died unexpectedly. (+2 more line(s) in the report)"
+        f" -> {tmp_path / 'r' / '00_q.html'}",
+    ]
 
 
 def test_index_keeps_reports_of_earlier_invocations(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ Orchestration, through the runner's seams (``run_experiment(runtime=, load=, cro
 with :mod:`benchlib.testing`: no service process, no load engine; the contract check still
 talks HTTP to each fake service on 127.0.0.1): the blocked plan executed and stored in its
 order, start and stop order (dependencies, service, front), resume, ``retry_failed``,
-``repeat_invalid``, failed and invalid trials recorded with their reason and what was
+``repeat_invalid``, a block that lost a load host run again in full or the run stopped (a
+scripted ``HostCheck``), failed and invalid trials recorded with their reason and what was
 measured, arms that cannot run kept with the reason, the cross-check's alternating order, and
 a stop signal mid-trial leaving the stored trials intact and nothing running.
 
@@ -25,6 +26,7 @@ import pytest
 
 from benchlib.errors import (
     BuildError,
+    HostLost,
     ParameterError,
     RuntimeUnavailable,
     ServiceStartError,
@@ -219,6 +221,60 @@ def test_an_invalid_trial_is_repeated_in_place_and_its_attempts_are_kept(fake_se
         Experiment("x", exp.arms, exp.conditions, repeat_invalid=-1)
     # the default adds nothing to the stored parameters (runs stored before the option still resume)
     assert "repeat_invalid" not in experiment_parameters(Experiment("x", exp.arms, exp.conditions))
+
+
+class _Hosts:
+    """A scripted :class:`benchlib.runner.HostCheck`: after the ``at``-th trial, a re-reservation
+    note (``stop`` False) or :class:`~benchlib.errors.HostLost` (``stop`` True)."""
+
+    def __init__(self, at: int, *, stop: bool = False) -> None:
+        self.at, self.stop, self.calls = at, stop, 0
+
+    def check(self) -> str | None:
+        self.calls += 1
+        if self.calls != self.at:
+            return None
+        if self.stop:
+            raise HostLost("load host 1 (h) lost: its node died (Ray node 6793dfde); 1 load host(s) left, "
+                           "fewer than min_hosts=2")
+        return "load host 1 (h) lost: its node died (Ray node 6793dfde); the load hosts reserved again: 1 (n0)"
+
+
+def test_a_block_that_lost_a_host_runs_again_in_full_after_the_hosts_are_reserved_again(
+        fake_services: Path, tmp_path: Path) -> None:
+    exp = _exp("t-hosts", (Arm("a", "a"), Arm("b", "b")), trials=2)
+    rt = FakeRuntime()
+    events: list[dict] = []
+    res = run_experiment(exp, out_dir=tmp_path / "runs", progress=events.append, runtime=rt, load=FakeLoad(rt),
+                         hosts=_Hosts(3))  # after block b1's first trial
+    (note,) = [e for e in events if e["event"] == "note"]
+    assert note["text"].endswith("reserved again: 1 (n0); block b1 runs again in full on them (1 trial(s) set aside)")
+    assert note["undone"] == 1 and events[-1]["trials_done"] == 4  # the progress counts the block once
+    trials = [(e["block"], e["arm"]) for e in events if e["event"] == "trial"]
+    b1 = [(p["block"], p["arm"]) for p in res.store.read_run()["plan"] if p["block"] == 1]
+    assert len(trials) == 5 and trials[2:3] == b1[:1] and trials[3:] == b1  # b1 again, in full, in its order
+    assert res.ran == 5 and len(res.trials) == 4
+    (aside,) = (res.store.path / "trials").glob("*/*/b001.failed-1.parquet")
+    redone = next(t for t in res.trials if t.block == 1 and t.arm == aside.parent.name)
+    assert [a.reason for a in redone.attempts] == ["set aside: block b1 ran again in full on the load hosts left "
+                                                   "after a loss"]
+    assert [x["line"] for x in res.store.read_run()["host_losses"]] == [note["text"]]
+    assert res.store.read_run()["status"] == "complete"
+
+
+def test_a_run_that_cannot_go_on_stops_in_one_line_keeping_its_other_trials(fake_services: Path,
+                                                                             tmp_path: Path) -> None:
+    exp = _exp("t-hosts-stop", (Arm("a", "a"), Arm("b", "b")), trials=2)
+    rt = FakeRuntime()
+    with pytest.raises(HostLost) as info:
+        _run(exp, tmp_path, rt, FakeLoad(rt), run_id="r1", hosts=_Hosts(3, stop=True))
+    assert str(info.value) == ("load host 1 (h) lost: its node died (Ray node 6793dfde); 1 load host(s) left, fewer "
+                               "than min_hosts=2: the run stops; 2 stored trial(s) kept (block b1's 1 set aside: it "
+                               "runs again in full on resume); resume with run_id 'r1' on a repaired cluster")
+    store = RunStore(tmp_path / "runs" / "t-hosts-stop" / "r1")
+    assert [t.block for t in store.trials()] == [0, 0] and store.read_run()["status"] == "stopped"
+    again = _run(exp, tmp_path, rt, FakeLoad(rt), run_id="r1")  # the resume runs block b1 in full
+    assert (again.ran, again.skipped) == (2, 2) and again.store.read_run()["status"] == "complete"
 
 
 def test_failures_are_stored_with_their_reason_and_what_was_measured(fake_services: Path, tmp_path: Path) -> None:

@@ -10,7 +10,13 @@ come back as Arrow, merged with their host (:func:`benchlib.cluster.merge.merge_
 Faults: a host whose actor dies or fails costs its own rows only; a host that has not
 finished by the trial's deadline (planned length + response timeout + a margin) is killed
 and the trial fails with the reason; on Ctrl-C (or any error) every actor is killed at once,
-and with it its worker processes (they die with the thread that started them).
+and with it its worker processes (they die with the thread that started them). Ray's errors
+become benchlib's here, in one line naming the host (:mod:`benchlib.cluster.faults`; the full
+text in the run's log): a host whose node is lost before the load starts raises
+:class:`~benchlib.errors.HostLost` (never waiting on a bundle Ray is placing again); one lost
+mid-trial fails the trial with ``load host <i> (<name>) failed: its node died (...)``. An
+actor that stops answering is settled by :meth:`~benchlib.cluster.session.ClusterSession.node_fate`
+(its node died, or only the actor did).
 """
 
 from __future__ import annotations
@@ -20,10 +26,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchlib.cluster.clock import START_SKEW_BOUND_NS, ClockOffset, ClockSample, estimate_offset
+from benchlib.cluster.faults import HostFault, fault_of, log_fault
 from benchlib.cluster.host import LoadHost, arrow_to_rows
 from benchlib.cluster.merge import HostInfo, HostOutcome, merge_hosts
 from benchlib.cluster.session import ClusterSession, require_ray
-from benchlib.errors import LoadGenError
+from benchlib.errors import HostLost, LoadGenError
 from benchlib.loadgen.runner import LoadResult
 from benchlib.loadgen.shares import HostShare
 from benchlib.loadgen.validation import validate
@@ -41,6 +48,8 @@ HOST_READY_TIMEOUT_S = 90.0
 DEADLINE_MARGIN_S = 30.0
 #: A trial without a planned length (a request count) gets this long at most (s).
 UNPLANNED_TRIAL_LIMIT_S = 3600.0
+#: Seconds between two looks at the hosts' nodes while the driver waits on the hosts.
+LOOK_EVERY_S = 1.0
 
 
 class ClusterLoad:
@@ -86,7 +95,7 @@ class ClusterLoad:
         ).remote(i) for i in range(n)]
         runs: list[Any] = []
         try:
-            infos: list[HostInfo] = ray.get([a.info.remote() for a in actors], timeout=HOST_READY_TIMEOUT_S)
+            infos: list[HostInfo] = self._gather([a.info.remote() for a in actors], "info")
             import benchlib
 
             mine = str(getattr(benchlib, "__version__", "?"))
@@ -97,12 +106,12 @@ class ClusterLoad:
             runs = [a.run.remote(spec, target, HostShare(i, n), seed, cpus, HOST_READY_TIMEOUT_S)
                     for i, a in enumerate(actors)]
             self._wait_ready(ray, actors, runs)
-            offsets = [self._offset(ray, a) for a in actors]
+            offsets = [self._offset(ray, i, a) for i, a in enumerate(actors)]
             t_ready = time.monotonic()
             ahead = START_AHEAD_NS + 2 * max(o.rtt_ns for o in offsets)
             start_wall_ns = time.time_ns() + ahead
             driver_t0 = time.monotonic_ns() + (start_wall_ns - time.time_ns())
-            ray.get([a.go.remote(start_wall_ns) for a in actors], timeout=HOST_READY_TIMEOUT_S)
+            self._gather([a.go.remote(start_wall_ns) for a in actors], "go")
             outcomes = self._collect(ray, actors, runs, infos, offsets, start_wall_ns, self.deadline_s(spec))
             t_end = time.monotonic()
             overhead = {"ready_s": round(t_ready - t_begin, 4),
@@ -117,40 +126,112 @@ class ClusterLoad:
                 except Exception:  # noqa: BLE001 - already dead
                     pass
 
+    def _host_name(self, i: int) -> str:
+        """``load host 1 (myhost)``: the host of bundle ``i`` as the session placed it."""
+        nodes = self.session.host_nodes
+        return nodes[i].name() if i < len(nodes) else f"load host {i}"
+
+    def _node_id(self, i: int) -> str:
+        nodes = self.session.host_nodes
+        return nodes[i].node_id if i < len(nodes) else ""
+
+    def _settled(self, i: int, exc: BaseException) -> HostFault:
+        """What happened to host ``i`` (its actor's call raised ``exc``): Ray's full text into
+        the run's log; an actor that stopped answering settled by its node's fate."""
+        fault = fault_of(exc)
+        log_fault(self._host_name(i), exc, fault)
+        if fault.kind == "unreachable" and self._node_id(i):
+            why = self.session.node_fate(self._node_id(i))
+            fault = HostFault("node", why) if why is not None else HostFault("actor", f"its actor died ({fault.line})")
+        elif fault.kind == "node":
+            label = next((h.label for h in self.session.host_nodes if h.index == i), "")
+            fault = HostFault("node", f"{fault.line} ({label})" if label else fault.line)
+            self.session.lost_nodes.setdefault(self._node_id(i), fault.line)
+        return fault
+
+    def _before_start(self, i: int, exc: BaseException) -> BaseException:
+        """The error to raise for host ``i`` whose call failed before the load started: a lost
+        node is :class:`~benchlib.errors.HostLost`, anything else a one-line
+        :class:`~benchlib.errors.LoadGenError`; both name the host."""
+        fault = self._settled(i, exc)
+        if fault.kind == "node":
+            return HostLost(f"{self._host_name(i)} lost before its load started: {fault.line}")
+        if fault.kind == "error":
+            return LoadGenError(fault.line)
+        return LoadGenError(f"{self._host_name(i)} failed before its load started: {fault.line}")
+
+    def _look(self) -> None:
+        """Raise :class:`~benchlib.errors.HostLost` if a host's node is lost now (Ray marked it
+        dead, or its bundle left it): nothing waits on a bundle Ray is placing again."""
+        lost = self.session.lost_hosts()
+        if lost:
+            h, why = lost[0]
+            raise HostLost(f"{h.name()} lost before its load started: {why}")
+
+    def _gather(self, refs: list[Any], what: str) -> list[Any]:
+        """Every host's answer to the call ``what`` (one ref per host, in host order), looking
+        at the hosts' nodes meanwhile; a host that fails or is lost raises, naming it."""
+        ray = require_ray()
+        deadline = time.monotonic() + HOST_READY_TIMEOUT_S
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=len(pending), timeout=LOOK_EVERY_S)
+            for ref in done:
+                try:
+                    ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - Ray's errors, turned into benchlib's
+                    raise self._before_start(refs.index(ref), exc) from None
+            if pending:
+                self._look()
+                if time.monotonic() > deadline:
+                    late = sorted(refs.index(r) for r in pending)
+                    raise LoadGenError(f"load host(s) {late} did not answer {what} within {HOST_READY_TIMEOUT_S:g} s")
+        return list(ray.get(refs))
+
     def _wait_ready(self, ray: Any, actors: list[Any], runs: list[Any]) -> None:
         """Until every host's workers are ready; a host whose run ends first (it failed: cannot
-        reach the service, a bad spec) fails the trial now, with its reason."""
+        reach the service, a bad spec, its node lost) fails the trial now, with its reason."""
         pending = {a.wait_ready.remote(HOST_READY_TIMEOUT_S): i for i, a in enumerate(actors)}
         deadline = time.monotonic() + HOST_READY_TIMEOUT_S
         while pending:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise LoadGenError(f"load host(s) {sorted(pending.values())} not ready within {HOST_READY_TIMEOUT_S:g} s")
-            done, _ = ray.wait(list(pending) + runs, num_returns=1, timeout=min(left, 1.0))
+            done, _ = ray.wait(list(pending) + runs, num_returns=1, timeout=min(left, LOOK_EVERY_S))
+            if not done:
+                self._look()
             for ref in done:
                 if ref in pending:
                     i = pending.pop(ref)
-                    if not ray.get(ref):
+                    try:
+                        ready = ray.get(ref)
+                    except Exception as exc:  # noqa: BLE001 - Ray's errors, turned into benchlib's
+                        raise self._before_start(i, exc) from None
+                    if not ready:
                         raise LoadGenError(f"load host {i} not ready within {HOST_READY_TIMEOUT_S:g} s")
                 else:  # a run ended before the start: it failed
                     i = runs.index(ref)
                     try:
                         ray.get(ref)
                     except Exception as exc:  # noqa: BLE001 - its reason, in one line
-                        raise LoadGenError(_one_line(exc)) from None
+                        raise self._before_start(i, exc) from None
                     raise LoadGenError(f"load host {i} ended before the start")
 
-    def _offset(self, ray: Any, actor: Any) -> ClockOffset:
+    def _offset(self, ray: Any, i: int, actor: Any) -> ClockOffset:
         samples = []
         for _ in range(CLOCK_ROUND_TRIPS):
             t1 = time.time_ns()
-            remote = ray.get(actor.clock.remote(), timeout=HOST_READY_TIMEOUT_S)
+            try:
+                remote = ray.get(actor.clock.remote(), timeout=HOST_READY_TIMEOUT_S)
+            except Exception as exc:  # noqa: BLE001 - Ray's errors, turned into benchlib's
+                raise self._before_start(i, exc) from None
             samples.append(ClockSample(t1, int(remote), time.time_ns()))
         return estimate_offset(samples)
 
     def _collect(self, ray: Any, actors: list[Any], runs: list[Any], infos: list[HostInfo],
                  offsets: list[ClockOffset], start_wall_ns: int, deadline_s: float) -> list[HostOutcome]:
-        """Every host's outcome; hosts still running at the deadline are killed and failed."""
+        """Every host's outcome; hosts still running at the deadline are killed and failed; a
+        host whose actor died or whose node was lost fails alone, its reason in one line."""
         end = time.monotonic() + (start_wall_ns - time.time_ns()) / 1e9 + deadline_s
         outcome: dict[int, HostOutcome] = {}
         waiting = {ref: i for i, ref in enumerate(runs)}
@@ -162,7 +243,7 @@ class ClusterLoad:
                     outcome[i] = HostOutcome(infos[i], offsets[i], failure=f"did not finish within {deadline_s:g} s "
                                                                            "of the start (killed)")
                 break
-            done, _ = ray.wait(list(waiting), num_returns=1, timeout=min(left, 1.0))
+            done, _ = ray.wait(list(waiting), num_returns=1, timeout=min(left, LOOK_EVERY_S))
             for ref in done:
                 i = waiting.pop(ref)
                 t = time.monotonic()
@@ -170,17 +251,10 @@ class ClusterLoad:
                     data, meta = ray.get(ref)
                     rows = arrow_to_rows(data)
                 except Exception as exc:  # noqa: BLE001 - the actor died or failed: the others' rows stay
-                    outcome[i] = HostOutcome(infos[i], offsets[i], failure=_one_line(exc))
+                    outcome[i] = HostOutcome(infos[i], offsets[i], failure=self._settled(i, exc).line)
                     continue
                 outcome[i] = HostOutcome(infos[i], offsets[i], result=LoadResult(rows=rows, meta=meta),
                                          extra={"transfer_s": round(time.monotonic() - t, 4),
                                                 "arrow_bytes": len(data)})
         return [outcome[i] for i in range(len(runs))]
 
-
-def _one_line(exc: BaseException) -> str:
-    """An actor's error in one line: its type and the last line of its message."""
-    cause = getattr(exc, "cause", None) or exc
-    text = str(cause).strip().splitlines()
-    last = next((ln.strip() for ln in reversed(text) if ln.strip()), "")
-    return f"{type(cause).__name__}: {last}" if last else type(cause).__name__

@@ -18,7 +18,9 @@ samples' times converted to this machine's monotonic clock through the measured 
 
 Faults: a service that dies mid-trial reads as dead (``alive()``) and its stop says how it
 ended, as with the local runtime; an actor that is gone (killed, its node lost) makes every
-service of it dead (``"lost with the service node's actor"``). At the run's end, an error or
+service of it dead, its stop saying ``the service node (<resource>, <address>) lost: its node
+died (...)`` (or ``its service actor died (...)``; Ray's full text in the run's log), and the
+session's :meth:`~benchlib.cluster.session.ClusterSession.check` then stops the run. At the run's end, an error or
 Ctrl-C, the actor stops every service it still runs and is killed; if it cannot answer, its
 services get SIGTERM from the kernel when it dies (their parent-death signal).
 """
@@ -32,7 +34,8 @@ from dataclasses import replace
 from typing import Any
 
 from benchlib.cluster.clock import ClockOffset, ClockSample, estimate_offset
-from benchlib.cluster.load import CLOCK_ROUND_TRIPS, _one_line
+from benchlib.cluster.faults import fault_of, log_fault, one_line
+from benchlib.cluster.load import CLOCK_ROUND_TRIPS
 from benchlib.cluster.servicehost import (Address, NodeInfo, Raised, ServiceHost, Started, Stopped, boot_id, net_namespace,
                                           node_cpus)
 from benchlib.cluster.session import ClusterSession, require_ray
@@ -77,6 +80,8 @@ class NodeServices:
         self.info: NodeInfo | None = None
         self.offset: ClockOffset | None = None
         self.shift_ns = 0
+        #: why the node counts as lost (its node died, its actor did); then no call is tried
+        self.lost: str | None = None
         self._actor: Any = None
 
     # -- the actor --------------------------------------------------------------------------
@@ -122,17 +127,35 @@ class NodeServices:
         from ray import exceptions as rex
 
         where = f"the service node ({self.node.resource}, {self.node.address})"
+        if self.lost is not None:
+            raise RuntimeUnavailable(f"{where} lost: {self.lost}")
         try:
             out = ray.get(getattr(self.actor(), method).remote(*args), timeout=timeout)
         except rex.GetTimeoutError:
             raise RuntimeUnavailable(f"{where} did not answer {method} within {timeout:g} s") from None
         except rex.RayActorError as exc:
-            raise RuntimeUnavailable(f"{where}: its service actor is gone ({_one_line(exc)})") from None
+            raise RuntimeUnavailable(f"{where} lost: {self._lose(where, exc)}") from None
         except rex.RayTaskError as exc:
-            raise RuntimeUnavailable(f"{where}: {method} failed: {_one_line(exc)}") from None
+            raise RuntimeUnavailable(f"{where}: {method} failed: {one_line(exc)}") from None
         if isinstance(out, Raised):
             raise out.rebuild()
         return out
+
+    def _lose(self, where: str, exc: BaseException) -> str:
+        """Why the node counts as lost after its actor's call raised ``exc`` (Ray's full text into
+        the run's log; an actor that stopped answering settled by its node's fate), remembered
+        here and in the session (whose check then stops the run)."""
+        from benchlib.cluster.faults import node_label
+
+        fault = fault_of(exc)
+        log_fault(where, exc, fault)
+        why = None
+        if fault.kind in ("unreachable", "node"):
+            why = self.session.node_fate(self.node.node_id) if fault.kind == "unreachable" else \
+                f"its node died ({node_label(self.node.node_id, {self.node.resource: 1.0})})"
+        self.lost = why or fault.line.replace("its actor", "its service actor", 1)
+        self.session.service_lost = self.lost
+        return self.lost
 
     def to_driver_clock(self, sample: dict[str, Any]) -> dict[str, Any]:
         """A resource sample with its ``t_monotonic_ns`` on this machine's monotonic clock."""
@@ -281,7 +304,7 @@ class NodeHandle:
         try:
             got: Stopped | None = self._node.call("stop", self._key)
         except RuntimeUnavailable as exc:
-            self._stop = StopInfo(exit_code=None, died_early=True, detail=f"lost with the service node's actor: {exc}")
+            self._stop = StopInfo(exit_code=None, died_early=True, detail=str(exc))
             return self._stop
         if got is None:
             self._stop = StopInfo(exit_code=None, died_early=True, detail="no longer running on the service node")

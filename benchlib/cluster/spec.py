@@ -23,6 +23,13 @@ Options after a ``?`` put the services under test on a node of their own
 * ``server_cpus=all`` (every CPU of the service node) or ``server_cpus=<n>`` (its last ``n``
   CPUs): where the services are pinned. Default: on ``local:N`` the run's server CPUs (the
   nodes share this machine's CPUs, so the load keeps its own), elsewhere ``all``.
+
+One more option, with or without a service node:
+
+* ``min_hosts=<n>``: the fewest load hosts the run goes on with when hosts are lost mid-run
+  (the load hosts are then reserved again among the nodes still alive, and a block that lost a
+  host runs again in full); below it the run stops, its stored trials kept for a resume.
+  Default: the load hosts reserved at the start (any loss stops the run).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from dataclasses import dataclass
 from benchlib.errors import ParameterError
 
 __all__ = ["ClusterSpec", "parse_cluster", "LOAD_RESOURCE", "MAX_LOCAL_NODES", "CLUSTER_CHOICES", "INSTALL_HINT",
-           "OPTION_CHOICES", "local_host_resource", "ray_installed"]
+           "OPTION_CHOICES", "OPTIONS", "local_host_resource", "ray_installed"]
 
 #: The custom resource marking a node as a load host (one unit per node).
 LOAD_RESOURCE = "benchlib_load"
@@ -42,10 +49,14 @@ LOAD_RESOURCE = "benchlib_load"
 MAX_LOCAL_NODES = 8
 #: The valid forms, for error messages.
 CLUSTER_CHOICES = ('None (this machine), "local:N" (N = 1..8 nodes on this machine), "auto", "ray://host:port"; '
-                   'each may add "?service=<node resource>" (the services on that node)')
+                   'each may add "?service=<node resource>" (the services on that node) and '
+                   '"min_hosts=<n>" (the fewest load hosts to go on with)')
 
 #: The options after ``?``, for error messages.
-OPTION_CHOICES = "service=<node resource> and server_cpus=all|<n> (e.g. 'local:3?service=benchlib_host_0')"
+OPTION_CHOICES = ("service=<node resource>, server_cpus=all|<n> and min_hosts=<n> "
+                  "(e.g. 'local:3?service=benchlib_host_0&min_hosts=1')")
+#: The option names after ``?``.
+OPTIONS = ("service", "server_cpus", "min_hosts")
 
 #: The one line a user without Ray gets when asking for a cluster.
 INSTALL_HINT = "cluster= needs Ray, an optional extra: pip install 'benchlib[cluster]'"
@@ -71,6 +82,8 @@ class ClusterSpec:
     service: the custom resource naming the node that runs the services (``None``: this machine).
     server_cpus: where the services are pinned on that node: ``"all"``, a count of its last
         CPUs, or ``None`` (the default: see the module docstring).
+    min_hosts: the fewest load hosts a run goes on with after losing some (``None``: those
+        reserved at its start).
     """
 
     kind: str
@@ -78,6 +91,7 @@ class ClusterSpec:
     address: str | None = None
     service: str | None = None
     server_cpus: int | str | None = None
+    min_hosts: int | None = None
 
     def describe(self) -> str:
         """One line, e.g. ``a local Ray cluster of 2 nodes`` (``, the services on benchlib_host_0``)."""
@@ -85,7 +99,9 @@ class ClusterSpec:
             where = f"a local Ray cluster of {self.nodes} node{'s' if self.nodes != 1 else ''}"
         else:
             where = f"the Ray cluster at {self.address}"
-        return where + (f", the services on the node with {self.service}" if self.service else "")
+        return (where + (f", the services on the node with {self.service}" if self.service else "")
+                + (f", at least {self.min_hosts} load host{'s' if self.min_hosts != 1 else ''}"
+                   if self.min_hosts is not None else ""))
 
 
 def parse_cluster(value: object) -> ClusterSpec | None:
@@ -115,20 +131,20 @@ def parse_cluster(value: object) -> ClusterSpec | None:
 
 
 def _with_options(spec: ClusterSpec, query: str, value: str) -> ClusterSpec:
-    """``spec`` with the options after ``?`` (``service=...&server_cpus=...``)."""
+    """``spec`` with the options after ``?`` (``service=...&server_cpus=...&min_hosts=...``)."""
     options: dict[str, str] = {}
     for part in query.split("&"):
         key, eq, v = part.partition("=")
-        if not eq or key not in ("service", "server_cpus") or not v or key in options:
+        if not eq or key not in OPTIONS or not v or key in options:
             raise ParameterError(f"cluster {value!r}: options after '?' are {OPTION_CHOICES}; got {part!r}")
         options[key] = v
     service = options.get("service")
-    if service is None:
+    if service is None and "server_cpus" in options:
         raise ParameterError(f"cluster {value!r}: server_cpus needs a service node; options are {OPTION_CHOICES}")
-    if not _RESOURCE.match(service):
+    if service is not None and not _RESOURCE.match(service):
         raise ParameterError(f"cluster {value!r}: service={service!r} is not a Ray resource name "
                              "(letters, digits, '_', '.', '-')")
-    if spec.kind == "local":
+    if spec.kind == "local" and service is not None:
         names = [local_host_resource(i) for i in range(spec.nodes)]
         if spec.nodes < 2:
             raise ParameterError(f"cluster {value!r}: a service node leaves no node to send load from; "
@@ -142,7 +158,17 @@ def _with_options(spec: ClusterSpec, query: str, value: str) -> ClusterSpec:
             raise ParameterError(f"cluster {value!r}: server_cpus must be 'all' or a positive number of CPUs; "
                                  f"got {cpus!r}")
         cpus = int(cpus)
-    return ClusterSpec(spec.kind, nodes=spec.nodes, address=spec.address, service=service, server_cpus=cpus)
+    least: int | None = None
+    if "min_hosts" in options:
+        text = options["min_hosts"]
+        load_nodes = spec.nodes - (1 if service is not None else 0) if spec.kind == "local" else None
+        valid = f"1..{load_nodes}" if load_nodes is not None else "a positive number"
+        if not text.isdigit() or int(text) < 1 or (load_nodes is not None and int(text) > load_nodes):
+            where = f" (local:{spec.nodes} has {load_nodes} load node(s))" if load_nodes is not None else ""
+            raise ParameterError(f"cluster {value!r}: min_hosts must be {valid}{where}; got {text!r}")
+        least = int(text)
+    return ClusterSpec(spec.kind, nodes=spec.nodes, address=spec.address, service=service, server_cpus=cpus,
+                       min_hosts=least)
 
 
 def ray_installed() -> bool:

@@ -239,3 +239,22 @@ def test_the_report_shows_the_load_hosts_section_only_when_a_trial_had_several_h
     assert list(t["host"]) == [0, 1, 0, 1] and list(t["node"]) == ["box (0abcdef0)", "box (1abcdef0)"] * 2
     assert list(t["measured requests"]) == [50] * 4 and list(t["foreign CPU"]) == [0.12] * 4
     assert list(t["valid"]) == [True, False] * 2 and t["why not"].iloc[1].endswith("[load host 1]")
+
+
+def test_rays_errors_become_one_line_of_what_happened_to_the_host() -> None:
+    rex = pytest.importorskip("ray.exceptions")
+    from benchlib.cluster.faults import HostFault, fault_of, node_label
+
+    died = "The actor died unexpectedly before finishing this task.\n\tpid: 5\n"
+    node = rex.RayActorError(None, died + "The actor died because its node has died. Node Id: ab12\n\tthe actor's "
+                             "node was terminated unexpectedly: health check failed")
+    worker = rex.RayActorError(None, died + "The actor is dead because its worker process has died. Worker exit "
+                               "type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits")
+    assert fault_of(node) == HostFault("node", "its node died") and fault_of(node).lost
+    assert fault_of(worker) == HostFault("actor", "its actor died (its worker process has died, SYSTEM_ERROR)")
+    assert fault_of(rex.ActorUnavailableError("socket closed", None)).kind == "unreachable"
+    assert fault_of(rex.GetTimeoutError("late")).kind == "unreachable"
+    error = fault_of(ValueError("first\nthe last line"))  # a method's own error: not a loss
+    assert error == HostFault("error", "ValueError: the last line") and not error.lost
+    assert node_label("6793dfde0123", {"benchlib_load": 1.0, "benchlib_host_2": 1.0, "CPU": 2.0,
+                                       "node:192.0.2.2": 1.0}) == "Ray node 6793dfde, benchlib_host_2"

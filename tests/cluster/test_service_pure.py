@@ -23,6 +23,8 @@ from benchlib.runtime.ports import free_port
     ("auto?service=server_box&server_cpus=4", ClusterSpec("address", address="auto", service="server_box",
                                                           server_cpus=4)),
     ("ray://head:10001?service=db.box", ClusterSpec("address", address="ray://head:10001", service="db.box")),
+    ("local:3?service=benchlib_host_1&min_hosts=1", ClusterSpec("local", nodes=3, service="benchlib_host_1", min_hosts=1)),
+    ("auto?min_hosts=4", ClusterSpec("address", address="auto", min_hosts=4)),
 ])
 def test_the_service_node_is_an_option_of_the_cluster_value(value: str, want: ClusterSpec) -> None:
     assert parse_cluster(value) == want
@@ -34,7 +36,10 @@ def test_the_service_node_is_an_option_of_the_cluster_value(value: str, want: Cl
     ("local:2?server_cpus=all", "server_cpus needs a service node"),
     ("auto?service=x&server_cpus=0", "server_cpus must be 'all' or a positive number of CPUs; got '0'"),
     ("auto?service=x&server_cpus=some", "server_cpus must be 'all' or a positive number"),
-    ("auto?host=x", "options after '\\?' are service=<node resource> and server_cpus=all"),
+    ("auto?host=x", "options after '\\?' are service=<node resource>, server_cpus=all\\|<n> and min_hosts=<n>"),
+    ("local:3?service=benchlib_host_1&min_hosts=3", "min_hosts must be 1..2 \\(local:3 has 2 load node\\(s\\)\\); got '3'"),
+    ("local:2?min_hosts=0", "min_hosts must be 1..2"),
+    ("auto?min_hosts=two", "min_hosts must be a positive number; got 'two'"),
     ("auto?service=x&service=y", "options after '\\?' are"),
     ("auto?", "options after '\\?' are"),
     ("auto?service=no spaces", "is not a Ray resource name"),
