@@ -9,7 +9,7 @@ in three scenarios, each its own run:
 * ``client-hog``: the same on the client's CPU.
 
 No trial is repeated (``repeat_disturbed=0``): every trial keeps its signals. Prints, per
-signal (:meth:`benchlib.records.disturbance.Disturbance.figures`), its distribution in each
+signal (:meth:`benchlib.store.records.disturbance.Disturbance.figures`), its distribution in each
 scenario and the separation of each planted scenario from ``idle`` (the share of (planted,
 idle) pairs in which the planted trial reads higher: 1.0 = perfectly separated; the
 largest idle value and the smallest planted one), and, per trial, the level shifts the
@@ -33,11 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
-from benchlib.cpus import plan_cpus
-from benchlib.model import Arm, Condition, Experiment, LoadSpec
-from benchlib.records import rows as R
-from benchlib.records.disturbance import canary_at_shifts
-from benchlib.runner import run_experiment
+from benchlib.run.cpus import plan_cpus
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.store.records import rows as R
+from benchlib.store.records.disturbance import canary_at_shifts
+from benchlib.run.runner import run_experiment
 from benchlib.stats.changepoint import detect_changes
 
 SIGNALS = ("server_contention", "client_contention", "server_foreign", "client_foreign", "steal", "service_wait", "psi_some", "slowdown",

@@ -186,9 +186,9 @@ def run_client(name: str, port: int, streams: int, args: argparse.Namespace, wor
                server_pid: int) -> dict[str, Any]:
     from benchlib.loadgen import run_load
     from benchlib.loadgen.grpcgo import PROTO, SMALL_METHOD, SMALL_REQUEST
-    from benchlib.model import LoadSpec, Target
-    from benchlib.peers.ghz import run_ghz
-    from benchlib.peers.h2load import run_h2load
+    from benchlib.core.model import LoadSpec, Target
+    from benchlib.loadgen.peers.ghz import run_ghz
+    from benchlib.loadgen.peers.h2load import run_h2load
 
     cpu = [args.client_cpu]
     s0, t0 = proc_cpu_s(server_pid), time.monotonic()
@@ -248,7 +248,7 @@ def main() -> None:
         return
 
     from benchlib.loadgen.grpcgo import build_grpc_server
-    from benchlib.peers.ghz import ensure_ghz
+    from benchlib.loadgen.peers.ghz import ensure_ghz
 
     cpus = sorted(os.sched_getaffinity(0))
     args.client_cpu, server_cpu = cpus[0], cpus[-1]

@@ -57,14 +57,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from benchlib.cpus import plan_cpus  # noqa: E402
+from benchlib.run.cpus import plan_cpus  # noqa: E402
 from benchlib.loadgen.engine import Engine, EngineConfig, records_to_rows, tune_socket_limits  # noqa: E402
-from benchlib.loadgen.runner import _worker_configs  # noqa: E402
-from benchlib.manifest import get_manifest  # noqa: E402
-from benchlib.model import LoadSpec, Target  # noqa: E402
+from benchlib.loadgen.launch import _worker_configs  # noqa: E402
+from benchlib.runtime.manifest import get_manifest  # noqa: E402
+from benchlib.core.model import LoadSpec, Target  # noqa: E402
 from benchlib.runtime import StartOptions, get_runtime  # noqa: E402
 from benchlib.runtime.ports import free_port  # noqa: E402
-from benchlib.schema import PHASE_CODES  # noqa: E402
+from benchlib.core.schema import PHASE_CODES  # noqa: E402
 from benchlib.stats import compare  # noqa: E402
 from benchlib.stats.summary import summarize_trial  # noqa: E402
 

@@ -61,11 +61,11 @@ CODE = _code_root(sys.argv[1:])
 sys.path.insert(0, str(CODE))
 os.environ["PYTHONPATH"] = os.pathsep.join([str(CODE)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
-from benchlib import settings  # noqa: E402
+from benchlib.core import settings  # noqa: E402
 from benchlib.loadgen import run_load  # noqa: E402
 from benchlib.loadgen.testservers import serve  # noqa: E402
-from benchlib.model import LoadSpec, Target  # noqa: E402
-from benchlib.peers import run_ab, run_h2load, run_hey, run_wrk  # noqa: E402
+from benchlib.core.model import LoadSpec, Target  # noqa: E402
+from benchlib.loadgen.peers import run_ab, run_h2load, run_hey, run_wrk  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 

@@ -40,9 +40,9 @@ import pandas as pd  # noqa: E402
 
 from benchlib.analysis.pilot import pilot_windows  # noqa: E402
 from benchlib.analysis.variance_sources import table_markdown, trial_facts, variance_table  # noqa: E402
-from benchlib.errors import ParameterError  # noqa: E402
-from benchlib.model import Arm, Condition, Experiment, Limits, LoadSpec  # noqa: E402
-from benchlib.runner import run_experiment  # noqa: E402
+from benchlib.core.errors import ParameterError  # noqa: E402
+from benchlib.core.model import Arm, Condition, Experiment, Limits, LoadSpec  # noqa: E402
+from benchlib.run.runner import run_experiment  # noqa: E402
 
 DURATIONS = (0.5, 1.0, 2.0, 4.0, 8.0)
 WARMUPS = (0.5, 3.0)
@@ -75,7 +75,7 @@ def _first_condition(conds: Sequence[Condition]) -> tuple[LoadSpec, str | None]:
 
 
 def _presets() -> dict[str, Preset]:
-    from benchlib.studies import fastcgi_nginx, grpc_json, iris_kestrel, rest_mongo, rust_vs_go
+    from benchlib.analysis.studies import fastcgi_nginx, grpc_json, iris_kestrel, rest_mongo, rust_vs_go
 
     return {
         "00_quickstart": Preset(_quickstart_arms, _closed(16), 10),

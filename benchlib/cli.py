@@ -16,7 +16,7 @@
     benchlib compare RUN_A RUN_B [--margin PCT] [--fail-on-regression PCT] [--json]
                                                  run B against run A of one study: per condition,
                                                  arm and metric the ratio B/A with its exact
-                                                 interval and a verdict (benchlib.runcompare);
+                                                 interval and a verdict (benchlib.analysis.runcompare);
                                                  status 1 on a regression beyond the threshold
     benchlib --version                           benchlib's version (and git commit in a checkout)
     benchlib services                            the services, their variants and availability
@@ -34,7 +34,7 @@ there); a failed notebook exits with status 1 after its report (with the error) 
 
 SIGINT (Ctrl-C), SIGTERM and SIGHUP take one path: the notebook's kernel stops its load and
 its services, the trials stored so far are kept, and the command exits with status 128 + the
-signal's number (130, 143, 129) after one line saying so (see :mod:`benchlib.report`).
+signal's number (130, 143, 129) after one line saying so (see :mod:`benchlib.publish.report`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import signal
 import sys
 from typing import Any, Sequence
 
-from benchlib.errors import BenchlibError, UserError
+from benchlib.core.errors import BenchlibError, UserError
 
 __all__ = ["main"]
 
@@ -54,8 +54,8 @@ def _params(pairs: Sequence[Sequence[str]] | None) -> dict[str, Any]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from benchlib.report import run_notebook, summary_lines, write_index
-    from benchlib.settle import settle_env
+    from benchlib.publish.report import run_notebook, summary_lines, write_index
+    from benchlib.run.settle import settle_env
 
     with settle_env(args.settle, args.settle_max):  # the run waits for it after its builds
         run = run_notebook(args.notebook, _params(args.parameter), reports_dir=args.reports_dir,
@@ -78,9 +78,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from benchlib.report import build_reports, summary_lines
+    from benchlib.publish.report import build_reports, summary_lines
 
-    from benchlib.settle import settle_env
+    from benchlib.run.settle import settle_env
 
     with settle_env(args.settle, args.settle_max):  # each run waits for it after its builds
         runs = build_reports(args.notebooks or None, _params(args.parameter), reports_dir=args.reports_dir,
@@ -96,7 +96,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             print(f"benchlib: {r.notebook.stem} failed: {r.reason}", file=sys.stderr)
     status = 1 if any(not r.user_error for r in failed) else (2 if failed else 0)
     if args.publish:  # the site of the same reports folder (make report's last step)
-        from benchlib.errors import BenchlibError
+        from benchlib.core.errors import BenchlibError
 
         args.out, args.runs = None, None
         try:
@@ -110,8 +110,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_publish(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from benchlib.report import project_root
-    from benchlib.site import build_site
+    from benchlib.publish.report import project_root
+    from benchlib.publish.site import build_site
 
     reports = Path(args.reports_dir) if args.reports_dir else project_root() / "reports"
     site = build_site(reports, args.out, runs_root=args.runs)
@@ -122,11 +122,11 @@ def _cmd_publish(args: argparse.Namespace) -> int:
 
 def version_text() -> str:
     """``benchlib <version>``, plus ``(git <commit>[, modified])`` when benchlib is imported
-    from a git checkout (:func:`benchlib.provenance.git_info`)."""
+    from a git checkout (:func:`benchlib.core.provenance.git_info`)."""
     from pathlib import Path
 
     import benchlib
-    from benchlib.provenance import git_info
+    from benchlib.core.provenance import git_info
 
     text = f"benchlib {benchlib.__version__}"
     checkout = Path(benchlib.__file__).resolve().parent.parent
@@ -169,8 +169,8 @@ def percent(text: str) -> float:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from benchlib.results import open_run
-    from benchlib.runcompare import compare_runs
+    from benchlib.store.results import open_run
+    from benchlib.analysis.runcompare import compare_runs
 
     def names(text: str | None) -> list[str] | None:
         return None if text is None else [x.strip() for x in text.split(",") if x.strip()]
@@ -193,8 +193,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_services(args: argparse.Namespace) -> int:
-    from benchlib import toolchains
-    from benchlib.manifest import list_services
+    from benchlib.runtime import toolchains
+    from benchlib.runtime.manifest import list_services
 
     services = list_services(args.services_dir)
     width = max((len(n) for n in services), default=10)
@@ -206,7 +206,7 @@ def _cmd_services(args: argparse.Namespace) -> int:
 
 
 def _cmd_cleanup(args: argparse.Namespace) -> int:
-    from benchlib.cleanup import sweep
+    from benchlib.runtime.cleanup import sweep
 
     print(sweep(run_id=args.run_id, all_owners=args.all, kill_orphans=True))
     return 0
@@ -342,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(note, file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        from benchlib.signals import signal_name
+        from benchlib.core.signals import signal_name
 
         signum = int(getattr(exc, "signum", signal.SIGINT))
         print(f"benchlib: interrupted by {signal_name(signum)}; the load and the services were stopped, stored "

@@ -121,7 +121,7 @@ else
 fi
 
 # The Jupyter kernel "benchlib" of this environment (the same one `benchlib run` starts)
-say "Jupyter kernel: $("$PYTHON" -m benchlib.kernel install)"
+say "Jupyter kernel: $("$PYTHON" -m benchlib.publish.kernel install)"
 
 if [ "${BENCHLIB_SKIP_DOCKER:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v dockerd >/dev/null 2>&1; then
     scripts/docker-engine.sh start || say "could not start a Docker engine; the Docker runtime will say why when used"

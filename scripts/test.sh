@@ -15,7 +15,7 @@
 # image, base image, peer tool; runtime; seconds; cache hit or not) from BENCHLIB_BUILD_TIMES,
 # one file per part in TEST_TIMES_DIR (default: a new temporary folder, printed at the end).
 #
-# Beside part 1 (which uses the CPUs, not the network), `python -m benchlib.prefetch` fetches
+# Beside part 1 (which uses the CPUs, not the network), `python -m benchlib.runtime.prefetch` fetches
 # what part 2's builds would otherwise wait for on a cold machine (Go modules, crates, the
 # Docker base image; nothing is compiled); part 2 starts when it has ended, and its lines
 # are printed then (PREFETCH=0: not run).
@@ -35,7 +35,7 @@ times_dir="${TEST_TIMES_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/benchlib-test-times.XX
 mkdir -p "$times_dir"
 prefetch_pid=
 if [ "${PREFETCH:-1}" != 0 ]; then
-    $PYTHON -m benchlib.prefetch >"$times_dir/prefetch.log" 2>&1 &
+    $PYTHON -m benchlib.runtime.prefetch >"$times_dir/prefetch.log" 2>&1 &
     prefetch_pid=$!
 fi
 SECONDS=0

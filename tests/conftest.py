@@ -10,7 +10,7 @@ tests of :data:`PARALLEL_FILES` that carry none of :data:`SERIAL_MARKERS`; every
 The two parts together are exactly the default run (``--part all``).
 
 When ``$BENCHLIB_BUILD_TIMES`` is set, the terminal summary ends with the table of builds and
-build-cache hits recorded there (:func:`benchlib.buildcache.build_times_summary`).
+build-cache hits recorded there (:func:`benchlib.core.buildcache.build_times_summary`).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             f"-n {workers} would run tests that start services, pin CPUs or measure side by side; "
             "add --part parallel (then run --part serial without -n), or use `make test`")
-    from benchlib.settings import VALIDATION_REPORT
+    from benchlib.core.settings import VALIDATION_REPORT
 
     if workers and VALIDATION_REPORT.get() is not None:
         raise pytest.UsageError(f"{VALIDATION_REPORT.name} collects the validation figures in one process; "
@@ -114,7 +114,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """Where build time went in this run: the ``$BENCHLIB_BUILD_TIMES`` file's table
     (``scripts/test.sh`` sets one file per part), after pytest's ``--durations``."""
-    from benchlib import buildcache, settings
+    from benchlib.core import buildcache, settings
 
     path = settings.BUILD_TIMES.get()
     records = buildcache.read_build_records(path) if path is not None else []
@@ -135,11 +135,11 @@ def executed_notebook(tmp_path: Path) -> Callable[[str, Mapping[str, Any]], Any]
     """``run(name, parameters)``: execute the notebook with papermill, its runs stored under
     ``tmp_path / "runs"`` (``out_dir``) and its report under ``tmp_path / "reports"``; assert
     that it succeeded, that no cell raised and that nothing was written to stderr (no warning
-    in the report); return the :class:`benchlib.report.NotebookRun`."""
+    in the report); return the :class:`benchlib.publish.report.NotebookRun`."""
     def run(name: str, parameters: Mapping[str, Any]) -> Any:
         import nbformat
 
-        from benchlib.report import run_notebook
+        from benchlib.publish.report import run_notebook
 
         done = run_notebook(name, {**parameters, "out_dir": str(tmp_path / "runs")}, reports_dir=tmp_path / "reports")
         assert done.ok, done.error

@@ -23,8 +23,8 @@ from typing import Any, Callable
 
 import pytest
 
-from benchlib.errors import LoadSpecError, ParameterError, UserError
-from benchlib.model import Arm, Condition, Experiment, Limits, LoadSpec, Stage, Target
+from benchlib.core.errors import LoadSpecError, ParameterError, UserError
+from benchlib.core.model import Arm, Condition, Experiment, Limits, LoadSpec, Stage, Target
 
 REPO = Path(__file__).resolve().parent.parent
 PROBE = REPO / "tests" / "notebooks" / "stop_probe.ipynb"
@@ -45,7 +45,7 @@ def _store(run_id: str) -> Callable[[], Any]:
     def make() -> Any:
         import tempfile
 
-        from benchlib.store import RunStore
+        from benchlib.store.runstore import RunStore
 
         with tempfile.TemporaryDirectory() as root:
             return RunStore.open("study", run_id, root=root)
@@ -54,7 +54,7 @@ def _store(run_id: str) -> Callable[[], Any]:
 
 
 def _rvg() -> Any:
-    from benchlib.studies import rust_vs_go
+    from benchlib.analysis.studies import rust_vs_go
 
     return rust_vs_go
 

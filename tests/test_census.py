@@ -1,4 +1,4 @@
-"""benchlib.census: the issue-23 definitions on stored verdict files (pure logic on files written here)."""
+"""benchlib.publish.census: the issue-23 definitions on stored verdict files (pure logic on files written here)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlib import census as cz
-from benchlib.errors import ParameterError
+from benchlib.publish import census as cz
+from benchlib.core.errors import ParameterError
 
 
 def _run(root: Path, study: str, run_id: str, verdicts: dict[str, list[dict]]) -> Path:

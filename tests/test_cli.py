@@ -47,7 +47,7 @@ def test_missing_command_is_a_usage_error() -> None:
 
 def test_version_names_the_package_version_and_the_checkouts_commit() -> None:
     import benchlib
-    from benchlib.provenance import git_info
+    from benchlib.core.provenance import git_info
 
     out = _run("--version")
     assert out.returncode == 0 and out.stdout.startswith(f"benchlib {benchlib.__version__}")

@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from benchlib.contract import check_response, verify
-from benchlib.errors import ContractError
-from benchlib.manifest import Contract, Endpoint
+from benchlib.runtime.contract import check_response, verify
+from benchlib.core.errors import ContractError
+from benchlib.runtime.manifest import Contract, Endpoint
 
 
 def test_check_response_lists_every_difference() -> None:

@@ -6,8 +6,8 @@ import collections
 
 import pytest
 
-from benchlib.design import plan_trials, williams_rows
-from benchlib.errors import ParameterError
+from benchlib.core.design import plan_trials, williams_rows
+from benchlib.core.errors import ParameterError
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 6])
@@ -65,12 +65,12 @@ def test_bad_plans_are_refused(arms: list[str], blocks: int, match: str) -> None
     (10, 0.3, (0, 5, 9)), (10, 1.0, tuple(range(10))), (10, "5", (0, 2, 5, 7, 9)), (10, "0.2", (0, 9)),
 ])
 def test_the_peer_tool_runs_in_blocks_spread_over_the_run(blocks: int, which: object, chosen: tuple) -> None:
-    from benchlib.design import cross_check_blocks
+    from benchlib.core.design import cross_check_blocks
 
     assert cross_check_blocks(blocks, which) == chosen  # type: ignore[arg-type]
 
 
 def test_by_default_the_peer_tool_runs_in_three_blocks_both_before_and_after() -> None:
-    from benchlib.design import DEFAULT_CROSS_CHECK_BLOCKS, cross_check_blocks
+    from benchlib.core.design import DEFAULT_CROSS_CHECK_BLOCKS, cross_check_blocks
 
     assert DEFAULT_CROSS_CHECK_BLOCKS == 3 and cross_check_blocks(10) == (0, 5, 9)

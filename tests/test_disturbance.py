@@ -13,9 +13,9 @@ from dataclasses import replace
 
 import pytest
 
-from benchlib.errors import ParameterError
-from benchlib.records import TrialRecord
-from benchlib.records.disturbance import (DEFAULT_BOUNDS, CpuSet, Disturbance, DisturbanceBounds, canary_at_shifts,
+from benchlib.core.errors import ParameterError
+from benchlib.store.records import TrialRecord
+from benchlib.store.records.disturbance import (DEFAULT_BOUNDS, CpuSet, Disturbance, DisturbanceBounds, canary_at_shifts,
                                           is_disturbed, judge, with_references)
 
 SERVICES = Path(__file__).resolve().parent.parent / "services"
@@ -95,7 +95,7 @@ def test_the_speed_link_is_within_arms_and_counts_the_slow_state() -> None:
     (alternating): r near 0; too few trials: nothing to say."""
     import pandas as pd
 
-    from benchlib.analysis.disturbance import speed_link_markdown, speed_link_of
+    from benchlib.analysis.disturbed import speed_link_markdown, speed_link_of
 
     rows = []
     for arm, level in (("a", 1000.0), ("b", 2000.0)):
@@ -133,7 +133,7 @@ def _two_speed_trials(effect: float = 1.05, blocks: int = 10) -> "object":
 def test_adjusting_for_the_cpus_speed_takes_the_within_arm_slope_and_leaves_the_arms_levels() -> None:
     import numpy as np
 
-    from benchlib.analysis.disturbance import adjust_for_speed
+    from benchlib.analysis.disturbed import adjust_for_speed
 
     frame = _two_speed_trials()
     frame.loc[0, "server_canary_us"] = float("nan")  # a trial stored without a canary stays as it was
@@ -150,7 +150,7 @@ def test_adjusting_for_the_cpus_speed_takes_the_within_arm_slope_and_leaves_the_
 
 
 def test_the_speed_adjusted_sensitivity_decides_what_the_two_speeds_hid_and_says_it_is_no_verdict() -> None:
-    from benchlib.analysis.disturbance import speed_adjusted_markdown, speed_adjusted_of
+    from benchlib.analysis.disturbed import speed_adjusted_markdown, speed_adjusted_of
     from benchlib.analysis.questions import Family, run_family
 
     family = Family.against("q", "a", ["b"], conditions=["c"], metrics=["throughput_rps"])
@@ -166,7 +166,7 @@ def test_the_speed_adjusted_sensitivity_decides_what_the_two_speeds_hid_and_says
 
 
 def test_the_runners_bounds_come_from_the_settings() -> None:
-    from benchlib.disturbance import bounds_from_settings
+    from benchlib.run.sampler import bounds_from_settings
 
     assert bounds_from_settings({"BENCHLIB_DISTURBANCE_RULE": "record"}) is None
     assert bounds_from_settings({}) == DEFAULT_BOUNDS and DEFAULT_BOUNDS.server_slowdown is None
@@ -231,9 +231,9 @@ def test_a_busy_loop_on_the_services_cpu_disturbs_its_trial_which_is_repeated(se
     idle trial or the repeat disturbed from outside (steal, other processes' CPU time while no busy
     loop ran) cannot be the idle reference: the run is made once more, then the test is skipped,
     saying so."""
-    from benchlib.cpus import plan_cpus
-    from benchlib.model import Arm, Condition, Experiment, LoadSpec
-    from benchlib.runner import run_experiment
+    from benchlib.run.cpus import plan_cpus
+    from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+    from benchlib.run.runner import run_experiment
 
     monkeypatch.setenv("BENCHLIB_DISTURBANCE_RULE", "judge")  # the suite records only (tests/conftest.py)
     cpus = plan_cpus()
@@ -260,12 +260,12 @@ def test_a_busy_loop_on_the_services_cpu_disturbs_its_trial_which_is_repeated(se
         assert d.server.cpus == tuple(cpus.server) and len(d.canary) > 10 and d.window_s > 1.5
         assert len(d.server_canary) >= 10 and d.server_canary_median_us > 0  # the loop on the service's CPU
         assert math.isfinite(d.server_contention) and math.isfinite(d.service_wait)
-    from benchlib.analysis.disturbance import canary_at_level_shifts, disturbance_markdown
+    from benchlib.analysis.disturbed import canary_at_level_shifts, disturbance_markdown
 
     shifted, seen = canary_at_level_shifts(res)  # the largest level shift of each trial, beside the canary
     assert shifted == int(res.summaries()["change_at_s"].notna().sum()) and 0 <= seen <= shifted
     assert "**Disturbed trials.** Outside signals of every trial" in disturbance_markdown(res)
-    from benchlib.analysis.disturbance import machine_during_trials
+    from benchlib.analysis.disturbed import machine_during_trials
 
     line = machine_during_trials(res)  # the provenance block's line, from the same records
     assert "service CPUs median" in line and "hypervisor steal" in line, line
@@ -289,8 +289,8 @@ def _planted_disturbances(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: 
     """Fake services ``a`` and ``b`` and the rule on; the sampler's record replaced by a planted
     one, disturbed (others took 1.4 CPU s) for the attempts ``bad`` holds for (counted from 1).
     Returns the list the attempts are counted in."""
-    from benchlib import disturbance as sampler_module
-    from benchlib.testing import write_manifest
+    from benchlib.run import sampler as sampler_module
+    from benchlib.run.testing import write_manifest
 
     monkeypatch.setenv("BENCHLIB_DISTURBANCE_RULE", "judge")  # the suite records only (tests/conftest.py)
     d = tmp_path / "services"
@@ -316,11 +316,11 @@ def test_disturbed_trials_are_repeated_up_to_the_cap_counted_per_arm_and_reporte
     its slot stay disturbed (repeated up to the cap, then left out). The report counts both per
     arm and answers the family again with the disturbed attempt in place of its repeat."""
     from benchlib.analysis import Family, run_family
-    from benchlib.analysis.disturbance import disturbance_markdown, disturbance_table, repeats_by_arm
+    from benchlib.analysis.disturbed import disturbance_markdown, disturbance_table, repeats_by_arm
     from benchlib.analysis.pilot import design_section
-    from benchlib.model import Arm, Condition, Experiment, LoadSpec
-    from benchlib.runner import run_experiment
-    from benchlib.testing import FakeLoad, FakeRuntime
+    from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+    from benchlib.run.runner import run_experiment
+    from benchlib.run.testing import FakeLoad, FakeRuntime
 
     # 10-11: the stuck slot's make-up pass at the end of the run
     calls = _planted_disturbances(tmp_path, monkeypatch, lambda n: n == 2 or 5 <= n <= 7 or 10 <= n <= 11)
@@ -352,9 +352,9 @@ def test_a_slot_still_disturbed_after_its_repeats_is_made_up_at_the_end_of_the_r
     """A disturbance that outlasts a slot's repeats (attempts 2-3, one repeat allowed) has passed
     by the end of the run: the slot is tried once more there (attempt 8, after the other 4
     slots), stored ok with its two disturbed attempts, and the progress says so."""
-    from benchlib.model import Arm, Condition, Experiment, LoadSpec
-    from benchlib.runner import run_experiment
-    from benchlib.testing import FakeLoad, FakeRuntime
+    from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+    from benchlib.run.runner import run_experiment
+    from benchlib.run.testing import FakeLoad, FakeRuntime
 
     calls = _planted_disturbances(tmp_path, monkeypatch, lambda n: n in (2, 3))
     events: list[dict] = []

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.errors import ManifestError, ParameterError
-from benchlib.manifest import find_services_dir, load_manifest
+from benchlib.core.errors import ManifestError, ParameterError
+from benchlib.runtime.manifest import find_services_dir, load_manifest
 from benchlib.loadgen.guard import client_side_only
-from benchlib.model import Arm, Condition, Experiment, LoadSpec
-from benchlib.runner import experiment_parameters, run_experiment
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.run.runner import experiment_parameters, run_experiment
 from benchlib.runtime import StartOptions
 from benchlib.runtime.base import placeholder_values, service_ports
 from benchlib.runtime.local import port_in_use
@@ -128,7 +128,7 @@ def _processes_mentioning(text: str) -> list[str]:
 @pytest.mark.integration
 @pytest.mark.timeout(900)
 def test_an_arm_behind_nginx_and_one_without(tmp_path: Path) -> None:
-    from benchlib import toolchains
+    from benchlib.runtime import toolchains
 
     for name in ("node-fastcgi", "go-fcgi", "nginx-fastcgi"):
         ok, why = toolchains.availability(load_manifest(SERVICES / name))

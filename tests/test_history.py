@@ -1,4 +1,4 @@
-"""Kept reports (``benchlib.history``): every run's report under ``reports/<study>/<run_id>.html``
+"""Kept reports (``benchlib.publish.history``): every run's report under ``reports/<study>/<run_id>.html``
 with its verdict JSON and per-trial summaries, the raw rows only when asked, and the index
 listing the kept runs; on tiny stored runs and a fake executed notebook (no kernel runs)."""
 
@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchlib.history import keep_report, kept_runs, runs_made
-from benchlib.report import write_index
-from benchlib.results import open_run
-from benchlib.schema import ROW_DTYPE
-from benchlib.store import RunStore
+from benchlib.publish.history import keep_report, kept_runs, runs_made
+from benchlib.publish.report import write_index
+from benchlib.store.results import open_run
+from benchlib.core.schema import ROW_DTYPE
+from benchlib.store.runstore import RunStore
 
 STUDY = "00_quickstart"
 START, END = "2026-12-03T10:00:00.000000Z", "2026-12-03T10:05:00.000000Z"

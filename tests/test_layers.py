@@ -1,4 +1,5 @@
-"""The pure core imports nothing from runtime, loadgen or store (docs/architecture.md)."""
+"""benchlib's layout is its architecture: eight packages in one order, each importing only from
+the packages below it (docs/architecture.md), no import cycles, and a pure core of computations."""
 
 from __future__ import annotations
 
@@ -8,15 +9,52 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "benchlib"
-PURE = ["model.py", "schema.py", "design.py", "stats", "plots.py", "records/rows.py", "records/peer.py",
-        "records/limits.py", "records/load.py", "records/cpu.py", "records/disturbance.py", "records/_convert.py", "records/plan.py", "analysis/fmt.py", "analysis/params.py",
-        "analysis/conclusion.py"]
-FORBIDDEN = ("benchlib.runtime", "benchlib.loadgen", "benchlib.store", "benchlib.runner", "docker", "httpx")
+
+#: The packages from the bottom up: each may import from those before it and from itself only.
+#: ``benchlib`` itself (the notebook API, ``cli``) and ``_project`` (tools that keep README,
+#: notebooks and pages in sync with the data) stand above them all.
+LAYERS: tuple[str, ...] = ("core", "stats", "loadgen", "runtime", "store", "run", "analysis", "publish")
+TOP: tuple[str, ...] = ("benchlib", "benchlib.cli", "benchlib._project")
+
+#: Modules of pure computation: they import no I/O layer (and no Docker or HTTP client).
+PURE = ["core/model.py", "core/schema.py", "core/design.py", "core/placement.py", "core/sweep.py", "stats",
+        "store/records/rows.py", "store/records/peer.py", "store/records/limits.py", "store/records/load.py",
+        "store/records/cpu.py", "store/records/disturbance.py", "store/records/_convert.py", "store/records/plan.py",
+        "analysis/formats.py", "analysis/params.py", "analysis/conclusion.py", "analysis/plots.py"]
+FORBIDDEN = ("benchlib.runtime", "benchlib.loadgen", "benchlib.store.runstore", "benchlib.store.results",
+             "benchlib.run", "docker", "httpx")
 
 
 def _modules(entry: str) -> list[Path]:
     p = PKG / entry
     return sorted(p.rglob("*.py")) if p.is_dir() else ([p] if p.exists() else [])
+
+
+def test_every_module_lives_in_one_of_the_packages() -> None:
+    stray = sorted(p.name for p in PKG.glob("*.py") if p.stem not in ("__init__", "cli"))
+    packages = sorted(p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert not stray, f"modules outside the eight packages: {stray}"
+    assert packages == sorted([*LAYERS, "_project"]), packages
+
+
+def test_no_module_name_is_used_twice() -> None:
+    names: dict[str, list[str]] = {}
+    for p in PKG.rglob("*.py"):
+        if p.name != "__init__.py":
+            names.setdefault(p.name, []).append(str(p.relative_to(PKG)))
+    assert not {k: v for k, v in names.items() if len(v) > 1}
+
+
+def layer_of(module: str) -> int:
+    """The index of a module's package in :data:`LAYERS` (``len(LAYERS)`` for the top)."""
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else len(LAYERS)
+
+
+def test_each_package_imports_only_from_the_packages_below_it() -> None:
+    graph = import_graph()
+    up = sorted(f"{m} -> {t}" for m, ts in graph.items() for t in ts if layer_of(t) > layer_of(m))
+    assert not up, "imports back up (move the shared piece down, or the importer up):\n" + "\n".join(up)
 
 
 @pytest.mark.parametrize("path", [m for e in PURE for m in _modules(e)], ids=lambda p: str(p.relative_to(PKG)))
@@ -128,9 +166,9 @@ def test_the_cycle_finder_finds_a_cycle_and_names_its_edges() -> None:
 
 def test_the_import_graph_sees_function_level_and_relative_imports() -> None:
     graph = import_graph()
-    assert "benchlib.runtime.docker.engine" in graph["benchlib.runtime.docker.images"]  # module level
-    assert "benchlib.runtime.docker.sweep" in graph["benchlib.cleanup"]  # in a function
-    assert "benchlib.store" in graph["benchlib.records.trial"]  # in a function
+    assert "benchlib.runtime.docker.connection" in graph["benchlib.runtime.docker.images"]  # module level
+    assert "benchlib.runtime.docker.leftovers" in graph["benchlib.runtime.cleanup"]  # in a function
+    assert "benchlib.store.runstore" in graph["benchlib.store.records.trial"]  # in a function
 
 
 def test_benchlib_has_no_import_cycles() -> None:

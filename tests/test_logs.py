@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.logs import compact_log
-from benchlib.manifest import load_manifest
+from benchlib.runtime.logs import compact_log
+from benchlib.runtime.manifest import load_manifest
 from benchlib.runtime import StartOptions, get_runtime
 from benchlib.runtime.local import free_port
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from benchlib import measurements as m
-from benchlib.report import list_notebooks, project_root
+from benchlib._project import measurements as m
+from benchlib.publish.report import list_notebooks, project_root
 
 ROOT = project_root()
 TIME = re.compile(r"\b\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)? ?(?:min|h)\b")
 
 
 def test_every_generated_place_agrees_with_the_file():
-    assert m.check(ROOT) == [], "run `python -m benchlib.measurements sync`"
+    assert m.check(ROOT) == [], "run `python -m benchlib._project.measurements sync`"
 
 
 def test_the_file_covers_every_notebook_at_its_default_scale():

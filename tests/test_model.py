@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchlib.errors import LoadSpecError, ParameterError
-from benchlib.model import Arm, Condition, Experiment, Limits, LoadSpec, Stage
+from benchlib.core.errors import LoadSpecError, ParameterError
+from benchlib.core.model import Arm, Condition, Experiment, Limits, LoadSpec, Stage
 
 
 def test_defaults_are_a_valid_closed_spec_and_describe_reads_well() -> None:

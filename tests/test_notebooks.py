@@ -11,7 +11,7 @@ import nbformat
 import pandas as pd
 import pytest
 
-from benchlib.report import list_notebooks, notebook_parameters, run_notebook
+from benchlib.publish.report import list_notebooks, notebook_parameters, run_notebook
 
 NOTEBOOKS = list_notebooks(Path(__file__).resolve().parent.parent / "notebooks")
 
@@ -19,7 +19,7 @@ NOTEBOOKS = list_notebooks(Path(__file__).resolve().parent.parent / "notebooks")
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_is_committed_stripped_with_one_typed_parameters_cell(path: Path) -> None:
     nb = nbformat.read(str(path), as_version=4)
-    from benchlib import kernel
+    from benchlib.publish import kernel
 
     assert nb.metadata.kernelspec.name == kernel.NAME, "the notebook names the kernel scripts/setup.sh registers"
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
@@ -88,7 +88,7 @@ def test_the_cluster_parameter_reaches_every_experiment_and_the_report_shows_the
 @pytest.mark.parametrize("runtime", ["local", pytest.param("docker", marks=pytest.mark.docker)])
 def test_quickstart_runs_end_to_end_and_its_report_shows_this_runs_numbers(tmp_path: Path, runtime: str) -> None:
     from benchlib import stats
-    from benchlib.store import RunStore
+    from benchlib.store.runstore import RunStore
 
     runs = tmp_path / "runs"
     run = run_notebook("00_quickstart", {"runtime": runtime, "trials": 2, "duration_s": 0.5, "warmup_s": 0.1,
@@ -111,8 +111,8 @@ def test_quickstart_runs_end_to_end_and_its_report_shows_this_runs_numbers(tmp_p
     assert run_json["notebook_parameters"]["trials"] == 2
 
     # the table in the report is the one computed from the stored trials of this run
-    from benchlib.notebook import verdict_table
-    from benchlib.results import open_run
+    from benchlib.analysis import verdict_table
+    from benchlib.store.results import open_run
 
     expected = stats.compare(open_run(store).summaries(), baseline="python-aiohttp",
                              metrics=("p50_ms", "p99_ms", "throughput_rps"), seed=3)
@@ -142,7 +142,7 @@ def test_quickstart_runs_end_to_end_and_its_report_shows_this_runs_numbers(tmp_p
 def test_report_html_hides_code(tmp_path: Path) -> None:
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    from benchlib.report import export_html
+    from benchlib.publish.report import export_html
 
     nb = new_notebook(cells=[new_markdown_cell("# Title"), new_code_cell("secret_code_marker = 1\nprint('visible output')")])
     nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="visible output\n")]
@@ -156,7 +156,7 @@ def test_report_html_hides_code(tmp_path: Path) -> None:
 @pytest.mark.integration
 @pytest.mark.docker
 def test_harness_overhead_notebook_compares_local_and_docker_arms(tmp_path: Path) -> None:
-    from benchlib.store import RunStore
+    from benchlib.store.runstore import RunStore
 
     runs = tmp_path / "runs"
     run = run_notebook("90_harness_overhead", {"trials": 2, "duration_s": 0.5, "warmup_s": 0.1, "connections": 4,
@@ -185,7 +185,7 @@ def test_report_without_a_docker_engine_skips_the_docker_arms_writes_the_report_
     import subprocess
     import sys
 
-    from benchlib.store import RunStore
+    from benchlib.store.runstore import RunStore
 
     runs, reports = tmp_path / "runs", tmp_path / "reports"
     tiny = {"trials": 2, "duration_s": 0.5, "warmup_s": 0.1, "connections": 4, "open_rate_rps": 0.0,
@@ -215,8 +215,8 @@ def test_report_without_a_docker_engine_skips_the_docker_arms_writes_the_report_
 
 
 def test_summary_names_each_report_and_each_arm_not_run_as_its_run_json_says(tmp_path: Path) -> None:
-    from benchlib.report import NotebookRun, summary_lines
-    from benchlib.store import RunStore
+    from benchlib.publish.report import NotebookRun, summary_lines
+    from benchlib.store.runstore import RunStore
 
     store = RunStore.open("01_x", "r1", root=tmp_path / "runs")
     store.write_run({"unavailable": {"b": "no go toolchain (install Go)", "a": "build failed: boom"},
@@ -248,7 +248,7 @@ def test_summary_names_each_report_and_each_arm_not_run_as_its_run_json_says(tmp
 
 
 def test_index_keeps_reports_of_earlier_invocations(tmp_path: Path) -> None:
-    from benchlib.report import NotebookRun, write_index
+    from benchlib.publish.report import NotebookRun, write_index
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Study four\ntext")])
     nbformat.write(nb, str(tmp_path / "04_x.ipynb"))

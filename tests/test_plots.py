@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchlib import plots
-from benchlib.errors import ParameterError
+from benchlib.analysis import plots
+from benchlib.core.errors import ParameterError
 from benchlib.stats import compare, requests_frame, summarize_trial
 from benchlib.stats.changepoint import detect_changes
 from benchlib.stats.simulate import simulate_summaries, trial_latencies_ms, trial_rows

@@ -1,4 +1,4 @@
-"""``benchlib.prefetch``: the downloads ``scripts/test.sh`` runs beside the pure tests. The plan
+"""``benchlib.runtime.prefetch``: the downloads ``scripts/test.sh`` runs beside the pure tests. The plan
 covers every Go module folder, Cargo.lock, peer tool and the base image, and compiles nothing;
 a step that fails is one line and does not stop the others; a real step resolves a service's
 modules without building it."""
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from benchlib import prefetch
+from benchlib.runtime import prefetch
 from benchlib.loadgen.grpcgo import GRPC_SERVER_DIR
-from benchlib.peers import bombardier, ghz, k6
+from benchlib.loadgen.peers import bombardier, ghz, k6
 
 SERVICES = Path(__file__).resolve().parents[1] / "services"
 needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="no go on PATH")

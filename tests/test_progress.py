@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from benchlib.analysis import Family, decided_questions
-from benchlib.progress import Estimate, format_duration, format_event, make_progress, parse_line
-from benchlib.report import _overall_left, last_duration_s
+from benchlib.run.progress import Estimate, format_duration, format_event, make_progress, parse_line
+from benchlib.publish.report import _overall_left, last_duration_s
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""Typed records of stored runs (``benchlib.records``): a run written by this version read
+"""Typed records of stored runs (``benchlib.store.records``): a run written by this version read
 back through them (real services on 127.0.0.1), a trial in an older metadata shape read
 without loss, every peer tool's parse result normalized, and the row helpers."""
 
@@ -14,15 +14,15 @@ import pytest
 
 from benchlib.analysis import limits_table, log_lines_table, repeats_table, status_table
 from benchlib.analysis.peers import peer_beside
-from benchlib.errors import ParameterError, StorageError
-from benchlib.peers import parse_ab, parse_h2load, parse_hey, parse_wrk
-from benchlib.peers.k6 import parse_k6_summary
-from benchlib.records import TRIAL_RECORD_VERSION, EnforcedLimits, LoadMeta, TrialRecord, peer_report
-from benchlib.records import rows as R
+from benchlib.core.errors import ParameterError, StorageError
+from benchlib.loadgen.peers import parse_ab, parse_h2load, parse_hey, parse_wrk
+from benchlib.loadgen.peers.k6 import parse_k6_summary
+from benchlib.store.records import TRIAL_RECORD_VERSION, EnforcedLimits, LoadMeta, TrialRecord, peer_report
+from benchlib.store.records import rows as R
 from benchlib.stats.quantiles import quantile_key
-from benchlib.results import open_run
-from benchlib.schema import ROW_DTYPE
-from benchlib.store import RunStore
+from benchlib.store.results import open_run
+from benchlib.core.schema import ROW_DTYPE
+from benchlib.store.runstore import RunStore
 
 PEERS = Path(__file__).resolve().parent / "peers" / "data"
 
@@ -31,8 +31,8 @@ PEERS = Path(__file__).resolve().parent / "peers" / "data"
 
 @pytest.mark.integration
 def test_a_run_written_now_reads_back_through_the_records(tmp_path: Path) -> None:
-    from benchlib.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
-    from benchlib.runner import run_experiment
+    from benchlib.core.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
+    from benchlib.run.runner import run_experiment
 
     check = CrossCheck("wrk", (("threads", 1), ("connections", 2), ("duration_s", 1))) if shutil.which("wrk") else None
     exp = Experiment("t-records", (Arm("a", "python-aiohttp-hello"), Arm("b", "python-aiohttp-hello", log_sink="discard")),
@@ -207,7 +207,7 @@ def test_every_peer_tool_s_parse_result_reads_as_one_report() -> None:
         "http_reqs": {"count": 1000, "rate": 99.9}, "dropped_iterations": {"count": 3},
         "http_req_failed": {"value": 0.01}}})})
     assert (k6.figure("p50"), k6.figure("p95"), k6.dropped, k6.errors, k6.requests_per_s) == (1.4, 2.9, 3, 10, 99.9)
-    from benchlib.peers.bombardier import parse_bombardier
+    from benchlib.loadgen.peers.bombardier import parse_bombardier
 
     raw = parse_bombardier((PEERS / "bombardier_mixed_c4_n60.json").read_text())
     bomb = peer_report(raw)

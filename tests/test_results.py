@@ -1,4 +1,4 @@
-"""The read model of a stored run (``benchlib.results``): ``open_run`` by folder, by
+"""The read model of a stored run (``benchlib.store.results``): ``open_run`` by folder, by
 ``study/run_id`` and by run id (clear errors for a run not stored, an id stored in several
 studies, a folder that is not a run), and the experiment run.json describes read back."""
 
@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchlib.errors import ParameterError, StorageError
-from benchlib.model import Arm, Condition, CrossCheck, Experiment, Limits, LoadSpec, Stage
-from benchlib.results import Run, experiment_from_parameters, open_run
-from benchlib.runner import ExperimentResult, experiment_parameters
-from benchlib.schema import ROW_DTYPE
-from benchlib.store import RunStore
-from benchlib.studies import grpc_json
+from benchlib.core.errors import ParameterError, StorageError
+from benchlib.core.model import Arm, Condition, CrossCheck, Experiment, Limits, LoadSpec, Stage
+from benchlib.store.results import Run, experiment_from_parameters, open_run
+from benchlib.run.runner import ExperimentResult, experiment_parameters
+from benchlib.core.schema import ROW_DTYPE
+from benchlib.store.runstore import RunStore
+from benchlib.analysis.studies import grpc_json
 
 EXPERIMENTS = [
     Experiment("plain", (Arm("a", "svc-a"), Arm("b", "svc-b")), (Condition("main", LoadSpec()),)),
@@ -103,7 +103,7 @@ def test_open_run_says_what_is_stored_when_it_cannot_find_the_run(tmp_path: Path
 
 def test_a_report_names_where_a_run_is_stored_without_an_absolute_path(tmp_path: Path) -> None:
     from benchlib.analysis.run_info import stored_where
-    from benchlib.report import project_root
+    from benchlib.publish.report import project_root
 
     inside = Run("quickstart", "r1", project_root() / "data" / "runs" / "quickstart" / "r1")
     assert stored_where(inside) == "data/runs/quickstart/r1"

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from benchlib.cli import main, percent
-from benchlib.errors import ParameterError
-from benchlib.model import Arm, Condition, Experiment, LoadSpec
-from benchlib.results import Run
-from benchlib.runcompare import (
+from benchlib.core.errors import ParameterError
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.store.results import Run
+from benchlib.analysis.runcompare import (
     RUN_LEVEL_NOTE,
     NotComparable,
     check_comparable,
@@ -56,7 +56,7 @@ def test_comparable_runs_list_what_differs_without_refusing() -> None:
 
 
 def test_conditions_with_several_peer_cross_checks_compare_and_a_different_set_is_listed() -> None:
-    from benchlib.model import CrossCheck
+    from benchlib.core.model import CrossCheck
 
     two = (CrossCheck("ghz", arms=("a",)), CrossCheck("h2load", arms=("b",)))
     c = check_comparable(_run("r1", cross_check=two), _run("r2", cross_check=two))
@@ -215,7 +215,7 @@ def test_real_runs_compare_through_the_cli(tmp_path: Path, capsys: pytest.Captur
     on the mean latency (a trial of a few dozen requests has no p50: fewer than 50 answers).
     The unchanged pair's assertion is on the decision rule (a row whose interval meets the
     margin is never faster or slower), so it holds on a busy machine too."""
-    from benchlib.runner import run_experiment
+    from benchlib.run.runner import run_experiment
 
     spec = LoadSpec(connections=1, duration_s=0.3, warmup_s=0.1, timeout_s=5.0)
 

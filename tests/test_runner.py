@@ -1,7 +1,7 @@
 """The runner.
 
 Orchestration, through the runner's seams (``run_experiment(runtime=, load=, cross_check=)``
-with :mod:`benchlib.testing`: no service process, no load engine; the contract check still
+with :mod:`benchlib.run.testing`: no service process, no load engine; the contract check still
 talks HTTP to each fake service on 127.0.0.1): the blocked plan executed and stored in its
 order, start and stop order (dependencies, service, front), resume, ``retry_failed``,
 ``repeat_invalid``, a block that lost a load host run again in full or the run stopped (a
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchlib.errors import (
+from benchlib.core.errors import (
     BuildError,
     HostLost,
     ParameterError,
@@ -33,13 +33,13 @@ from benchlib.errors import (
     StorageError,
     ToolchainMissing,
 )
-from benchlib.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
-from benchlib.notebook import status_table
-from benchlib.records import TrialRecord
-from benchlib.runner import experiment_parameters, run_experiment
-from benchlib.signals import Interrupted
-from benchlib.store import RunStore
-from benchlib.testing import FakeCrossCheck, FakeLoad, FakeRuntime, Outcome, write_manifest
+from benchlib.core.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
+from benchlib.analysis import status_table
+from benchlib.store.records import TrialRecord
+from benchlib.run.runner import experiment_parameters, run_experiment
+from benchlib.core.signals import Interrupted
+from benchlib.store.runstore import RunStore
+from benchlib.run.testing import FakeCrossCheck, FakeLoad, FakeRuntime, Outcome, write_manifest
 
 SERVICES = Path(__file__).resolve().parent.parent / "services"
 TINY = LoadSpec(connections=2, duration_s=0.6, warmup_s=0.2)
@@ -224,8 +224,8 @@ def test_an_invalid_trial_is_repeated_in_place_and_its_attempts_are_kept(fake_se
 
 
 class _Hosts:
-    """A scripted :class:`benchlib.runner.HostCheck`: after the ``at``-th trial, a re-reservation
-    note (``stop`` False) or :class:`~benchlib.errors.HostLost` (``stop`` True)."""
+    """A scripted :class:`benchlib.run.runner.HostCheck`: after the ``at``-th trial, a re-reservation
+    note (``stop`` False) or :class:`~benchlib.core.errors.HostLost` (``stop`` True)."""
 
     def __init__(self, at: int, *, stop: bool = False) -> None:
         self.at, self.stop, self.calls = at, stop, 0

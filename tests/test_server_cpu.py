@@ -1,4 +1,4 @@
-"""The server's CPU time per request over a trial's measured window (benchlib.records.cpu)."""
+"""The server's CPU time per request over a trial's measured window (benchlib.store.records.cpu)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from benchlib.records.cpu import cpu_at, server_cpu
-from benchlib.schema import PHASE_CODES, ROW_DTYPE
+from benchlib.store.records.cpu import cpu_at, server_cpu
+from benchlib.core.schema import PHASE_CODES, ROW_DTYPE
 
 S = 1_000_000_000
 

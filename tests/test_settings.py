@@ -1,4 +1,4 @@
-"""The ``BENCHLIB_*`` environment variables: defined and read in ``benchlib.settings`` only,
+"""The ``BENCHLIB_*`` environment variables: defined and read in ``benchlib.core.settings`` only,
 read when asked (a variable set at run time counts), refused in one line when not valid, and
 all listed in ``docs/settings.md`` (the table there is the module's)."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlib import settings
-from benchlib.errors import ParameterError
+from benchlib.core import settings
+from benchlib.core.errors import ParameterError
 
 REPO = Path(__file__).resolve().parent.parent
 NAME = re.compile(r"BENCHLIB_[A-Z0-9_]*[A-Z0-9]")
@@ -27,7 +27,7 @@ def test_every_setting_is_named_once_and_documented_in_full() -> None:
 
 def test_the_docs_table_is_the_modules() -> None:
     page = (REPO / "docs" / "settings.md").read_text()
-    assert settings.markdown_table() in page, "docs/settings.md is stale: paste `python -m benchlib.settings` into it"
+    assert settings.markdown_table() in page, "docs/settings.md is stale: paste `python -m benchlib.core.settings` into it"
 
 
 def test_a_variable_set_at_run_time_counts_from_the_next_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -35,7 +35,7 @@ def test_a_variable_set_at_run_time_counts_from_the_next_read(monkeypatch: pytes
     assert settings.CACHE.value() == Path.home() / ".cache" / "benchlib"
     monkeypatch.setenv("BENCHLIB_CACHE", str(tmp_path))
     assert settings.CACHE.value() == tmp_path
-    from benchlib.buildcache import cache_root
+    from benchlib.core.buildcache import cache_root
 
     assert cache_root() == tmp_path
     monkeypatch.setenv("BENCHLIB_CACHE", "")  # empty counts as unset
@@ -114,11 +114,11 @@ def _reads_of_the_environment(tree: ast.AST) -> list[str]:
 
 def test_no_module_but_settings_names_or_reads_a_benchlib_variable() -> None:
     """In the package and bench/, a variable's name as a string appears only in
-    benchlib/settings.py (everything else asks it: ``settings.CACHE.value()``,
+    benchlib/core/settings.py (everything else asks it: ``settings.CACHE.value()``,
     ``settings.CACHE.name``); prose in docstrings and messages may mention names."""
     bad = []
     for path in _python_files("benchlib", "bench", "scripts"):
-        if path == REPO / "benchlib" / "settings.py":
+        if path == REPO / "benchlib" / "core" / "settings.py":
             continue
         tree = ast.parse(path.read_text())
         docs = _docstrings(tree)
@@ -126,13 +126,13 @@ def test_no_module_but_settings_names_or_reads_a_benchlib_variable() -> None:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
                     and NAME.fullmatch(node.value.strip("$")):
                 bad.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.value!r}")
-    assert not bad, "read these through benchlib.settings:\n" + "\n".join(bad)
+    assert not bad, "read these through benchlib.core.settings:\n" + "\n".join(bad)
 
 
 def test_no_test_reads_a_benchlib_variable_itself() -> None:
     bad = [f"{p.relative_to(REPO)}: {n}" for p in _python_files("tests") for n in _reads_of_the_environment(
         ast.parse(p.read_text()))]
-    assert not bad, "tests set variables (monkeypatch) and read them through benchlib.settings:\n" + "\n".join(bad)
+    assert not bad, "tests set variables (monkeypatch) and read them through benchlib.core.settings:\n" + "\n".join(bad)
 
 
 def test_the_finder_sees_a_read() -> None:
@@ -158,7 +158,7 @@ def test_every_benchlib_name_anywhere_in_the_project_is_a_setting() -> None:
         for name in NAME.findall(text):
             seen.setdefault(name, str(p.relative_to(REPO)))
     unknown = {n: where for n, where in seen.items() if n not in known}
-    assert not unknown, f"BENCHLIB_* names that benchlib.settings does not define: {unknown}"
+    assert not unknown, f"BENCHLIB_* names that benchlib.core.settings does not define: {unknown}"
     for s in settings.SETTINGS:
         if s.reader.startswith("scripts/"):
             assert s.name in (REPO / s.reader).read_text(), f"{s.reader} does not use {s.name}"

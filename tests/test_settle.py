@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from benchlib.cli import build_parser
-from benchlib.errors import ParameterError
-from benchlib.settle import wait_for_quiet
+from benchlib.core.errors import ParameterError
+from benchlib.run.settle import wait_for_quiet
 
 
 class _Clock:
@@ -55,8 +55,8 @@ def test_bad_settings_are_refused_naming_the_option(threshold: float, wait: floa
 
 def test_run_and_report_take_the_options_and_hand_them_to_the_kernels_through_the_settings(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from benchlib import settings
-    from benchlib.settle import settle_env
+    from benchlib.core import settings
+    from benchlib.run.settle import settle_env
 
     monkeypatch.delenv("BENCHLIB_SETTLE", raising=False)
     monkeypatch.setenv("BENCHLIB_SETTLE_MAX_S", "5")
@@ -71,7 +71,7 @@ def test_run_and_report_take_the_options_and_hand_them_to_the_kernels_through_th
 
 
 def test_the_runner_waits_before_its_first_trial_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    from benchlib import runner, settle
+    from benchlib.run import runner, settle
 
     seen: list[dict] = []
     calls: list[tuple[float, float]] = []
@@ -88,6 +88,6 @@ def test_the_runner_waits_before_its_first_trial_and_says_so(monkeypatch: pytest
     monkeypatch.setenv("BENCHLIB_SETTLE_MAX_S", "90")
     runner._settle(seen.append, "s")
     assert calls == [(0.3, 90.0)]
-    from benchlib.progress import format_event
+    from benchlib.run.progress import format_event
 
     assert format_event(seen[0]) == "[s] settle: load average 0.12 < 0.3 after 42 s: starting"

@@ -78,7 +78,7 @@ def test_the_project_venv_holds_exactly_the_lock_and_the_kernel() -> None:
 
     assert Path(benchlib.__file__).resolve().is_relative_to(ROOT), "benchlib is not the editable install of this checkout"
     spec = json.loads((VENV / "share" / "jupyter" / "kernels" / "benchlib" / "kernel.json").read_text())
-    assert spec["argv"][:3] == [str(VENV / "bin" / "python"), "-m", "benchlib.kernel"]
+    assert spec["argv"][:3] == [str(VENV / "bin" / "python"), "-m", "benchlib.publish.kernel"]
 
 
 def test_the_lock_pins_every_dependency_extra_and_build_requirement_with_hashes() -> None:
@@ -114,12 +114,12 @@ def test_the_kernel_benchlib_runs_this_interpreter_and_benchlib_run_finds_its_ow
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from jupyter_client.kernelspec import KernelSpecManager
 
-    from benchlib import kernel
-    from benchlib.report import _this_python_kernel
+    from benchlib.publish import kernel
+    from benchlib.publish.report import _this_python_kernel
 
     folder = kernel.install(tmp_path / "elsewhere")
     spec = json.loads((folder / "kernel.json").read_text())
-    assert folder.name == kernel.NAME and spec["argv"] == [sys.executable, "-m", "benchlib.kernel", "-f",
+    assert folder.name == kernel.NAME and spec["argv"] == [sys.executable, "-m", "benchlib.publish.kernel", "-f",
                                                            "{connection_file}"]
     before = (folder / "kernel.json").stat().st_mtime_ns
     assert kernel.install(tmp_path / "elsewhere") == folder and (folder / "kernel.json").stat().st_mtime_ns == before
@@ -136,7 +136,7 @@ def test_the_kernel_benchlib_runs_this_interpreter_and_benchlib_run_finds_its_ow
 def test_the_kernel_drops_only_the_interrupt_line_that_every_shutdown_may_cause() -> None:
     import logging
 
-    from benchlib.kernel import _drop_shutdown_interrupt
+    from benchlib.publish.kernel import _drop_shutdown_interrupt
 
     def record(msg: str) -> logging.LogRecord:
         return logging.LogRecord("BenchlibKernelApp", logging.ERROR, __file__, 1, msg, None, None)

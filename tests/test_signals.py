@@ -1,4 +1,4 @@
-"""benchlib.signals: SIGTERM and SIGHUP take the Ctrl-C path while a run executes, once; a
+"""benchlib.core.signals: SIGTERM and SIGHUP take the Ctrl-C path while a run executes, once; a
 held-back section; ``nohup``'s "ignore" respected; the stop callbacks of an idle process; the
 parent-death signal. (End to end through ``benchlib run``: tests/test_stop_signals.py.)"""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.signals import Interrupted, deferred, interrupt_on_signals, recorded_signals
+from benchlib.core.signals import Interrupted, deferred, interrupt_on_signals, recorded_signals
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
@@ -70,7 +70,7 @@ def test_recorded_signals_only_record() -> None:
 _IDLE_CHILD = """\
 import sys, time
 from pathlib import Path
-from benchlib import signals
+from benchlib.core import signals
 signals.on_stop(lambda: Path(sys.argv[1]).write_text("stopped"))
 print("ready", flush=True)
 time.sleep(60)
@@ -89,7 +89,7 @@ def test_outside_a_run_the_stop_callbacks_run_and_the_process_dies_of_the_signal
 
 _ORPHAN_PARENT = """\
 import subprocess, sys, time
-from benchlib.signals import parent_death_signal_setter
+from benchlib.core.signals import parent_death_signal_setter
 tie = parent_death_signal_setter()
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], preexec_fn=tie)
 print(child.pid, flush=True)

@@ -1,4 +1,4 @@
-"""The published site's logic (``benchlib.site``) on kept runs written by hand (no kernel, no
+"""The published site's logic (``benchlib.publish.site``) on kept runs written by hand (no kernel, no
 browser; the browser test is tests/test_site_browser.py), the path scrubbing of kept files,
 and a report's parameters and commands."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.errors import UserError
-from benchlib.history import OUTSIDE, scrub_paths
-from benchlib.site import build_site, read_studies
-from benchlib.site.svg import RatioPoint, history_plot
+from benchlib.core.errors import UserError
+from benchlib.publish.history import OUTSIDE, scrub_paths
+from benchlib.publish.site import build_site, read_studies
+from benchlib.publish.site.svg import RatioPoint, history_plot
 
 STUDY = "00_quickstart"
 

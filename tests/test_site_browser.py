@@ -21,8 +21,8 @@ from urllib.parse import unquote, urldefrag
 
 import pytest
 
-from benchlib.report import project_root, run_notebook
-from benchlib.site import build_site
+from benchlib.publish.report import project_root, run_notebook
+from benchlib.publish.site import build_site
 
 if TYPE_CHECKING:
     from selenium.webdriver.remote.webdriver import WebDriver

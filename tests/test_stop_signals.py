@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from benchlib.runtime import cgroups
-from benchlib.store import RunStore
+from benchlib.store.runstore import RunStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.notebook]
 

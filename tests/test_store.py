@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchlib.errors import ParameterError, StorageError
-from benchlib.schema import ROW_DTYPE
-from benchlib.store import RunStore, new_run_id
+from benchlib.core.errors import ParameterError, StorageError
+from benchlib.core.schema import ROW_DTYPE
+from benchlib.store.runstore import RunStore, new_run_id
 
 
 def _rows(n: int) -> np.ndarray:
@@ -166,7 +166,7 @@ def test_the_host_column_round_trips_and_a_version_1_trial_reads_as_host_0(tmp_p
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from benchlib.schema import HOST_COLUMN, SCHEMA_VERSION
+    from benchlib.core.schema import HOST_COLUMN, SCHEMA_VERSION
 
     store = RunStore.open("study", "r1", root=tmp_path)
     rows = _rows(100)

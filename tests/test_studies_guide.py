@@ -15,8 +15,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from benchlib.errors import ParameterError
-from benchlib.model import Arm
+from benchlib.core.errors import ParameterError
+from benchlib.core.model import Arm
 from benchlib.stats.verdict import VerdictKind
 
 GUIDE = Path(__file__).resolve().parent.parent / "docs" / "studies.md"

@@ -1,5 +1,5 @@
 """Study 01 (DotnetGoRustBenchmark): the notebook's design (pure checks of
-``benchlib.studies.rest_mongo``) and one real papermill run with tiny parameters, asserting on
+``benchlib.analysis.studies.rest_mongo``) and one real papermill run with tiny parameters, asserting on
 the stored trials, the stored comparison and the HTML report.
 
 The papermill run starts FerretDB and every runnable service for real (warm builds: about two
@@ -20,12 +20,12 @@ import pytest
 
 from benchlib import stats
 from benchlib.analysis import answer_tables, run_family
-from benchlib.errors import ParameterError
-from benchlib.reference import load_reference
-from benchlib.report import notebook_parameters, run_notebook
+from benchlib.core.errors import ParameterError
+from benchlib.analysis.reference import load_reference
+from benchlib.publish.report import notebook_parameters, run_notebook
 from benchlib.stats.simulate import simulate_summaries
 from benchlib.stats.verdict import VerdictKind
-from benchlib.studies import rest_mongo as study
+from benchlib.analysis.studies import rest_mongo as study
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01_rest_mongo_go_dotnet_rust.ipynb"
 NO_DOTNET = {"dotnet-faithful": "no dotnet toolchain (install the .NET 8 SDK)",
@@ -203,9 +203,9 @@ def test_without_both_arms_of_any_contrast_every_row_says_why() -> None:
 @pytest.mark.integration
 @pytest.mark.timeout(900)
 def test_notebook_runs_and_its_tables_hold_every_arm(tmp_path: Path) -> None:
-    from benchlib.analysis import fmt
-    from benchlib.records.rows import figures
-    from benchlib.store import RunStore
+    from benchlib.analysis import formats as fmt
+    from benchlib.store.records.rows import figures
+    from benchlib.store.runstore import RunStore
 
     runs = tmp_path / "runs"
     # the full-scale design (every implementation, the seed's load shape, k6 in every block), tiny

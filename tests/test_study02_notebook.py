@@ -1,6 +1,6 @@
 """Study 02 (Iris vs Kestrel, 1 KB random string): its notebook and its helper module.
 
-* ``benchlib.studies.iris_kestrel`` (pure parts, fast): the arms follow the parameters, the
+* ``benchlib.analysis.studies.iris_kestrel`` (pure parts, fast): the arms follow the parameters, the
   load is the seed's bombardier shape at a scale, each question is its own family holding the
   rows it should (Kestrel's as "not run" here), the default blocks are the fewest Holm can
   decide with, and the conclusion computed from known effects (typed verdicts) says what it
@@ -26,12 +26,12 @@ import pandas as pd
 import pytest
 
 from benchlib.analysis import answer_table, family_markdown, run_family, short_reasons
-from benchlib.cpus import available_cpus
-from benchlib.errors import ParameterError
-from benchlib.reference import load_reference
-from benchlib.report import notebook_parameters
+from benchlib.run.cpus import available_cpus
+from benchlib.core.errors import ParameterError
+from benchlib.analysis.reference import load_reference
+from benchlib.publish.report import notebook_parameters
 from benchlib.stats.verdict import VerdictKind
-from benchlib.studies import iris_kestrel as study
+from benchlib.analysis.studies import iris_kestrel as study
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "02_iris_vs_kestrel.ipynb"
 NO_DOTNET = {study.arm_name(k, e): "no dotnet toolchain (install the .NET 8 SDK)"
@@ -252,9 +252,9 @@ SMALL = {"trials": 2, "scale": 0.004, "warmup_s": 0.1, "endpoints": "random,fixe
 def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_bombardier_and_the_server_cpu(
         tmp_path: Path, executed_notebook: Any) -> None:
     from benchlib.analysis import verdict_table
-    from benchlib.results import open_run
-    from benchlib.store import RunStore
-    from benchlib.toolchains import which
+    from benchlib.store.results import open_run
+    from benchlib.store.runstore import RunStore
+    from benchlib.runtime.toolchains import which
 
     run = executed_notebook("02_iris_vs_kestrel", SMALL)  # ran cleanly: no error, no warning
     store = RunStore(tmp_path / "runs" / study.STUDY / "nbtest")

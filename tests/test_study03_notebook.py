@@ -1,6 +1,6 @@
 """Study 03 (FastCGI behind nginx, Node vs C#): its notebook and its module.
 
-* ``benchlib.studies.fastcgi_nginx`` (pure parts, fast): the arms and loads follow the
+* ``benchlib.analysis.studies.fastcgi_nginx`` (pure parts, fast): the arms and loads follow the
   parameters (ab's flags equal benchlib's load), the four families hold the rows they should,
   an arm answering 502s never reads "faster" (its rows read "no valid trial", its error rate
   "more errors"), the seed's best of 10 sits beside our best and median, and the plateau and
@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchlib.design import cross_check_blocks
-from benchlib.errors import ParameterError
+from benchlib.core.design import cross_check_blocks
+from benchlib.core.errors import ParameterError
 from benchlib.stats.verdict import VerdictKind
-from benchlib.studies import fastcgi_nginx as study
+from benchlib.analysis.studies import fastcgi_nginx as study
 
 # -- pure parts ----------------------------------------------------------------------------------
 
@@ -111,7 +111,7 @@ EFFECTS = {"node-nginx-off": (1_100.0, 900.0, 0.0), "go-nginx-off": (3_000.0, 30
 
 
 def _reference() -> pd.DataFrame:
-    from benchlib.reference import load_reference
+    from benchlib.analysis.reference import load_reference
 
     return load_reference("03")
 
@@ -203,8 +203,8 @@ def test_the_seeds_best_of_10_sits_beside_our_best_and_median() -> None:
 
 
 def test_limits_found_come_from_the_run_s_records() -> None:
-    from benchlib.records import TrialRecord
-    from benchlib.results import Run
+    from benchlib.store.records import TrialRecord
+    from benchlib.store.results import Run
 
     def trial(arm: str, block: int, *, client: float, statuses: dict[str, int], ab: dict[str, int] | None) -> Any:
         meta = {"condition": "c20", "arm": arm, "block": block, "seq": block, "status": "ok", "runtime": "local",
@@ -246,11 +246,11 @@ SMALL = {"trials": 3, "ab_blocks": 2, "scale": 0.02, "c400_scale": 0.002, "warmu
 @pytest.mark.timeout(1800)
 def test_notebook_runs_end_to_end_behind_nginx_with_ab_beside_benchlib(tmp_path: Path,
                                                                        executed_notebook: Any) -> None:
-    from benchlib import toolchains
+    from benchlib.runtime import toolchains
     from benchlib.analysis import run_family, verdict_table
-    from benchlib.manifest import get_manifest
-    from benchlib.results import open_run
-    from benchlib.store import RunStore
+    from benchlib.runtime.manifest import get_manifest
+    from benchlib.store.results import open_run
+    from benchlib.store.runstore import RunStore
 
     for name in ("node-fastcgi", "go-fcgi", "php-fpm-hello", "nginx-fastcgi"):
         ok, why = toolchains.availability(get_manifest(name))

@@ -1,6 +1,6 @@
 """Study 04 (Rust vs. Go: the benchmark): its notebook and its helper module.
 
-* ``benchlib.studies.rust_vs_go`` (pure parts, fast): the arms follow the parameters, the
+* ``benchlib.analysis.studies.rust_vs_go`` (pure parts, fast): the arms follow the parameters, the
   comparison families relabel the right trials, and the conclusion computed from known effects
   (typed verdicts) names the factor that dominates. The generic parts (parameter lists, client
   CPU, log lines, wrk beside benchlib) are tested with the analysis layer (``tests/analysis``).
@@ -23,9 +23,9 @@ import pandas as pd
 import pytest
 
 from benchlib.analysis import family_markdown, run_family
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats.verdict import VerdictKind
-from benchlib.studies import rust_vs_go as rvg
+from benchlib.analysis.studies import rust_vs_go as rvg
 
 # -- pure parts ----------------------------------------------------------------------------------
 
@@ -132,7 +132,7 @@ def test_the_answer_says_no_when_release_actix_wins_and_missing_arms_are_named()
 
 
 def _reference() -> pd.DataFrame:
-    from benchlib.reference import load_reference
+    from benchlib.analysis.reference import load_reference
 
     return load_reference("04")
 
@@ -160,10 +160,10 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
 
     from benchlib.analysis import client_cpu_table, log_lines_table, stopping_rule, verdict_table
     from benchlib.analysis.peers import peer_beside
-    from benchlib.report import run_notebook
-    from benchlib.results import open_run
-    from benchlib.store import RunStore
-    from benchlib.sweep import capacity
+    from benchlib.publish.report import run_notebook
+    from benchlib.store.results import open_run
+    from benchlib.store.runstore import RunStore
+    from benchlib.core.sweep import capacity
 
     runs = tmp_path / "runs"
     run = run_notebook("04_rust_vs_go_logging", {**SMALL, "out_dir": str(runs)}, reports_dir=tmp_path / "reports")

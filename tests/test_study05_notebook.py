@@ -22,10 +22,10 @@ import pandas as pd
 import pytest
 
 from benchlib.analysis import family_markdown, run_family
-from benchlib.errors import ParameterError
-from benchlib.reference import load_reference
+from benchlib.core.errors import ParameterError
+from benchlib.analysis.reference import load_reference
 from benchlib.stats.verdict import VerdictKind
-from benchlib.studies import grpc_json as study
+from benchlib.analysis.studies import grpc_json as study
 
 # -- pure parts --------------------------------------------------------------------------------
 
@@ -165,7 +165,7 @@ SMALL = {"trials": 2, "duration_s": 0.3, "warmup_s": 0.1, "languages": "go,pytho
 @pytest.mark.notebook
 @pytest.mark.integration
 def test_notebook_runs_end_to_end_with_every_arm_and_its_tables(tmp_path: Path, executed_notebook: Any) -> None:
-    from benchlib.store import RunStore
+    from benchlib.store.runstore import RunStore
 
     runs = tmp_path / "runs"
     run = executed_notebook("05_grpc_vs_json", SMALL)  # ran cleanly: no error, no warning

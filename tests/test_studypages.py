@@ -1,4 +1,4 @@
-"""The study pages' generated blocks (``benchlib.studypages``) and what user-facing files may
+"""The study pages' generated blocks (``benchlib._project.studypages``) and what user-facing files may
 carry (issue 24, items 2 and 4)."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from benchlib import studypages
-from benchlib.errors import ParameterError
+from benchlib._project import studypages
+from benchlib.core.errors import ParameterError
 from benchlib.stats.verdict import Verdict, VerdictKind
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_committed_pages_agree_with_their_recorded_findings() -> None:
-    assert studypages.check(ROOT) == [], "run `python -m benchlib.studypages sync`"
+    assert studypages.check(ROOT) == [], "run `python -m benchlib._project.studypages sync`"
     pages = sorted((ROOT / "docs" / "studies").glob("*.md"))
     for p in pages:
         text = p.read_text(encoding="utf-8")

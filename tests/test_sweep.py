@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from benchlib.errors import ParameterError
-from benchlib.model import LoadSpec
-from benchlib.sweep import capacity, sweep_conditions
+from benchlib.core.errors import ParameterError
+from benchlib.core.model import LoadSpec
+from benchlib.core.sweep import capacity, sweep_conditions
 
 
 def test_capacity_is_the_median_of_valid_trials_and_sweep_uses_the_slowest() -> None:

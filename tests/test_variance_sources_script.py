@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from benchlib.results import open_run
+from benchlib.store.results import open_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVICES = ROOT / "services"
@@ -52,7 +52,7 @@ def test_the_grid_runs_fresh_and_kept_and_writes_the_table(script, tmp_path: Pat
 
 
 def test_the_budget_drops_the_longest_trials_first(script) -> None:  # type: ignore[no-untyped-def]
-    from benchlib.model import LoadSpec
+    from benchlib.core.model import LoadSpec
 
     conds = script.grid(LoadSpec(connections=4), None, (0.5, 1, 2, 4, 8), (0.5, 3), 10_000)
     assert len(conds) == 11 and conds[-1].load.requests == 10_000

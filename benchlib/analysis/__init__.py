@@ -1,6 +1,6 @@
 """The analysis layer: what every study notebook computes from its stored runs.
 
-A study module (``benchlib/studies/<name>.py``) defines its arms, loads, questions, the
+A study module (``benchlib/analysis/studies/<name>.py``) defines its arms, loads, questions, the
 original's numbers and its conclusion's facts; everything else comes from here
 (``docs/studies.md`` walks through adding a study):
 
@@ -31,55 +31,66 @@ original's numbers and its conclusion's facts; everything else comes from here
   design with its looks, or with a time budget a pilot, the plan within the budget for a target
   MDE, and futility at it), :func:`~benchlib.analysis.planned.run_planned`;
 * :mod:`~benchlib.analysis.params`: parameter lists and numbers;
-* :mod:`~benchlib.analysis.fmt` and :mod:`~benchlib.analysis.display`: numbers, metric words,
+* :mod:`~benchlib.analysis.formats` and :mod:`~benchlib.analysis.display`: numbers, metric words,
   showing tables and text.
 
-Every function that reads a run takes a :class:`benchlib.results.Run` (what the runner returns,
-or :func:`benchlib.results.open_run` of a stored run).
+Every function that reads a run takes a :class:`benchlib.store.results.Run` (what the runner returns,
+or :func:`benchlib.store.results.open_run` of a stored run).
 """
 
 from __future__ import annotations
 
-from benchlib.analysis.display import metric_words, show, table
-from benchlib.analysis.hosts import LoadHostsSection, load_hosts_section
-from benchlib.analysis.pilot import PilotComponents, components_from_run, design_section, design_table
-from benchlib.analysis.questions import (Answer, Contrast, Family, blocks_needed, compare_valid, decided_questions,
-                                        planned_rows, run_family)
-from benchlib.analysis.run_info import design_markdown, provenance_markdown, seed_stacks_markdown
-from benchlib.analysis.stopping import (SEQUENTIAL_CHOICES, Stopping, StopWhenSettled, open_questions,
-                                       stopping_rule)
-from benchlib.analysis.tables import (
-    add_trial_metric,
-    client_cpu_table,
-    client_limited,
-    contracts_table,
-    limits_table,
-    log_lines_table,
-    measured_minutes,
-    percentile_support,
-    repeats_table,
-    server_cpu_table,
-    server_unsaturated,
-    short_reasons,
-    status_table,
-    warmup_table,
-)
-from benchlib.analysis.verdicts import (
-    answer_table,
-    answer_tables,
-    family_markdown,
-    footnotes_markdown,
-    verdict_sentences,
-    verdict_table,
-)
+from benchlib.core.lazy import lazy_exports
 
-__all__ = [
-    "SEQUENTIAL_CHOICES", "Answer", "Contrast", "Family", "LoadHostsSection", "PilotComponents", "StopWhenSettled", "Stopping",
-    "add_trial_metric", "answer_table", "answer_tables", "blocks_needed", "client_cpu_table", "client_limited",
-    "compare_valid", "components_from_run",
-    "contracts_table", "decided_questions", "design_markdown", "design_section", "seed_stacks_markdown", "design_table", "family_markdown",
-    "footnotes_markdown", "limits_table", "load_hosts_section", "log_lines_table", "measured_minutes", "metric_words", "open_questions",
-    "percentile_support", "planned_rows", "provenance_markdown", "repeats_table", "run_family", "server_cpu_table",
-    "server_unsaturated", "short_reasons", "show", "status_table", "stopping_rule", "table", "verdict_sentences",
-    "verdict_table", "warmup_table",
-]
+#: public name -> the module that defines it (imported on first use: importing one module of
+#: the package, e.g. ``benchlib.analysis.plots``, does not import the others)
+_EXPORTS: dict[str, str] = {
+    "Answer": "benchlib.analysis.questions",
+    "Contrast": "benchlib.analysis.questions",
+    "Family": "benchlib.analysis.questions",
+    "LoadHostsSection": "benchlib.analysis.hosts",
+    "PilotComponents": "benchlib.analysis.pilot",
+    "SEQUENTIAL_CHOICES": "benchlib.analysis.stopping",
+    "StopWhenSettled": "benchlib.analysis.stopping",
+    "Stopping": "benchlib.analysis.stopping",
+    "add_trial_metric": "benchlib.analysis.tables",
+    "answer_table": "benchlib.analysis.verdicts",
+    "answer_tables": "benchlib.analysis.verdicts",
+    "blocks_needed": "benchlib.analysis.questions",
+    "client_cpu_table": "benchlib.analysis.tables",
+    "client_limited": "benchlib.analysis.tables",
+    "compare_valid": "benchlib.analysis.questions",
+    "components_from_run": "benchlib.analysis.pilot",
+    "contracts_table": "benchlib.analysis.tables",
+    "decided_questions": "benchlib.analysis.questions",
+    "design_markdown": "benchlib.analysis.run_info",
+    "design_section": "benchlib.analysis.pilot",
+    "design_table": "benchlib.analysis.pilot",
+    "family_markdown": "benchlib.analysis.verdicts",
+    "footnotes_markdown": "benchlib.analysis.verdicts",
+    "limits_table": "benchlib.analysis.tables",
+    "load_hosts_section": "benchlib.analysis.hosts",
+    "log_lines_table": "benchlib.analysis.tables",
+    "measured_minutes": "benchlib.analysis.tables",
+    "metric_words": "benchlib.analysis.display",
+    "open_questions": "benchlib.analysis.stopping",
+    "percentile_support": "benchlib.analysis.tables",
+    "planned_rows": "benchlib.analysis.questions",
+    "provenance_markdown": "benchlib.analysis.run_info",
+    "repeats_table": "benchlib.analysis.tables",
+    "run_family": "benchlib.analysis.questions",
+    "seed_stacks_markdown": "benchlib.analysis.run_info",
+    "server_cpu_table": "benchlib.analysis.tables",
+    "server_unsaturated": "benchlib.analysis.tables",
+    "short_reasons": "benchlib.analysis.tables",
+    "show": "benchlib.analysis.display",
+    "status_table": "benchlib.analysis.tables",
+    "stopping_rule": "benchlib.analysis.stopping",
+    "table": "benchlib.analysis.display",
+    "verdict_sentences": "benchlib.analysis.verdicts",
+    "verdict_table": "benchlib.analysis.verdicts",
+    "warmup_table": "benchlib.analysis.tables",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

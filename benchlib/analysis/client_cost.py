@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from benchlib.records import TrialRecord
-from benchlib.results import Run
+from benchlib.store.records import TrialRecord
+from benchlib.store.results import Run
 from benchlib.stats.exact import walsh_interval
 
 __all__ = ["ClientPair", "RatioWithoutClient", "client_cost_table", "client_cpu_per_call_us", "client_trials",

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TypeGuard
 
 from benchlib.analysis.display import metric_words
-from benchlib.analysis.fmt import fixed, inverse_ci, ratio_ci, within_run
+from benchlib.analysis.formats import fixed, inverse_ci, ratio_ci, within_run
 from benchlib.stats.multiplicity import CORRECTION_LABELS
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats.verdict import Verdict, VerdictKind, fmt_mde
 
 __all__ = ["TEMPLATES", "all_directional", "decided", "difference", "direction", "effect", "estimated", "inverse",

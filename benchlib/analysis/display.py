@@ -2,7 +2,7 @@
 
 * :func:`show` renders a Markdown string or a table in a notebook (prints elsewhere);
 * :func:`table` styles a DataFrame for a report (no index, numbers through
-  :func:`benchlib.analysis.fmt.num`, missing values blank or ``–``, cells never cut);
+  :func:`benchlib.analysis.formats.num`, missing values blank or ``–``, cells never cut);
 * :func:`metric_words` names a summary metric in words (``median latency (p50)``), for any
   metric: known ones from :data:`METRIC_WORDS`, quantile columns in any unit (``p99_us`` ->
   ``p99 latency``), others by their name.
@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from benchlib.analysis.fmt import num
+from benchlib.analysis.formats import num
 
 __all__ = ["METRIC_WORDS", "metric_words", "show", "table"]
 
@@ -63,7 +63,7 @@ def show(obj: Any) -> None:
 
 def table(df: Any) -> Any:
     """``df`` for display in a report: no index column, floats through
-    :func:`~benchlib.analysis.fmt.num` (3 significant digits, thousands separated, missing as
+    :func:`~benchlib.analysis.formats.num` (3 significant digits, thousands separated, missing as
     ``–``), missing non-numbers blank, cells never truncated."""
     floats = [c for c in df.columns if df[c].dtype.kind == "f"]
     others = [c for c in df.columns if c not in floats]

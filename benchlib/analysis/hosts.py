@@ -16,8 +16,8 @@ from typing import Any
 
 from benchlib.analysis.display import show, table
 from benchlib.analysis.tables import load_hosts_table, trial_cluster
-from benchlib.records import TrialRecord
-from benchlib.results import Run
+from benchlib.store.records import TrialRecord
+from benchlib.store.results import Run
 
 __all__ = ["LoadHostsSection", "HostSet", "host_sets", "load_hosts_section", "multi_host_trials"]
 
@@ -57,7 +57,7 @@ class HostSet:
 
 def host_sets(run: Run) -> list[HostSet]:
     """The load hosts of each block of ``run`` (from its stored trials: a block's trials all
-    ran on one host set, :mod:`benchlib.runner`), consecutive blocks with the same set
+    ran on one host set, :mod:`benchlib.run.runner`), consecutive blocks with the same set
     together; empty for a run on one machine."""
     per_block: dict[int, tuple[str, ...]] = {}
     for t in sorted(run.trials, key=lambda t: t.block):
@@ -98,8 +98,8 @@ class LoadHostsSection:
 
 
 def load_hosts_section(run: Run) -> LoadHostsSection:
-    """The load-hosts section of ``run`` (a :class:`~benchlib.results.Run`: what the runner
-    returns, or :func:`~benchlib.results.open_run` of a stored run): empty unless a trial's
+    """The load-hosts section of ``run`` (a :class:`~benchlib.store.results.Run`: what the runner
+    returns, or :func:`~benchlib.store.results.open_run` of a stored run): empty unless a trial's
     load came from more than one host or the hosts changed between blocks; else the heading,
     how many trials ran from how many hosts, in how many every host's guard kept the trial
     valid, the largest start skew, the host set of each block with the hosts lost mid-run

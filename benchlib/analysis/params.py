@@ -4,7 +4,7 @@ the default and full-scale designs of a study (pure).
 Every study parameter that names several things (``variants="faithful,fair"``,
 ``sinks="pipe, discard"``, ``sweep_arms=...``) goes through :func:`choices`: comma-separated
 text or a list; blanks and repeats dropped; an unknown name or an empty list is one
-:class:`~benchlib.errors.ParameterError` line naming the valid choices.
+:class:`~benchlib.core.errors.ParameterError` line naming the valid choices.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchlib.cluster.spec import INSTALL_HINT, parse_cluster, ray_installed
-from benchlib.errors import ParameterError
+from benchlib.core.placement import INSTALL_HINT, parse_cluster, ray_installed
+from benchlib.core.errors import ParameterError
 
 __all__ = ["AUTO", "as_asked", "budget", "choices", "cluster", "design_values", "positive", "yes_no"]
 
@@ -124,9 +124,9 @@ def as_asked(parameters: Mapping[str, Any]) -> dict[str, Any]:
         del out["target_mde"]
     return out
 def cluster(value: str | None) -> str | None:
-    """A notebook's ``cluster`` (where the load runs) as :class:`~benchlib.model.Experiment`
+    """A notebook's ``cluster`` (where the load runs) as :class:`~benchlib.core.model.Experiment`
     takes it: ``None`` (or ``""``) for this machine, else the value, checked
-    (:func:`benchlib.cluster.spec.parse_cluster`: ``"local:N"``, ``"auto"``, ``"ray://host:port"``).
+    (:func:`benchlib.core.placement.parse_cluster`: ``"local:N"``, ``"auto"``, ``"ray://host:port"``).
 
     Raises
     ------

@@ -1,9 +1,9 @@
 """A peer load tool beside benchlib, for any tool: per trial, per arm, and in words.
 
-When a condition has a :class:`~benchlib.model.CrossCheck`, the peer tool (wrk, k6, ab, hey,
+When a condition has a :class:`~benchlib.core.model.CrossCheck`, the peer tool (wrk, k6, ab, hey,
 h2load, and tools to come) runs on the same service instance in the same trial, first in
 odd blocks and second in even ones; its report is stored in the trial and read as a
-:class:`~benchlib.records.PeerReport`. Here the same figures are set side by side:
+:class:`~benchlib.store.records.PeerReport`. Here the same figures are set side by side:
 
 * :func:`peer_beside`: one row per trial, the tool's figure, benchlib's and their ratio
   (tool / benchlib) for each of ``figures`` (``rps``, ``p50``, ``p95``, ``p99``, ``max``...);
@@ -34,9 +34,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from benchlib.analysis.fmt import signed_pct
-from benchlib.records import rows as R
-from benchlib.results import Run
+from benchlib.analysis.formats import signed_pct
+from benchlib.store.records import rows as R
+from benchlib.store.results import Run
 from benchlib.stats.quantiles import quantile_of
 
 __all__ = ["peer_beside", "peer_labels", "peer_notes", "peer_setup", "peer_summary", "peer_tables", "peer_view"]
@@ -65,7 +65,7 @@ def peer_beside(run: Run, *, summaries: Any = None, figures: Sequence[str] = ("r
 
     Parameters
     ----------
-    run: the run (:func:`benchlib.results.open_run`).
+    run: the run (:func:`benchlib.store.results.open_run`).
     summaries: the per-trial summaries (needed for ``since="summary"``).
     figures: what to set side by side: ``rps``, ``p<percentile>``, ``min``, ``mean``, ``max``.
     since: benchlib's latencies from the summaries (due time, the summaries' quantiles), or
@@ -269,7 +269,7 @@ def peer_tables(run: Run, summaries: Any, tool: str, *, why: str = "", why_laten
 
 def peer_setup(tool: str, arms: Sequence[str], enabled: bool = True, *, flag: str = "") -> tuple[tuple[str, ...], str]:
     """The arms ``tool`` will cross-check and a sentence saying so, for a notebook to call
-    before its run: the tool is built here if missing (``benchlib.peers.<tool>.ensure_<tool>``,
+    before its run: the tool is built here if missing (``benchlib.loadgen.peers.<tool>.ensure_<tool>``,
     e.g. k6 or bombardier from the Go module proxy), so no trial waits for a build, and the
     sentence names its version (``<tool>_version``). When ``enabled`` is false (the
     notebook's parameter ``flag``, or ``flag`` as written when it holds ``=``), or the tool cannot be built, no arm is cross-checked and
@@ -278,9 +278,9 @@ def peer_setup(tool: str, arms: Sequence[str], enabled: bool = True, *, flag: st
         return (), f"{tool} cross-check off (`{flag if '=' in flag else (flag or tool) + '=False'}`)."
     import importlib
 
-    from benchlib.errors import BuildError, ToolchainMissing
+    from benchlib.core.errors import BuildError, ToolchainMissing
 
-    module = importlib.import_module(f"benchlib.peers.{tool}")
+    module = importlib.import_module(f"benchlib.loadgen.peers.{tool}")
     try:
         version = getattr(module, f"{tool}_version")(getattr(module, f"ensure_{tool}")()) or tool
     except (ToolchainMissing, BuildError) as exc:

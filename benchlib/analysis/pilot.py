@@ -20,7 +20,7 @@
   ``python -m benchlib.analysis.pilot ...``, the same :func:`main`) prints the components and
   the plans in Markdown.
 
-Reads only (``benchlib.records``); the stored run is never modified.
+Reads only (``benchlib.store.records``); the stored run is never modified.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchlib.results import Run, open_run
+from benchlib.store.results import Run, open_run
 from benchlib.stats.sequential import SequentialDesign
 from benchlib.stats.variance import VARIANCE_CONFIDENCE, CostModel, PairComponents
 
@@ -345,7 +345,7 @@ def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None
     run's :class:`~benchlib.analysis.planned.PlannedRun` (a pilot chose the design within a
     budget): its pilot's estimate, the plan and the MDE achieved against its target come first,
     and the planner's recommendation is for that target."""
-    from benchlib.analysis.fmt import num
+    from benchlib.analysis.formats import num
 
     rec = run
     if planned is not None:
@@ -387,7 +387,7 @@ def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None
         lines.append(f"Sequential stopping: {stopping.describe()}.")
     elif stopped is not None:
         lines.append(f"Sequential stopping: the run stopped after {stopped} blocks.")
-    from benchlib.analysis.disturbance import disturbance_markdown
+    from benchlib.analysis.disturbed import disturbance_markdown
 
     lines += [p for p in (disturbance_markdown(rec, answers),) if p]  # disturbed trials, repeats, sensitivity
     if not len(t):

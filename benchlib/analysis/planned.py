@@ -30,9 +30,9 @@ from typing import Any
 from benchlib.analysis.pilot import PilotComponents, components_from_run, pilot_windows, trial_costs
 from benchlib.analysis.questions import Family
 from benchlib.analysis.stopping import Stopping, analysis_design, blocks_text, row_families, stopping_rule
-from benchlib.errors import ParameterError
-from benchlib.model import Condition, CrossCheck, Experiment
-from benchlib.results import Run
+from benchlib.core.errors import ParameterError
+from benchlib.core.model import Condition, CrossCheck, Experiment
+from benchlib.store.results import Run
 from benchlib.stats.budget import (MIN_PILOT_BLOCKS, BudgetPlan, plan_within_budget, pool_components, request_floor,
                                    warmup_check)
 
@@ -207,11 +207,11 @@ def run_planned(experiment: Experiment, families: Sequence[Family], *, budget_mi
         analysis's ``compare`` arguments); the futility target is ``target_mde``.
     run_id: the main run's id (the pilot's is ``<run_id>-pilot``); given and stored, resumed.
     max_blocks: the most blocks the plan may choose.
-    run_kwargs: passed to :func:`benchlib.runner.run_experiment` (``out_dir``, ``runtime``,
+    run_kwargs: passed to :func:`benchlib.run.runner.run_experiment` (``out_dir``, ``runtime``,
         ``load``, ``progress``...), for the pilot and the main run alike.
     """
-    from benchlib.runner import run_experiment
-    from benchlib.store import new_run_id
+    from benchlib.run.runner import run_experiment
+    from benchlib.store.runstore import new_run_id
 
     budget = budget_min if budget_min is not None else experiment.budget_min
     target = target_mde if target_mde is not None else experiment.target_mde
@@ -273,8 +273,8 @@ def run_planned(experiment: Experiment, families: Sequence[Family], *, budget_mi
         run = run_experiment(exp, run_id=rid, until=stopping.until, **run_kwargs)
     finally:
         # the design that ran, beside what was asked (run.json's notebook_parameters), also when
-        # the main run was interrupted: read back as Run.plan (benchlib.records.plan.PlanRecord)
-        from benchlib.store import RunStore, default_runs_root
+        # the main run was interrupted: read back as Run.plan (benchlib.store.records.plan.PlanRecord)
+        from benchlib.store.runstore import RunStore, default_runs_root
 
         main = RunStore(Path(run_kwargs.get("out_dir") or default_runs_root()) / exp.study / rid)
         if (main.path / "run.json").is_file():
@@ -302,12 +302,12 @@ def run_study(experiment: Experiment, families: Sequence[Family], *, sequential:
     """The one way a study notebook runs its experiment: without a budget (``budget_min``
     ``None``, and none on the experiment) the fixed design with :func:`stopping_rule`'s looks;
     with one, :func:`run_planned` (a pilot, the plan within the budget for ``target_mde``
-    percent, futility at it). ``run_kwargs`` go to :func:`benchlib.runner.run_experiment`; its
+    percent, futility at it). ``run_kwargs`` go to :func:`benchlib.run.runner.run_experiment`; its
     ``notebook_parameters`` (what the notebook was asked) are stored as
     :func:`~benchlib.analysis.params.as_asked` gives them, and with a budget the main run's
-    run.json adds the design that ran (``pilot``: :attr:`benchlib.results.Run.plan`)."""
+    run.json adds the design that ran (``pilot``: :attr:`benchlib.store.results.Run.plan`)."""
     from benchlib.analysis.params import as_asked
-    from benchlib.runner import run_experiment
+    from benchlib.run.runner import run_experiment
 
     if run_kwargs.get("notebook_parameters") is not None:
         # what the user asked, as `benchlib run -p` takes it again (no budget: budget_min 0)

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlib.errors import ParameterError
-from benchlib.results import Run
+from benchlib.core.errors import ParameterError
+from benchlib.store.results import Run
 from benchlib.stats.sequential import SequentialDesign
 from benchlib.stats.verdict import Verdict
 
@@ -182,7 +182,7 @@ class Answer:
         no valid trial, client-bound) added to its ``verdicts`` (its ``rows`` stay the compared
         ones), so a stored run's verdicts list every row of the family; ``None`` when nothing
         was compared."""
-        from benchlib.stats.report import jsonable
+        from benchlib.stats.comparison import jsonable
 
         if self.comparison is None:
             return None

@@ -9,8 +9,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from benchlib.analysis.disturbance import machine_during_trials
-from benchlib.results import Run
+from benchlib.analysis.disturbed import machine_during_trials
+from benchlib.store.results import Run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,7 +32,7 @@ def _project_relative(path: str) -> str | None:
     """``path`` relative to the project (POSIX), or ``None`` when it lies outside it."""
     from pathlib import Path
 
-    from benchlib.manifest import find_services_dir
+    from benchlib.runtime.manifest import find_services_dir
 
     try:
         return Path(path).resolve().relative_to(find_services_dir().parent.resolve()).as_posix()
@@ -129,7 +129,7 @@ def parameters_markdown(run: Run) -> str:
 def design_markdown(run: Run) -> str:
     """How the run was measured: arms (runtime, limits as requested and as enforced), load,
     design, CPUs, where stored."""
-    from benchlib.manifest import get_manifest
+    from benchlib.runtime.manifest import get_manifest
 
     exp = run.require_experiment()
     enforced = {}
@@ -205,8 +205,8 @@ def trial_windows(run: Run, *, windows: int = 30) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
-    from benchlib.errors import StorageError
-    from benchlib.records import rows as R
+    from benchlib.core.errors import StorageError
+    from benchlib.store.records import rows as R
 
     frames = []
     for t in run.trials:
@@ -245,7 +245,7 @@ def trial_windows(run: Run, *, windows: int = 30) -> pd.DataFrame:
 
 def timeline_markdown(run: Run) -> str:
     """The section "Each trial over time": every trial's completion rate and p99 latency over
-    its time (:func:`benchlib.plots.trial_timeline` of :func:`trial_windows`), per condition, as
+    its time (:func:`benchlib.analysis.plots.trial_timeline` of :func:`trial_windows`), per condition, as
     Markdown with the figure inline (a PNG data URI: the report stays one file); "" when no
     trial has rows."""
     import base64
@@ -253,7 +253,7 @@ def timeline_markdown(run: Run) -> str:
 
     import matplotlib.pyplot as plt
 
-    from benchlib import plots
+    from benchlib.analysis import plots
 
     windows = trial_windows(run)
     if windows.empty:

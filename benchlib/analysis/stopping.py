@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlib.analysis.questions import Family, run_family
-from benchlib.errors import ParameterError
-from benchlib.model import Experiment
-from benchlib.results import Run
+from benchlib.core.errors import ParameterError
+from benchlib.core.model import Experiment
+from benchlib.store.results import Run
 from benchlib.stats.sequential import SequentialDesign, status
 
 __all__ = ["SEQUENTIAL_CHOICES", "Look", "StopWhenSettled", "Stopping", "analysis_design", "blocks_per_arm",

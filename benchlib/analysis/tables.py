@@ -1,7 +1,7 @@
 """The tables every study report shows about its run, from the stored records.
 
-Each function takes the run (a :class:`~benchlib.results.Run`: what the runner returns, or
-:func:`~benchlib.results.open_run` of a stored one) and returns a DataFrame; arms that did not run appear as "not run: why" wherever a table
+Each function takes the run (a :class:`~benchlib.store.results.Run`: what the runner returns, or
+:func:`~benchlib.store.results.open_run` of a stored one) and returns a DataFrame; arms that did not run appear as "not run: why" wherever a table
 lists arms. Rows follow the experiment's arm order.
 
 * :func:`status_table`: trials ok / failed / invalid per condition and arm, with reasons;
@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from benchlib.records import TrialRecord
-from benchlib.records import rows as R
-from benchlib.results import Run
+from benchlib.store.records import TrialRecord
+from benchlib.store.records import rows as R
+from benchlib.store.results import Run
 
 __all__ = ["CLIENT_NEAR_LIMIT", "SERVER_BUSY", "TrialMedian", "add_trial_metric", "client_cpu_table", "client_limited",
            "contracts_table", "invalid_for_client_cpu", "near_client_limit", "load_hosts_table", "trial_cluster",
@@ -283,7 +283,7 @@ def server_cpu_table(run: Run, summaries: Any, *, condition: str | None = None) 
     ``condition``: only that condition's trials. Trials without CPU samples are left out."""
     import pandas as pd
 
-    from benchlib.analysis.fmt import MEDIAN_CI
+    from benchlib.analysis.formats import MEDIAN_CI
 
     cpus = max(1, len(run.cpus.get("server") or ()))
     cols = ["condition", "arm", "trials", f"server CPU per request (µs), {MEDIAN_CI}",
@@ -453,7 +453,7 @@ _CUT = re.compile(rb"^\[benchlib: log cut here: ([0-9,]+) lines \([0-9,]+ bytes\
 
 def logged_lines(trial: TrialRecord) -> int | None:
     """Lines the service wrote in ``trial``: the runtime's count, else the lines of its kept
-    log, where a cut marker (:mod:`benchlib.logs`) adds back the lines it stands for (the
+    log, where a cut marker (:mod:`benchlib.runtime.logs`) adds back the lines it stands for (the
     marker itself is a blank line and one line); ``None`` when neither exists."""
     if trial.service_log is not None and trial.service_log.lines:
         return int(trial.service_log.lines)
@@ -537,8 +537,8 @@ class TrialMedian:
 
     @property
     def text(self) -> str:
-        """As a table cell: ``0.509 [0.475, 2.23] (97.9% CI)`` (:func:`~benchlib.analysis.fmt.median_ci`)."""
-        from benchlib.analysis.fmt import median_ci
+        """As a table cell: ``0.509 [0.475, 2.23] (97.9% CI)`` (:func:`~benchlib.analysis.formats.median_ci`)."""
+        from benchlib.analysis.formats import median_ci
 
         return median_ci(self.median, self.lo, self.hi, self.level)
 
@@ -576,7 +576,7 @@ def percentile_support(loads: Mapping[str, Mapping[str, Any]], *, labels: Mappin
                        quantiles: Sequence[float] = (0.5, 0.9, 0.95, 0.99, 0.999)) -> Any:
     """Which latency percentiles a trial supports (at least 50 requests beyond, ``n (1 - q) >=
     50``): ``loads`` maps a size label (``"1"``, ``"0.5 (this run)"``) to {condition:
-    :class:`~benchlib.model.LoadSpec`} (open model: rate x duration requests); ``labels``
+    :class:`~benchlib.core.model.LoadSpec`} (open model: rate x duration requests); ``labels``
     names the conditions (e.g. their paths)."""
     import pandas as pd
 

@@ -18,7 +18,7 @@ default design) or one service for all the cell's trials (``mode = "kept"``,
 * whether the measured window starts after the warm-up the change-point diagnostics detect
   (:func:`warmup_end`), as trials-after / trials;
 * the client's CPU (busiest client CPU, share of one) and the disturbance figures
-  (:class:`benchlib.records.disturbance.Disturbance`, the server canary's slowdown among them):
+  (:class:`benchlib.store.records.disturbance.Disturbance`, the server canary's slowdown among them):
   the worst trial's, and how many trials the rule found disturbed.
 
 :func:`trial_facts` reads the per-trial facts of a stored run; :func:`variance_table` is pure
@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchlib.errors import ParameterError
-from benchlib.results import Run
-from benchlib.schema import ERROR_CODES, PHASE_CODES
+from benchlib.core.errors import ParameterError
+from benchlib.store.results import Run
+from benchlib.core.schema import ERROR_CODES, PHASE_CODES
 from benchlib.stats.changepoint import MIN_SHIFT, detect_changes
 from benchlib.stats.power import mde_shift
 from benchlib.stats.summary import trial_columns

@@ -15,7 +15,7 @@ from typing import Any
 from benchlib.analysis import conclusion as say
 from benchlib.analysis.display import metric_words
 from benchlib.analysis.questions import Answer
-from benchlib.results import Run
+from benchlib.store.results import Run
 from benchlib.stats.verdict import Verdict, VerdictKind, render
 
 __all__ = ["answer_table", "answer_tables", "family_markdown", "footnotes_markdown", "verdict_sentences",
@@ -28,7 +28,7 @@ def verdict_table(comparison: Any, run: Run | None = None) -> Any:
     ``run``, arms that did not run are added as rows "not run: <why>" (never dropped)."""
     import pandas as pd
 
-    from benchlib.analysis.fmt import fmt_centre, fmt_p, fmt_pct, within_run
+    from benchlib.analysis.formats import fmt_centre, fmt_p, fmt_pct, within_run
 
     rows = []
     table = comparison.table if comparison is not None else pd.DataFrame()

@@ -15,7 +15,7 @@ sockets on the engine's own epoll (:class:`_OneShot`, :class:`_Poller`): a trans
 connection cost about twice ab's client CPU time per request.
 
 Recording: every request appends one packed record, laid out exactly as
-:data:`benchlib.schema.ROW_DTYPE` (38 bytes), to one ``bytearray`` (growth slack at most
+:data:`benchlib.core.schema.ROW_DTYPE` (38 bytes), to one ``bytearray`` (growth slack at most
 about 12 %), which becomes the rows without a copy at the end. No Python object survives
 per request.
 
@@ -61,11 +61,11 @@ from benchlib.loadgen.http1 import _HEAD as _P_HEAD
 from benchlib.loadgen.http1 import _LENGTH as _P_LENGTH
 from benchlib.loadgen.http1 import COMPLETE, IDEMPOTENT_METHODS, NEED_MORE, PAUSED, ResponseParser, build_request
 from benchlib.loadgen.schedule import arrival_offsets_ns, segments_for
-from benchlib.schema import ERROR_CODES, ROW_DTYPE
+from benchlib.core.schema import ERROR_CODES, ROW_DTYPE
 
 __all__ = ["Engine", "EngineConfig", "RECORD", "records_to_rows"]
 
-#: One recorded request, packed exactly as :data:`benchlib.schema.ROW_DTYPE` (little-endian,
+#: One recorded request, packed exactly as :data:`benchlib.core.schema.ROW_DTYPE` (little-endian,
 #: no padding), times absolute; appended to a ``bytearray`` with one ``struct.pack``.
 RECORD = struct.Struct("<qqqiihBBH")
 assert RECORD.size == ROW_DTYPE.itemsize and ROW_DTYPE.names == (
@@ -117,7 +117,7 @@ def records_to_rows(buf: bytearray, t0_ns: int) -> np.ndarray:
 class EngineConfig:
     """Everything one worker needs, as plain picklable values.
 
-    Built by :func:`benchlib.loadgen.runner.run_load` from a LoadSpec; see there.
+    Built by :func:`benchlib.loadgen.launch.run_load` from a LoadSpec; see there.
     """
 
     def __init__(self, **kw: Any) -> None:

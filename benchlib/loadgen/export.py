@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from benchlib.schema import PHASE_CODES
+from benchlib.core.schema import PHASE_CODES
 
 __all__ = [
     "latency_us",
@@ -44,7 +44,7 @@ HDR_HIGHEST_US = 3_600_000_000
 def _rows_of(result_or_rows: Any) -> np.ndarray:
     rows = getattr(result_or_rows, "rows", result_or_rows)
     if not isinstance(rows, np.ndarray) or rows.dtype.names is None or "t_done_ns" not in rows.dtype.names:
-        raise TypeError("expected a LoadResult or an array of benchlib.schema.ROW_DTYPE rows")
+        raise TypeError("expected a LoadResult or an array of benchlib.core.schema.ROW_DTYPE rows")
     return rows
 
 

@@ -18,8 +18,8 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from benchlib import buildcache
-from benchlib.errors import BuildError, ToolchainMissing
+from benchlib.core import buildcache
+from benchlib.core.errors import BuildError, ToolchainMissing
 
 __all__ = ["GRPC_SERVER_DIR", "PROTO", "SMALL_METHOD", "SMALL_REQUEST", "SMALL_RESPONSE", "HUGE_METHOD",
            "build_grpc_server", "serve_grpc"]

@@ -51,7 +51,7 @@ LAG_P99_LIMIT_NS = 5_000_000
 LAG_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 100.0)
 
 #: How the reason for load hosts that began the common schedule too far apart begins
-#: (:mod:`benchlib.cluster`).
+#: (:mod:`benchlib.run.cluster`).
 START_SKEW_REASON = "load hosts started"
 #: How the reasons that blame the client (not the server or the data) begin: a busy client
 #: CPU, a busy load worker, an open-model schedule the dispatcher could not keep, load hosts

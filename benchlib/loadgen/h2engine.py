@@ -19,7 +19,7 @@ cache of the blocks the server repeats. Writes made while a read is processed ar
 into one ``write`` at its end (a response that frees a stream and the next call's frames
 leave in the same system call).
 
-Rows (:data:`benchlib.schema.ROW_DTYPE`, unchanged): h2c: ``status`` = the HTTP status,
+Rows (:data:`benchlib.core.schema.ROW_DTYPE`, unchanged): h2c: ``status`` = the HTTP status,
 ``error`` as for HTTP/1. gRPC: a call with ``grpc-status: 0`` is ``error = none`` with
 ``status`` = 200 (the HTTP status); a call that ended with another grpc-status is
 ``error = grpc`` with ``status`` = that grpc-status (1-16); a response whose HTTP status is
@@ -59,7 +59,7 @@ from typing import Any
 
 from benchlib.loadgen import h2frames as f
 from benchlib.loadgen.engine import CONNECT_RETRY_NS, Engine, EngineConfig, _clock
-from benchlib.schema import ERROR_CODES
+from benchlib.core.schema import ERROR_CODES
 
 __all__ = ["H2Engine", "H2EngineConfig", "FRAME_BUDGET"]
 

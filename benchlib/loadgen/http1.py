@@ -17,7 +17,7 @@ chunks or trailer lines, then returns :data:`PAUSED` with the rest kept, so that
 can let other work run before :meth:`ResponseParser.resume`.
 
 A response that cannot be parsed is an error of one of these kinds (names as in
-:data:`benchlib.schema.ERROR_NAMES`):
+:data:`benchlib.core.schema.ERROR_NAMES`):
 
 * ``protocol``: malformed status line, header line, ``Content-Length`` or chunk size;
   headers larger than the limit; bytes after the end of a response.

@@ -2,7 +2,7 @@
 
 Each runs in its own process (``python -m benchlib.loadgen.testservers MODE ...``), on
 127.0.0.1, optionally pinned with ``taskset``; :func:`serve` starts one and yields its
-:class:`~benchlib.model.Target`. Modes:
+:class:`~benchlib.core.model.Target`. Modes:
 
 ``hello``      200 with ``Hello, World!`` (Content-Length), keep-alive; echoes a POST body length.
 ``echo``       200 whose body is the request head and body as received.

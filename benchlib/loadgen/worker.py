@@ -1,7 +1,7 @@
 """The worker process: pins itself, runs one :class:`~benchlib.loadgen.engine.Engine` on
 uvloop, and hands its rows back through a file.
 
-Started by :func:`benchlib.loadgen.runner.run_load` as a fresh interpreter
+Started by :func:`benchlib.loadgen.launch.run_load` as a fresh interpreter
 (``python -m benchlib.loadgen.worker FD``: spawn semantics, fork+exec, nothing of the
 parent's state or event loop is inherited, and unlike ``multiprocessing``'s spawn the
 caller's ``__main__`` is never re-imported, so a plain script without an

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.runtime.base import Prepared, Runtime, ServiceHandle, StartOptions, StopInfo
 
 __all__ = ["RUNTIMES", "Prepared", "Runtime", "ServiceHandle", "StartOptions", "StopInfo", "get_runtime"]

@@ -5,7 +5,7 @@ Two implementations, picked by name (:func:`benchlib.runtime.get_runtime`): ``lo
 
 A runtime's :meth:`Runtime.start` returns a :class:`ServiceHandle` only once the service is
 healthy; on any failure it has already stopped what it started and raises
-:class:`~benchlib.errors.ServiceStartError` with the log tail attached. A handle is a
+:class:`~benchlib.core.errors.ServiceStartError` with the log tail attached. A handle is a
 context manager and is always stopped, also on errors and Ctrl-C.
 """
 
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
-from benchlib.errors import ServiceStartError
-from benchlib.manifest import ResolvedService
-from benchlib.model import Limits
+from benchlib.core.errors import ServiceStartError
+from benchlib.runtime.manifest import ResolvedService
+from benchlib.core.model import Limits
 from benchlib.runtime.ports import free_ports
 
 __all__ = ["Prepared", "Runtime", "ServiceHandle", "StartOptions", "StopInfo", "handle_ports", "reset_service", "run_steps"]
@@ -54,14 +54,14 @@ class StartOptions:
     port: TCP port to listen on (loopback).
     cpus: CPU ids the service is pinned to.
     limits: CPU quota and memory cap.
-    log_sink: ``pipe`` | ``file`` | ``discard`` (see :class:`benchlib.model.Arm`).
+    log_sink: ``pipe`` | ``file`` | ``discard`` (see :class:`benchlib.core.model.Arm`).
     log_path: where the service's log is kept (pipe: the runtime writes it; file: the service does).
     env: extra environment variables.
     deps: handles of the services this one requires, by name (for ``{dep.NAME.port}``).
     run_id: labels containers and processes of one run (for clean-up).
     role: ``"service"`` (under test) or ``"dependency"`` (a database it needs); runtimes apply
         their default limits to services only.
-    log_cap_bytes: bytes of the service's log kept per trial (head and tail; see :mod:`benchlib.logs`).
+    log_cap_bytes: bytes of the service's log kept per trial (head and tail; see :mod:`benchlib.runtime.logs`).
     ports: every port of a multi-process service (``[run] ports = N``), the first being
         ``port``; empty for a service with one port.
     backend: for a front (``role = "front"``), the running service it forwards to
@@ -130,7 +130,7 @@ class Runtime(Protocol):
     name: str
 
     def check(self) -> None:
-        """Raise :class:`~benchlib.errors.RuntimeUnavailable` (saying how to fix it) if unusable."""
+        """Raise :class:`~benchlib.core.errors.RuntimeUnavailable` (saying how to fix it) if unusable."""
         ...
 
     def prepare(self, service: ResolvedService) -> Prepared:
@@ -196,7 +196,7 @@ def placeholder_values(
     deps: Mapping[str, ServiceHandle] | None = None, ports: Sequence[int] = (),
     backend: ServiceHandle | None = None,
 ) -> dict[str, str]:
-    """The placeholder table for ``service`` (see :mod:`benchlib.manifest`): ``ports`` are all
+    """The placeholder table for ``service`` (see :mod:`benchlib.runtime.manifest`): ``ports`` are all
     its ports (default ``(port,)``), ``backend`` the service a front forwards to."""
     import sys
 
@@ -206,7 +206,7 @@ def placeholder_values(
         "host": host,
     }
     if build_dir is not None:
-        from benchlib.buildcache import cargo_target_dir
+        from benchlib.core.buildcache import cargo_target_dir
 
         values["build_dir"] = str(build_dir)
         values["cargo_target_dir"] = str(cargo_target_dir())

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from benchlib.model import Limits
+from benchlib.core.model import Limits
 
 __all__ = [
     "CgroupHandle",

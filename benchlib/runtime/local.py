@@ -1,6 +1,6 @@
 """The local runtime: services as processes on this machine (the default runtime).
 
-* builds with the manifest's command into the build cache (:mod:`benchlib.buildcache`),
+* builds with the manifest's command into the build cache (:mod:`benchlib.core.buildcache`),
   reusing a build whose source hash is unchanged;
 * starts the service in its own process group, pinned to the server's CPUs from its first
   instruction (``taskset``), with a memory cap and CPU quota through cgroups where writable
@@ -14,7 +14,7 @@
   (builds run with the caller's whole environment, as the toolchain would by hand);
 * always stops: the handle is a context manager, an ``atexit`` hook kills any process group
   still running when the interpreter exits (errors and Ctrl-C included), SIGTERM and SIGHUP
-  do the same before the process dies (:func:`benchlib.signals.on_stop`), and a service
+  do the same before the process dies (:func:`benchlib.core.signals.on_stop`), and a service
   started from the main thread gets SIGTERM from the Linux kernel if its starter dies
   without that (``PR_SET_PDEATHSIG``; SIGKILL included).
 """
@@ -32,9 +32,11 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from benchlib import buildcache, logs, settings, signals, toolchains
-from benchlib.errors import BuildError, ServiceStartError
-from benchlib.manifest import ResolvedService
+from benchlib.core import buildcache, settings, signals
+
+from benchlib.runtime import logs, toolchains
+from benchlib.core.errors import BuildError, ServiceStartError
+from benchlib.runtime.manifest import ResolvedService
 from benchlib.runtime.base import (
     Prepared,
     StartOptions,
@@ -122,7 +124,7 @@ class LocalHandle:
         self.enforced: dict[str, Any] = enforced
         self._cgroup = cgroup
         self._tail: collections.deque[str] = collections.deque(maxlen=200)
-        #: bytes of log kept in the file per trial (the rest is counted, see :mod:`benchlib.logs`)
+        #: bytes of log kept in the file per trial (the rest is counted, see :mod:`benchlib.runtime.logs`)
         self.log_cap_bytes = logs.DEFAULT_LOG_CAP_BYTES
         #: lines and bytes the service wrote to its pipe (pipe sink) or file (file sink, after stop)
         self.log_lines = 0

@@ -12,7 +12,7 @@ Every inference is across trials (independent runs), never across pooled request
 * :class:`Verdict` (``Comparison.verdicts``) is each row's conclusion as data, decided by
   :func:`benchlib.stats.verdict.decide` and worded by :func:`render`.
 
-Imports nothing from ``benchlib.runtime``, ``benchlib.loadgen`` or ``benchlib.store``.
+Imports nothing from ``benchlib.runtime``, ``benchlib.loadgen`` or ``benchlib.store.runstore``.
 See ``docs/statistics.md``.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 from benchlib.stats.compare import DEFAULT_METRICS, DESIGNS, compare
 from benchlib.stats.multiplicity import CORRECTIONS, adjust
 from benchlib.stats.power import METHODS, TrialPlan, mde, min_trials, plan, power_t
-from benchlib.stats.report import Comparison
+from benchlib.stats.comparison import Comparison
 from benchlib.stats.shift import shift_function
 from benchlib.stats.summary import (
     QUANTILES,

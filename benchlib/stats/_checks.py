@@ -7,7 +7,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 
 T = TypeVar("T")
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats.quantiles import quantile_of
 from benchlib.stats.summary import required_requests
 from benchlib.stats.variance import (

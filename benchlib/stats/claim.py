@@ -42,7 +42,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats.estimate import estimate, shift_pvalue
 from benchlib.stats.multiplicity import adjust
 from benchlib.stats.power import mde_shift, planning_alpha

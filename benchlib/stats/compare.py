@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats import footnotes as fn
 from benchlib.stats._checks import choose, probability
 from benchlib.stats.estimate import BOOTSTRAP_MIN_TRIALS, estimate, test_name
@@ -26,7 +26,7 @@ from benchlib.stats.multiplicity import CORRECTIONS, adjust, best_case_adjusted
 from benchlib.stats.quantiles import quantile_of
 from benchlib.stats.power import METHODS, mde_shift, min_trials, planning_alpha
 from benchlib.stats.pairing import Pair, pair_design
-from benchlib.stats.report import Comparison, PairInfo
+from benchlib.stats.comparison import Comparison, PairInfo
 from benchlib.stats.sequential import (
     SequentialDesign,
     analyse_row,

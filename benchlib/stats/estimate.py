@@ -16,7 +16,7 @@ Every method also gives the (1 - 2 alpha) interval of the equivalence test (TOST
 the margin, the TOST p-value (the larger of the two one-sided p-values at the margins), which
 :func:`~benchlib.stats.compare` adjusts over the family like the difference p-values, and the
 p-value of the minimum-effect test (the effect lies beyond the margin: the test a comparison of
-two runs decides on, :mod:`benchlib.runcompare`).
+two runs decides on, :mod:`benchlib.analysis.runcompare`).
 """
 
 from __future__ import annotations

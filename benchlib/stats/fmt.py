@@ -1,8 +1,8 @@
 """How the statistics print numbers: percentages, p-values, values with units, medians with
 their ``±``, confidence levels and ratios with their intervals (pure).
 
-One home for the formats :mod:`benchlib.stats.report` and :mod:`benchlib.stats.verdict` both
-print (and :mod:`benchlib.analysis.fmt` re-exports). NaN prints as ``–``, infinity as ``∞``.
+One home for the formats :mod:`benchlib.stats.comparison` and :mod:`benchlib.stats.verdict` both
+print (and :mod:`benchlib.analysis.formats` re-exports). NaN prints as ``–``, infinity as ``∞``.
 """
 
 from __future__ import annotations

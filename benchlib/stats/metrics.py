@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 from dataclasses import dataclass
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 
 __all__ = ["Pair", "pair_design"]
 

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats._checks import choose, probability
 from benchlib.stats.exact import min_p_paired, min_p_unpaired
 from benchlib.stats.multiplicity import CORRECTIONS, best_case_adjusted

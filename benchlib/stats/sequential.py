@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats._checks import probability
 from benchlib.stats.estimate import Estimate, tost_pvalue
 from benchlib.stats.exact import _t_cdf, hodges_lehmann_center, min_p_paired, signed_rank, walsh_averages

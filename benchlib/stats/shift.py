@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats.estimate import estimate
 from benchlib.stats.multiplicity import adjust
 from benchlib.stats.pairing import pair_design

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import signal
 
-from benchlib.schema import PHASE_CODES, ROW_DTYPE
+from benchlib.core.schema import PHASE_CODES, ROW_DTYPE
 
 __all__ = [
     "ar1",
@@ -128,7 +128,7 @@ def trial_rows(
     send_lag_ms: float = 0.01,
     errors: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Open-loop :data:`~benchlib.schema.ROW_DTYPE` rows for the given measured latencies.
+    """Open-loop :data:`~benchlib.core.schema.ROW_DTYPE` rows for the given measured latencies.
 
     ``warmup_requests`` rows (latency ``warmup_ms``, default the median) are put in front,
     in the warm-up phase. ``errors`` (codes, same length as ``latency_ms``) marks failed

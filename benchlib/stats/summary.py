@@ -1,8 +1,8 @@
 """Per-trial summaries: one trial's requests reduced to the numbers compared across trials.
 
-Pure: numpy, scipy, pandas. Input is the per-request row (:data:`benchlib.schema.ROW_DTYPE`)
+Pure: numpy, scipy, pandas. Input is the per-request row (:data:`benchlib.core.schema.ROW_DTYPE`)
 as a numpy structured array or a DataFrame with those columns (``error``/``phase`` as codes
-or as the names of :data:`~benchlib.schema.ERROR_NAMES` / :data:`~benchlib.schema.PHASE_NAMES`).
+or as the names of :data:`~benchlib.core.schema.ERROR_NAMES` / :data:`~benchlib.core.schema.PHASE_NAMES`).
 
 How requests count
 ------------------
@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from benchlib.errors import ParameterError
-from benchlib.schema import ERROR_CODES, ERROR_NAMES, PHASE_CODES, PHASE_NAMES, ROW_DTYPE
+from benchlib.core.errors import ParameterError
+from benchlib.core.schema import ERROR_CODES, ERROR_NAMES, PHASE_CODES, PHASE_NAMES, ROW_DTYPE
 from benchlib.stats import diagnostics
 from benchlib.stats.changepoint import MIN_SHIFT, detect_changes
 from benchlib.stats.quantiles import quantile_column
@@ -105,7 +105,7 @@ def trial_columns(rows: np.ndarray | pd.DataFrame) -> dict[str, np.ndarray]:
         get = {name: rows[name].to_numpy() for name in rows.columns}
     else:
         raise ParameterError(
-            "rows must be a numpy array of benchlib.schema.ROW_DTYPE or a DataFrame with its columns, "
+            "rows must be a numpy array of benchlib.core.schema.ROW_DTYPE or a DataFrame with its columns, "
             f"got {type(rows).__name__}"
         )
     needed = (*_INT_COLUMNS, "error", "phase")

@@ -585,7 +585,7 @@ def coordinated_omission(*, rate_rps: float = 1000.0, duration_s: float = 60.0, 
     the intended start. Closed loop: ``connections`` connections each send when the last
     response arrived. Returns both p99s (ms) from :func:`summarize_trial`.
     """
-    from benchlib.schema import ROW_DTYPE
+    from benchlib.core.schema import ROW_DTYPE
     from benchlib.stats.summary import summarize_trial
 
     def free_at(t: float) -> float:

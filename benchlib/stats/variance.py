@@ -42,8 +42,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from benchlib.errors import ParameterError
-from benchlib.schema import ERROR_CODES, PHASE_CODES
+from benchlib.core.errors import ParameterError
+from benchlib.core.schema import ERROR_CODES, PHASE_CODES
 from benchlib.stats._checks import probability
 from benchlib.stats.power import mde_shift, min_trials, planning_alpha
 from benchlib.stats.quantiles import quantile_column, quantile_of
@@ -99,7 +99,7 @@ def window_metrics(
     Parameters
     ----------
     rows:
-        The trial's per-request rows (:data:`benchlib.schema.ROW_DTYPE`).
+        The trial's per-request rows (:data:`benchlib.core.schema.ROW_DTYPE`).
     splits:
         Split the measured phase into ``k`` equal windows, for each ``k`` (``k = 1``: the
         whole phase, computed the same way as the windows).

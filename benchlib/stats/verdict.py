@@ -87,7 +87,7 @@ class VerdictKind(StrEnum):
 
 
 #: The verdict kinds that decide a row: a direction, or equivalence within the margin (the
-#: census's "decided", :mod:`benchlib.census`).
+#: census's "decided", :mod:`benchlib.publish.census`).
 DECIDED: frozenset[VerdictKind] = frozenset({VerdictKind.FASTER, VerdictKind.SLOWER, VerdictKind.EQUIVALENT})
 
 

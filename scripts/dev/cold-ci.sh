@@ -8,7 +8,7 @@
 #   --report      run `make report` (BASE_PYTHON=/usr/bin/python3, as .ci/run sets it) in the
 #                 fresh clone instead of .ci/run; on success its time is recorded as the
 #                 "first-run" total (builds cold) in this checkout's data/measurements.json
-#                 (`python -m benchlib.measurements record-total`; then `... sync` renders it
+#                 (`python -m benchlib._project.measurements record-total`; then `... sync` renders it
 #                 into README), and the executed reports are kept beside the log
 #   --dry-run     print what would be moved aside, stopped and purged; change nothing
 #                 (needs no root)
@@ -247,12 +247,12 @@ if [ "$mode" = report ]; then
         loads="$(printf '%s\n%s\n' "${load_before%% *}" "${load_after%% *}" | sort -g | tr '\n' ' ')"
         measure_python="${PYTHON:-python3}"
         [ -z "${PYTHON:-}" ] && [ -x "$here/.venv/bin/python" ] && measure_python="$here/.venv/bin/python"
-        ( cd "$here" && PYTHONPATH="$here" "$measure_python" -m benchlib.measurements record-total --what first-run \
+        ( cd "$here" && PYTHONPATH="$here" "$measure_python" -m benchlib._project.measurements record-total --what first-run \
             --builds cold --seconds "$elapsed" --loadavg $loads \
             --source "scripts/dev/cold-ci.sh --report: make report in a fresh clone of ${commit:0:10}, nothing cached, $(nproc) CPUs" ) \
             || say "could not record the time in $here/data/measurements.json; record it by hand:" \
-                   "python -m benchlib.measurements record-total --what first-run --builds cold --seconds $elapsed --loadavg $loads --source ..."
-        say "then: python -m benchlib.measurements sync (README's cost table) and commit data/measurements.json"
+                   "python -m benchlib._project.measurements record-total --what first-run --builds cold --seconds $elapsed --loadavg $loads --source ..."
+        say "then: python -m benchlib._project.measurements sync (README's cost table) and commit data/measurements.json"
     else
         say "make report failed (exit $rc): its time is not recorded; see $run_log"
     fi

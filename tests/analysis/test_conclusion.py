@@ -116,7 +116,7 @@ def test_not_decidable_within_the_budget_reads_alike_in_every_table_and_sentence
     import numpy as np
 
     from benchlib.analysis.verdicts import verdict_sentences, verdict_table
-    from benchlib.site.data import VerdictRow, verdict_summary
+    from benchlib.publish.site.data import VerdictRow, verdict_summary
     from benchlib.stats import compare
     from benchlib.stats.sequential import SequentialDesign
     from benchlib.stats.simulate import simulate_summaries

@@ -15,10 +15,10 @@ import pytest
 from benchlib.analysis import conclusion as say
 from benchlib.analysis.questions import Answer, Family
 from benchlib.analysis.verdicts import verdict_sentences
-from benchlib.reference import load_reference
+from benchlib.analysis.reference import load_reference
 from benchlib.stats.metrics import metric_info
 from benchlib.stats.verdict import Verdict, VerdictKind
-from benchlib.studies import fastcgi_nginx, grpc_json, iris_kestrel, rest_mongo, rust_vs_go
+from benchlib.analysis.studies import fastcgi_nginx, grpc_json, iris_kestrel, rest_mongo, rust_vs_go
 
 K = VerdictKind
 #: the cases the rule names: every kind, and the single-trial (within-run) form of "insufficient"
@@ -143,7 +143,7 @@ def test_every_verdict_kind_has_a_sentence_template() -> None:
 
 
 def test_a_kind_without_a_template_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    from benchlib.errors import ParameterError
+    from benchlib.core.errors import ParameterError
 
     monkeypatch.setattr(say, "TEMPLATES", {k: t for k, t in say.TEMPLATES.items() if k is not K.EQUIVALENT})
     with pytest.raises(ParameterError, match="no sentence template for verdict kind 'equivalent'"):
@@ -178,8 +178,8 @@ def test_a_report_names_the_seeds_stacks_that_ran_and_those_that_did_not(tmp_pat
     from types import SimpleNamespace
 
     from benchlib.analysis import seed_stacks_markdown
-    from benchlib.model import Experiment
-    from benchlib.results import Run
+    from benchlib.core.model import Experiment
+    from benchlib.store.results import Run
 
     exp = Experiment(study="01_rest_mongo", arms=rest_mongo.study_arms(("fair",), extras=False),
                      conditions=rest_mongo.study_conditions(), trials=2)

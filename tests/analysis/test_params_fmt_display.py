@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchlib.analysis import fmt, params
+from benchlib.analysis import formats as fmt, params
 from benchlib.analysis.display import metric_words, table
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 
 
 def test_choices_keep_the_given_order_drop_repeats_and_blanks() -> None:

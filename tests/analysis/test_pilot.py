@@ -13,10 +13,10 @@ import pytest
 
 from benchlib.analysis.pilot import design_section, design_table, main, pilot_windows, plan_from_run, trial_costs
 from benchlib.analysis.questions import Family, run_family
-from benchlib.results import open_run
+from benchlib.store.results import open_run
 from benchlib.stats import summarize_trial
 from benchlib.stats.simulate import trial_latencies_ms, trial_rows
-from benchlib.store import RunStore
+from benchlib.store.runstore import RunStore
 
 RATE, SECONDS, WARMUP, FIXED = 1000.0, 2.0, 0.5, 3.5  # a slot: 3.5 s start-up etc. + 0.5 + 2 (whole seconds)
 

@@ -14,10 +14,10 @@ from benchlib.analysis import Contrast, Family, run_family
 from benchlib.analysis import params
 from benchlib.analysis.planned import PILOT_SUFFIX, pilot_experiment, run_planned, run_study
 from benchlib.analysis.stopping import blocks_per_arm
-from benchlib.errors import ParameterError
-from benchlib.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.core.errors import ParameterError
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
 from benchlib.stats.verdict import VerdictKind
-from benchlib.testing import FakeLoad, FakeRuntime, Outcome, write_manifest
+from benchlib.run.testing import FakeLoad, FakeRuntime, Outcome, write_manifest
 
 
 @pytest.fixture()
@@ -135,7 +135,7 @@ def test_a_pilot_trial_too_short_to_split_for_its_quantiles_is_lengthened() -> N
 
 def test_the_plan_sets_every_time_bounded_load_and_its_peer_tools_seconds() -> None:
     from benchlib.analysis.planned import planned_experiment
-    from benchlib.model import CrossCheck
+    from benchlib.core.model import CrossCheck
     from benchlib.stats.budget import BudgetPlan
 
     plan = BudgetPlan(budget_min=5.0, target_mde=0.05, pilot_blocks=3, pilot_minutes=1.0, source="pilot",
@@ -169,8 +169,8 @@ def test_a_stored_budget_run_says_what_was_asked_and_the_design_that_ran(service
     from benchlib.analysis import design_section
     from benchlib.analysis.pilot import design_table
     from benchlib.analysis.run_info import parameters_markdown
-    from benchlib.records.plan import PlanRecord
-    from benchlib.results import open_run
+    from benchlib.store.records.plan import PlanRecord
+    from benchlib.store.results import open_run
     from benchlib.stats.variance import mde_text
 
     exp = Experiment("t-asked", (Arm("a", "a"), Arm("b", "b"), Arm("c", "c")),

@@ -1,6 +1,6 @@
 """Sequential stopping of a study's questions (benchlib.analysis.stopping): the rule on simulated
 trials (pure), and stopping_rule (a notebook's ``sequential`` parameter) through the runner's
-seams (benchlib.testing's FakeRuntime and FakeLoad: no process, the contract check over HTTP)."""
+seams (benchlib.run.testing's FakeRuntime and FakeLoad: no process, the contract check over HTTP)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from benchlib.analysis.questions import Family, run_family
 from benchlib.analysis.stopping import StopWhenSettled, open_questions
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats.sequential import SequentialDesign
 from benchlib.stats.simulate import simulate_summaries
 
@@ -112,9 +112,9 @@ LATENCY = {"a": [2.0] * 12, "b": [3.0] * 12, "c": [2.0 * (1.1 if k % 2 else 0.9)
 def _fake_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arms: tuple[str, ...], families: list[Family],
               sequential: str = "yes") -> tuple[Any, Any]:
     from benchlib.analysis.stopping import stopping_rule
-    from benchlib.model import Arm, Condition, Experiment, LoadSpec
-    from benchlib.runner import run_experiment
-    from benchlib.testing import FakeLoad, FakeRuntime, Outcome, fake_manifests
+    from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+    from benchlib.run.runner import run_experiment
+    from benchlib.run.testing import FakeLoad, FakeRuntime, Outcome, fake_manifests
 
     monkeypatch.setenv("BENCHLIB_SERVICES", str(fake_manifests(tmp_path / "services", arms)))
     rt = FakeRuntime()

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchlib import logs
+from benchlib.runtime import logs
 from benchlib.analysis import (client_cpu_table, client_limited, limits_table, log_lines_table, measured_minutes,
                                repeats_table, server_cpu_table, server_unsaturated, short_reasons, status_table,
                                warmup_table)
@@ -20,10 +20,10 @@ from benchlib.analysis.peers import (peer_beside, peer_labels, peer_notes, peer_
                                      peer_view)
 from benchlib.analysis.tables import (add_trial_metric, logged_lines, median_of_trials, responses_table,
                                       saturation_table)
-from benchlib.records import TrialRecord
-from benchlib.results import Run, open_run
-from benchlib.schema import ROW_DTYPE
-from benchlib.store import RunStore
+from benchlib.store.records import TrialRecord
+from benchlib.store.results import Run, open_run
+from benchlib.core.schema import ROW_DTYPE
+from benchlib.store.runstore import RunStore
 
 WRK = {"tool": "wrk", "requests": 1000, "requests_per_s": 2200.0, "bytes_read": 114_000.0, "cpu_fraction": 0.3,
        "latency_percentiles_ms": {"50": 2.2, "99": 9.9}, "errors": {"connect": 0, "read": 1}}
@@ -183,7 +183,7 @@ def test_median_intervals_print_their_achieved_level() -> None:
     verdict tables' ``±`` do, from the same rank computation), and the headings name none."""
     from scipy.stats import quantile_test
 
-    from benchlib.analysis.fmt import MEDIAN_CI
+    from benchlib.analysis.formats import MEDIAN_CI
 
     for n, level in ((6, "96.9%"), (8, "99.2%"), (10, "97.9%")):
         x = np.linspace(1.0, 2.0, n) ** 2
@@ -252,8 +252,8 @@ def test_peer_tables_bundle_the_tool_beside_benchlib() -> None:
 
 
 def test_peer_setup_builds_the_tool_first_and_says_which_arms_it_checks(monkeypatch: pytest.MonkeyPatch) -> None:
-    import benchlib.peers.bombardier as b
-    from benchlib.errors import ToolchainMissing
+    import benchlib.loadgen.peers.bombardier as b
+    from benchlib.core.errors import ToolchainMissing
 
     assert peer_setup("bombardier", ["a"], False, flag="bombardier_check") == (
         (), "bombardier cross-check off (`bombardier_check=False`).")

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from benchlib.analysis.variance_sources import table_markdown, variance_table, warmup_end
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 
 
 def _windows(mode: str, between: float, within_sd: float, *, trials: int = 12, d: float = 2.0, seed: int = 0) -> list[dict]:

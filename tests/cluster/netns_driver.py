@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchlib.model import Arm, Condition, Experiment, LoadSpec
-from benchlib.runner import run_experiment
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.run.runner import run_experiment
 
 
 def main(out_dir: Path) -> None:

@@ -16,8 +16,8 @@ import pytest
 pytest.importorskip("ray")
 
 from benchlib.analysis.hosts import HEADING, load_hosts_section  # noqa: E402
-from benchlib.report import run_notebook  # noqa: E402
-from benchlib.results import open_run  # noqa: E402
+from benchlib.publish.report import run_notebook  # noqa: E402
+from benchlib.store.results import open_run  # noqa: E402
 
 pytestmark = [pytest.mark.cluster, pytest.mark.notebook, pytest.mark.integration]
 
@@ -35,7 +35,7 @@ def _errors(executed: Path) -> list[str]:
 def _verdict_cells(run_dir: Path) -> list[str]:
     """The verdict table's ratio cells, computed again from the stored run."""
     from benchlib import stats
-    from benchlib.notebook import verdict_table
+    from benchlib.analysis import verdict_table
 
     expected = stats.compare(open_run(run_dir).summaries(), baseline="python-aiohttp", metrics=METRICS, seed=3)
     return [str(c) for c in verdict_table(expected)["arm / baseline [95% CI]"].tolist()]

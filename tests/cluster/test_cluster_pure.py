@@ -8,16 +8,16 @@ import sys
 import numpy as np
 import pytest
 
-from benchlib.cluster.clock import ClockOffset, ClockSample, estimate_offset, start_skew
-from benchlib.cluster.merge import HostInfo, HostOutcome, merge_hosts
-from benchlib.cluster.spec import ClusterSpec, parse_cluster
-from benchlib.errors import ParameterError
+from benchlib.run.cluster.clock import ClockOffset, ClockSample, estimate_offset, start_skew
+from benchlib.run.cluster.merge import HostInfo, HostOutcome, merge_hosts
+from benchlib.core.placement import ClusterSpec, parse_cluster
+from benchlib.core.errors import ParameterError
 from benchlib.loadgen.guard import client_side_only
-from benchlib.loadgen.runner import LoadResult
-from benchlib.model import Arm, Condition, Experiment, LoadSpec
-from benchlib.records.load import LoadMeta
-from benchlib.runner import experiment_parameters
-from benchlib.schema import ROW_DTYPE
+from benchlib.loadgen.launch import LoadResult
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.store.records.load import LoadMeta
+from benchlib.run.runner import experiment_parameters
+from benchlib.core.schema import ROW_DTYPE
 
 
 @pytest.mark.parametrize("value, want", [
@@ -48,7 +48,7 @@ def test_experiment_takes_cluster_and_older_runs_keep_their_parameters() -> None
 
 
 def test_without_ray_the_user_gets_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    from benchlib.cluster.session import require_ray
+    from benchlib.run.cluster.session import require_ray
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     with pytest.raises(ParameterError) as info:
@@ -189,8 +189,8 @@ def test_each_hosts_foreign_cpu_is_kept_with_that_host_only() -> None:
 def test_a_host_measures_what_other_processes_took_from_its_load_cpus() -> None:
     import os
 
-    from benchlib.cluster.host import host_cpu, ray_daemons_cpu_s
-    from benchlib.disturbance import DisturbanceSampler
+    from benchlib.run.cluster.host import host_cpu, ray_daemons_cpu_s
+    from benchlib.run.sampler import DisturbanceSampler
 
     cpus = sorted(os.sched_getaffinity(0))
     sampler = DisturbanceSampler((), cpus, canary=False).start()
@@ -207,7 +207,7 @@ def test_a_host_measures_what_other_processes_took_from_its_load_cpus() -> None:
 
 
 def _trial(block: int, hosts: int) -> object:
-    from benchlib.records import TrialRecord
+    from benchlib.store.records import TrialRecord
 
     cluster = {"start_skew_ns": 40_000 * (block + 1), "hosts": [
         {"host": h, "node_id": f"{h}abcdef0123", "hostname": "box", "rows": 60, "requests": {"measure": 50},
@@ -224,7 +224,7 @@ def test_the_report_shows_the_load_hosts_section_only_when_a_trial_had_several_h
     from pathlib import Path
 
     from benchlib.analysis import load_hosts_section
-    from benchlib.results import Run
+    from benchlib.store.results import Run
 
     def run(*trials: object) -> Run:
         return Run("s", "r", Path("."), tuple(trials), arms=("a",), conditions=("closed",),  # type: ignore[arg-type]
@@ -243,7 +243,7 @@ def test_the_report_shows_the_load_hosts_section_only_when_a_trial_had_several_h
 
 def test_rays_errors_become_one_line_of_what_happened_to_the_host() -> None:
     rex = pytest.importorskip("ray.exceptions")
-    from benchlib.cluster.faults import HostFault, fault_of, node_label
+    from benchlib.run.cluster.faults import HostFault, fault_of, node_label
 
     died = "The actor died unexpectedly before finishing this task.\n\tpid: 5\n"
     node = rex.RayActorError(None, died + "The actor died because its node has died. Node Id: ab12\n\tthe actor's "

@@ -31,10 +31,10 @@ import pytest
 
 pytest.importorskip("ray")
 
-from benchlib.cluster.session import _proc_table, require_ray  # noqa: E402
-from benchlib.errors import HostLost  # noqa: E402
-from benchlib.model import Arm, Condition, Experiment, LoadSpec  # noqa: E402
-from benchlib.runner import run_experiment  # noqa: E402
+from benchlib.run.cluster.session import _proc_table, require_ray  # noqa: E402
+from benchlib.core.errors import HostLost  # noqa: E402
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec  # noqa: E402
+from benchlib.run.runner import run_experiment  # noqa: E402
 
 pytestmark = pytest.mark.cluster
 
@@ -284,7 +284,7 @@ def test_fewer_hosts_than_min_hosts_stop_the_run_in_one_line_and_a_resume_comple
                         hit["reason"]), hit["reason"]
     assert watch.notes()[-1] == line
     run_dir = tmp_path / "runs" / "host-lost-stop" / "r1"
-    from benchlib.results import open_run
+    from benchlib.store.results import open_run
 
     stopped = open_run(run_dir)
     assert stopped.status == "stopped" and [t.block for t in stopped.trials] == [0]
@@ -320,7 +320,7 @@ def test_the_service_node_lost_mid_run_stops_the_run_in_one_line(tmp_path: Path)
     (aside,) = _set_aside(run_dir)
     rows, hosts = _rows_and_hosts(aside)  # the hit trial's rows (its errors after the loss included), kept
     assert rows > 0 and hosts == {0, 1}
-    from benchlib.results import open_run
+    from benchlib.store.results import open_run
 
     assert [t.block for t in open_run(run_dir).trials] == [0]
     assert not watch.left()

@@ -63,7 +63,7 @@ class NetnsCluster:
 
 
 def _ray_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    from benchlib.cluster.session import LOCAL_RAY_ENV, RAY_ENV
+    from benchlib.run.cluster.session import LOCAL_RAY_ENV, RAY_ENV
 
     # nothing of this process's own Ray connection (a driver of another cluster, in the suite);
     # token authentication off on every node alike: once any local cluster has written

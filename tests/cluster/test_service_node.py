@@ -19,10 +19,10 @@ import pytest
 
 pytest.importorskip("ray")
 
-from benchlib.cluster.session import ClusterSession, _proc_table, require_ray  # noqa: E402
-from benchlib.errors import ParameterError  # noqa: E402
-from benchlib.model import Arm, Condition, Experiment, LoadSpec  # noqa: E402
-from benchlib.runner import run_experiment  # noqa: E402
+from benchlib.run.cluster.session import ClusterSession, _proc_table, require_ray  # noqa: E402
+from benchlib.core.errors import ParameterError  # noqa: E402
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec  # noqa: E402
+from benchlib.run.runner import run_experiment  # noqa: E402
 
 pytestmark = pytest.mark.cluster
 

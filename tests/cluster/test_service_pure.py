@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from benchlib.cluster.servicehost import (Address, Raised, ServiceHost, Started, Stopped, boot_id, net_namespace,
+from benchlib.run.cluster.servicehost import (Address, Raised, ServiceHost, Started, Stopped, boot_id, net_namespace,
                                           node_cpus)
-from benchlib.cluster.spec import ClusterSpec, parse_cluster
-from benchlib.errors import BenchlibError, ParameterError, ServiceStartError, ToolchainMissing
-from benchlib.manifest import get_manifest
+from benchlib.core.placement import ClusterSpec, parse_cluster
+from benchlib.core.errors import BenchlibError, ParameterError, ServiceStartError, ToolchainMissing
+from benchlib.runtime.manifest import get_manifest
 from benchlib.runtime.base import StartOptions
 from benchlib.runtime.local import LocalRuntime
 from benchlib.runtime.ports import free_port
@@ -113,7 +113,7 @@ def test_the_service_actor_class_runs_a_real_service_and_sends_its_log_back(tmp_
 
 
 def test_a_service_that_cannot_start_on_the_node_is_a_service_start_error(tmp_path, monkeypatch) -> None:  # noqa: ANN001
-    from benchlib.testing import write_manifest
+    from benchlib.run.testing import write_manifest
 
     write_manifest(tmp_path, "broken", command=["{python}", "-c", "raise SystemExit(3)"])
     monkeypatch.setenv("BENCHLIB_SERVICES", str(tmp_path))

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from benchlib.loadgen.testservers import serve
-from benchlib.model import Target
+from benchlib.core.model import Target
 
 
 def server_cpus() -> list[int] | None:

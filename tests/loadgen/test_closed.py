@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from benchlib.loadgen import LoadResult, run_load
-from benchlib.model import LoadSpec
-from benchlib.schema import PHASE_CODES, ROW_DTYPE
+from benchlib.core.model import LoadSpec
+from benchlib.core.schema import PHASE_CODES, ROW_DTYPE
 
 from .conftest import client_cpus
 

@@ -20,11 +20,11 @@ import uvloop
 
 from benchlib.loadgen import http1, run_load
 from benchlib.loadgen.engine import Engine, EngineConfig, records_to_rows
-from benchlib.loadgen.faults import worker_processes
+from benchlib.loadgen.fault_matrix import worker_processes
 from benchlib.loadgen.testservers import serve
 from benchlib.loadgen.worker import worker_main
-from benchlib.model import LoadSpec, Target
-from benchlib.schema import ERROR_CODES
+from benchlib.core.model import LoadSpec, Target
+from benchlib.core.schema import ERROR_CODES
 
 from .conftest import server_cpus
 

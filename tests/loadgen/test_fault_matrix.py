@@ -2,21 +2,21 @@
 on 127.0.0.1. Every arrival is one row, rows have only the error kinds the server can
 cause, each trial ends within its bound, the worker's memory stays bounded, and no worker
 process is left behind; with keep-alive connections and with a new connection per request
-(HTTP/1.0, as ab without ``-k``). ``python -m benchlib.loadgen.faults`` prints the same matrix for
+(HTTP/1.0, as ab without ``-k``). ``python -m benchlib.loadgen.fault_matrix`` prints the same matrix for
 ``docs/reliability.md``."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchlib.loadgen.faults import CASES, MODELS, RSS_LIMIT_BYTES, run_case
+from benchlib.loadgen.fault_matrix import CASES, MODELS, RSS_LIMIT_BYTES, run_case
 
 from .conftest import client_cpus, server_cpus
 
 #: run_load's own overhead beyond the trial (starting the worker interpreters, merging rows)
 STARTUP_SLACK_S = 5.0
 #: The open model's seconds here: 100 arrivals at 200/s, half the published matrix's
-#: (``python -m benchlib.loadgen.faults``), which keeps 1 s; every check below holds for both.
+#: (``python -m benchlib.loadgen.fault_matrix``), which keeps 1 s; every check below holds for both.
 OPEN_DURATION_S = 0.5
 
 

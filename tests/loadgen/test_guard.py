@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from benchlib.loadgen import run_load
-from benchlib.loadgen.faults import worker_processes
+from benchlib.loadgen.fault_matrix import worker_processes
 from benchlib.loadgen.guard import (
     CPU_BUSY_LIMIT,
     LAG_P99_LIMIT_NS,
@@ -19,7 +19,7 @@ from benchlib.loadgen.guard import (
     cpu_by_cpu,
     lag_percentiles,
 )
-from benchlib.model import LoadSpec
+from benchlib.core.model import LoadSpec
 
 from .conftest import client_cpus
 

@@ -9,8 +9,8 @@ import pytest
 
 from benchlib.loadgen import run_load
 from benchlib.loadgen.testservers import serve
-from benchlib.model import LoadSpec, Target
-from benchlib.schema import ERROR_CODES
+from benchlib.core.model import LoadSpec, Target
+from benchlib.core.schema import ERROR_CODES
 
 from .conftest import client_cpus, server_cpus
 

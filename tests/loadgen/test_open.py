@@ -8,8 +8,8 @@ import pytest
 from benchlib.loadgen import run_load
 from benchlib.loadgen.schedule import arrivals_in_window, segments_for
 from benchlib.loadgen.testservers import serve
-from benchlib.model import LoadSpec, Stage, Target
-from benchlib.schema import PHASE_CODES
+from benchlib.core.model import LoadSpec, Stage, Target
+from benchlib.core.schema import PHASE_CODES
 
 from .conftest import client_cpus, server_cpus
 

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchlib.loadgen import runner
+from benchlib.loadgen import launch as runner
 
 
 def test_a_scratch_folder_names_its_owner_and_the_sweep_spares_live_owners(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from benchlib.loadgen import run_load
 from benchlib.loadgen.testservers import serve
-from benchlib.model import LoadSpec, Target
+from benchlib.core.model import LoadSpec, Target
 
 from .conftest import client_cpus, server_cpus
 

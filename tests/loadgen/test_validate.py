@@ -6,10 +6,10 @@ import socket
 
 import pytest
 
-from benchlib.errors import LoadSpecError
+from benchlib.core.errors import LoadSpecError
 from benchlib.loadgen import run_load, validate
-from benchlib.loadgen.validation import FD_RESERVE, fd_limit
-from benchlib.model import LoadSpec, Stage, Target
+from benchlib.loadgen.preflight import FD_RESERVE, fd_limit
+from benchlib.core.model import LoadSpec, Stage, Target
 
 
 def _free_port() -> int:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.errors import LoadGenError, LoadSpecError, ParameterError
-from benchlib.model import CROSS_CHECK_TOOLS, CrossCheck
-from benchlib.peers import ghz
-from benchlib.records.peer import peer_report
+from benchlib.core.errors import LoadGenError, LoadSpecError, ParameterError
+from benchlib.core.model import CROSS_CHECK_TOOLS, CrossCheck
+from benchlib.loadgen.peers import ghz
+from benchlib.store.records.peer import peer_report
 
 DATA = Path(__file__).parent / "data"
 

@@ -17,12 +17,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from benchlib.errors import LoadGenError, ParameterError
-from benchlib.manifest import Contract, Endpoint
-from benchlib.model import Condition, CrossCheck, LoadSpec
-from benchlib.peers.h2load import h2load_command, parse_h2load_log, run_h2load
-from benchlib.records import peer_report
-from benchlib.runner import cross_check_for
+from benchlib.core.errors import LoadGenError, ParameterError
+from benchlib.runtime.manifest import Contract, Endpoint
+from benchlib.core.model import Condition, CrossCheck, LoadSpec
+from benchlib.loadgen.peers.h2load import h2load_command, parse_h2load_log, run_h2load
+from benchlib.store.records import peer_report
+from benchlib.run.runner import cross_check_for
 
 BODY = b'{"Message":"SmallRequest"}'
 JSON = "application/json; charset=utf-8"
@@ -144,9 +144,9 @@ def test_a_condition_holds_one_cross_check_per_group_of_arms() -> None:
     with pytest.raises(ParameterError, match="must be a CrossCheck"):
         Condition("c1", load, cross_check="ghz")  # type: ignore[arg-type]
     # stored in run.json and read back as they were
-    from benchlib.model import Arm, Experiment
-    from benchlib.results import experiment_from_parameters
-    from benchlib.runner import experiment_parameters
+    from benchlib.core.model import Arm, Experiment
+    from benchlib.store.results import experiment_from_parameters
+    from benchlib.run.runner import experiment_parameters
 
     exp = Experiment(study="s", arms=(Arm("go-grpc-small", "go-grpc-json", "grpc"),), conditions=(c,), trials=2)
     assert experiment_from_parameters(experiment_parameters(exp)).conditions == (c,)

@@ -9,9 +9,9 @@ import shutil
 
 import pytest
 
-from benchlib.errors import LoadGenError, LoadSpecError, ParameterError
+from benchlib.core.errors import LoadGenError, LoadSpecError, ParameterError
 from benchlib.loadgen.testservers import serve
-from benchlib.peers import k6
+from benchlib.loadgen.peers import k6
 
 
 def test_script_has_the_study_shape():

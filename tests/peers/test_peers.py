@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.errors import LoadGenError, LoadSpecError
+from benchlib.core.errors import LoadGenError, LoadSpecError
 from benchlib.loadgen.testservers import serve
-from benchlib.peers import parse_ab, parse_h2load, parse_hey, parse_wrk, run_ab, run_h2load, run_hey, run_wrk
-from benchlib.peers.common import parse_count, parse_size_bytes, parse_time_ms
+from benchlib.loadgen.peers import parse_ab, parse_h2load, parse_hey, parse_wrk, run_ab, run_h2load, run_hey, run_wrk
+from benchlib.loadgen.peers.common import parse_count, parse_size_bytes, parse_time_ms
 
 DATA = Path(__file__).parent / "data"
 
@@ -90,8 +90,8 @@ def test_real_runs_against_a_local_server():
 
 
 def test_wrk_refuses_what_wrk_itself_would_reject():
-    from benchlib.errors import ParameterError
-    from benchlib.peers.wrk import wrk_command
+    from benchlib.core.errors import ParameterError
+    from benchlib.loadgen.peers.wrk import wrk_command
 
     with pytest.raises(ParameterError, match="whole number of seconds"):
         wrk_command("http://127.0.0.1:1/", duration_s=1.5)

@@ -53,7 +53,7 @@ def prepared_services(docker_runtime: Any) -> dict[str, Any]:
     """Both quickstart services built (or their cached images reused), with build times."""
     import time
 
-    from benchlib.manifest import get_manifest
+    from benchlib.runtime.manifest import get_manifest
 
     out = {}
     for name in ("go-nethttp-hello", "python-aiohttp-hello"):
@@ -75,6 +75,6 @@ def run_id(request: pytest.FixtureRequest) -> str:
     from benchlib.runtime.docker import engine_unavailable_reason
 
     if engine_unavailable_reason() is None:
-        from benchlib.cleanup import sweep
+        from benchlib.runtime.cleanup import sweep
 
         sweep(rid, include_cgroups=False)

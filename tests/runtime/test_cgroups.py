@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.model import Limits
+from benchlib.core.model import Limits
 from benchlib.runtime import cgroups
 
 

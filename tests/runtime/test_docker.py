@@ -18,10 +18,10 @@ from typing import Any
 import httpx
 import pytest
 
-from benchlib.cleanup import sweep
-from benchlib.errors import BuildError, ParameterError, RuntimeUnavailable, ServiceStartError
-from benchlib.manifest import load_manifest
-from benchlib.model import Arm, Condition, Experiment, Limits, LoadSpec
+from benchlib.runtime.cleanup import sweep
+from benchlib.core.errors import BuildError, ParameterError, RuntimeUnavailable, ServiceStartError
+from benchlib.runtime.manifest import load_manifest
+from benchlib.core.model import Arm, Condition, Experiment, Limits, LoadSpec
 from benchlib.runtime import get_runtime
 from benchlib.runtime.base import StartOptions
 from benchlib.runtime.docker import SEED_LIMITS, DockerRuntime, detect_ca_bundle, owner_label
@@ -302,7 +302,7 @@ def test_container_killed_mid_trial_is_recorded_and_removed(docker_runtime: Dock
 def test_runner_records_a_service_killed_mid_trial_and_leaves_no_container(
         docker_runtime: DockerRuntime, docker_client: Any, prepared_services: dict[str, Any], run_id: str,
         tmp_path: Path) -> None:
-    from benchlib.runner import run_experiment
+    from benchlib.run.runner import run_experiment
 
     exp = Experiment(study="docker-kill", arms=(Arm("go", "go-nethttp-hello"),),
                      conditions=(Condition("main", LoadSpec(connections=2, duration_s=3.0, warmup_s=0.5)),),
@@ -338,7 +338,7 @@ def test_runner_records_a_service_killed_mid_trial_and_leaves_no_container(
 _CHILD = """\
 import signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C, even when started in the background
-from benchlib.manifest import get_manifest
+from benchlib.runtime.manifest import get_manifest
 from benchlib.runtime.base import StartOptions
 from benchlib.runtime.docker import DockerRuntime
 from benchlib.runtime.local import free_port

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from benchlib.errors import BuildError, ParameterError
+from benchlib.core.errors import BuildError, ParameterError
 from benchlib.runtime.docker.images import apt_mirror, base_images, bootstrap_base_image, ensure_base_images
 
 REPO = Path(__file__).resolve().parents[2]

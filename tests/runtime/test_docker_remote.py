@@ -16,10 +16,10 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from benchlib.cleanup import sweep
+from benchlib.runtime.cleanup import sweep
 from benchlib.runtime.docker.images import bootstrap_base_image
-from benchlib.manifest import load_manifest
-from benchlib.model import Limits
+from benchlib.runtime.manifest import load_manifest
+from benchlib.core.model import Limits
 from benchlib.runtime.base import StartOptions
 from benchlib.runtime.docker import DockerRuntime, connect
 from benchlib.runtime.local import free_port

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from benchlib.cleanup import sweep
-from benchlib.errors import ParameterError, RuntimeUnavailable
+from benchlib.runtime.cleanup import sweep
+from benchlib.core.errors import ParameterError, RuntimeUnavailable
 from benchlib.runtime.base import StartOptions
 from benchlib.runtime.docker import DockerRuntime, check_endpoint_security, owner_alive, owner_label
 from benchlib.runtime.local import free_port

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.errors import BuildError, ServiceStartError, ToolchainMissing
-from benchlib.manifest import get_manifest, load_manifest
+from benchlib.core.errors import BuildError, ServiceStartError, ToolchainMissing
+from benchlib.runtime.manifest import get_manifest, load_manifest
 from benchlib.runtime import StartOptions, get_runtime
 from benchlib.runtime.local import free_port
 
@@ -170,7 +170,7 @@ def test_variants_with_the_same_build_are_built_once(tmp_path: Path, monkeypatch
 def test_every_build_and_cache_hit_is_recorded_with_its_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With $BENCHLIB_BUILD_TIMES set, a build and the cache hit that follows each append one
     record (what, runtime, cache hit or not), and the summary counts them on one row."""
-    from benchlib.buildcache import build_times_summary, read_build_records
+    from benchlib.core.buildcache import build_times_summary, read_build_records
 
     d = _python_build(tmp_path, monkeypatch, """["{python}", "-c", "pass"]""", """
         [variants.a]
@@ -202,14 +202,14 @@ def test_log_sinks_file_and_discard(tmp_path: Path) -> None:
 
 
 def test_unknown_runtime_lists_valid_ones() -> None:
-    from benchlib.errors import ParameterError
+    from benchlib.core.errors import ParameterError
 
     with pytest.raises(ParameterError, match="valid: local, docker"):
         get_runtime("podman")
 
 
 def test_memory_cap_kills_a_hungry_service_and_the_stop_says_oom(tmp_path: Path) -> None:
-    from benchlib.model import Limits
+    from benchlib.core.model import Limits
 
     d = _service(tmp_path, """
         name = "tmp-svc"
@@ -269,7 +269,7 @@ def test_a_service_gets_a_minimal_environment_not_the_callers_secrets(monkeypatc
 
 _OWNER = """\
 import json, sys, time
-from benchlib.manifest import load_manifest
+from benchlib.runtime.manifest import load_manifest
 from benchlib.runtime import StartOptions, get_runtime
 from benchlib.runtime.local import free_port
 rt = get_runtime("local")

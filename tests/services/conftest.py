@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 
 import pytest
 
-from benchlib.manifest import find_services_dir
+from benchlib.runtime.manifest import find_services_dir
 
 
 def _listening_addresses(pid: int) -> set[str]:

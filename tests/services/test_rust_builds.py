@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.manifest import find_services_dir, load_manifest
+from benchlib.runtime.manifest import find_services_dir, load_manifest
 from benchlib.runtime.base import placeholder_values
 
 

@@ -28,9 +28,9 @@ from typing import Any
 
 import pytest
 
-from benchlib import contract, toolchains
-from benchlib.errors import ToolchainMissing
-from benchlib.manifest import find_services_dir, load_manifest
+from benchlib.runtime import contract, toolchains
+from benchlib.core.errors import ToolchainMissing
+from benchlib.runtime.manifest import find_services_dir, load_manifest
 from benchlib.runtime import StartOptions, get_runtime
 from benchlib.runtime.local import free_port
 
@@ -281,7 +281,7 @@ def _seed_tables() -> list[list[list[str]]] | None:
 
 def test_reference_csv_holds_the_seed_tables() -> None:
     """data/reference/01_rest_mongo.csv equals the two tables in the seed's README."""
-    from benchlib.reference import load_reference
+    from benchlib.analysis.reference import load_reference
 
     tables = _seed_tables()
     if tables is None:
@@ -301,7 +301,7 @@ def test_reference_csv_holds_the_seed_tables() -> None:
 
 def _docker_unavailable() -> str | None:
     try:
-        from benchlib.errors import RuntimeUnavailable
+        from benchlib.core.errors import RuntimeUnavailable
         from benchlib.runtime.docker import connect
     except ImportError as exc:  # pragma: no cover - docker is a dependency
         return f"the Docker SDK is not importable: {exc}"

@@ -32,9 +32,9 @@ from typing import Iterator
 
 import pytest
 
-from benchlib import contract, toolchains
-from benchlib.manifest import ResolvedService, find_services_dir, load_manifest
-from benchlib.reference import load_reference
+from benchlib.runtime import contract, toolchains
+from benchlib.runtime.manifest import ResolvedService, find_services_dir, load_manifest
+from benchlib.analysis.reference import load_reference
 from benchlib.runtime import ServiceHandle, StartOptions, get_runtime
 from benchlib.runtime.base import handle_ports
 from benchlib.runtime.local import free_port, port_in_use
@@ -278,9 +278,9 @@ def test_ab_as_the_seed_and_benchlibs_equivalent_load_through_nginx(tmp_path: Pa
     requests without keep-alive in HTTP/1.0, both against nginx + node-fastcgi (keep-conn off):
     every request answered 200 with the 62-byte body, each on a new connection, all through nginx."""
     from benchlib.loadgen import run_load
-    from benchlib.model import LoadSpec, Target
-    from benchlib.peers.ab import run_ab
-    from benchlib.schema import ERROR_NAMES, PHASE_CODES
+    from benchlib.core.model import LoadSpec, Target
+    from benchlib.loadgen.peers.ab import run_ab
+    from benchlib.core.schema import ERROR_NAMES, PHASE_CODES
 
     n = 2000
     client = [0] if SERVER_CPUS != (0,) else None

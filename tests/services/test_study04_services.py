@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from benchlib import contract, toolchains
-from benchlib.errors import BuildError, ParameterError, RuntimeUnavailable
-from benchlib.manifest import find_services_dir, load_manifest
-from benchlib.reference import load_reference
+from benchlib.runtime import contract, toolchains
+from benchlib.core.errors import BuildError, ParameterError, RuntimeUnavailable
+from benchlib.runtime.manifest import find_services_dir, load_manifest
+from benchlib.analysis.reference import load_reference
 from benchlib.runtime import StartOptions, get_runtime
 from benchlib.runtime.local import free_port
 

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import pytest
 
-from benchlib import toolchains
+from benchlib.runtime import toolchains
 from benchlib.analysis import client_cost as cost
-from benchlib.manifest import Endpoint, find_services_dir, load_manifest
+from benchlib.runtime.manifest import Endpoint, find_services_dir, load_manifest
 from benchlib.runtime import StartOptions, get_runtime
 from benchlib.runtime.local import free_port
-from benchlib.studies import grpc_json as study
+from benchlib.analysis.studies import grpc_json as study
 
 SERVICES_DIR = find_services_dir()
 CANNED = SERVICES_DIR / study.CANNED_SERVICE
@@ -176,8 +176,8 @@ def test_canned_responses_are_byte_identical_to_go_grpc_jsons(tmp_path: Path) ->
 @pytest.mark.integration
 @pytest.mark.timeout(900)
 def test_client_cost_tables_come_from_a_tiny_real_run() -> None:
-    from benchlib.model import Experiment
-    from benchlib.runner import run_experiment
+    from benchlib.core.model import Experiment
+    from benchlib.run.runner import run_experiment
 
     arms = study.study_arms("go", "grpc,json", "small") + study.client_cost_arms("grpc,json", "small")
     exp = Experiment(study=study.STUDY, arms=arms, conditions=study.study_conditions("1", 0.3, 0.1), trials=2,

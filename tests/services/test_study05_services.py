@@ -31,13 +31,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchlib import contract, toolchains
-from benchlib.errors import BuildError, ParameterError, ToolchainMissing
-from benchlib.manifest import Endpoint, find_services_dir, load_manifest
-from benchlib.protos import decode_to_dict, encode_json
+from benchlib.runtime import contract, toolchains
+from benchlib.core.errors import BuildError, ParameterError, ToolchainMissing
+from benchlib.runtime.manifest import Endpoint, find_services_dir, load_manifest
+from benchlib.runtime.protos import decode_to_dict, encode_json
 from benchlib.runtime import StartOptions, get_runtime
 from benchlib.runtime.local import free_port
-from benchlib.studies import grpc_json as study
+from benchlib.analysis.studies import grpc_json as study
 
 SERVICES_DIR = find_services_dir()
 SERVICES = {lang: study.LANGUAGES[lang] for lang in study.LANGUAGES}

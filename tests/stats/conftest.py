@@ -27,7 +27,7 @@ def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    from benchlib.settings import VALIDATION_REPORT
+    from benchlib.core.settings import VALIDATION_REPORT
 
     path = VALIDATION_REPORT.get()
     if path is not None and _FIGURES:

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats.budget import plan_within_budget, pool_components, warmup_check
 from benchlib.stats.variance import ArmCost, CostModel, PairComponents
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats.claim import ClaimData, ClaimOutcome, claim_boundary, answer_claims
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats import compare
 from benchlib.stats.exact import moses_interval, walsh_interval
 from benchlib.stats.simulate import simulate_summaries

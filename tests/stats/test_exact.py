@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats import exact
 
 

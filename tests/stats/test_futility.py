@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats import compare
 from benchlib.stats import validation as V
 from benchlib.stats.metrics import metric_info

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats import multiplicity
 from benchlib.stats.multiplicity import adjust, best_case_adjusted
 

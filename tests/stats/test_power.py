@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats import plan, power
 from benchlib.stats.power import mde, min_trials, power_rank, power_t, trials_needed
 from benchlib.stats.simulate import simulate_summaries

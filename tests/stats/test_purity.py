@@ -1,4 +1,4 @@
-"""The pure core: importing benchlib.stats and benchlib.plots (and everything they pull in,
+"""The pure core: importing benchlib.stats and benchlib.analysis.plots (and everything they pull in,
 transitively) loads nothing from runtime, loadgen, store or runner."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-FORBIDDEN = ("benchlib.runtime", "benchlib.loadgen", "benchlib.store", "benchlib.runner", "docker", "httpx")
-MODULES = ("benchlib.stats", "benchlib.plots", "benchlib.stats.simulate", "benchlib.stats.validation",
+FORBIDDEN = ("benchlib.runtime", "benchlib.loadgen", "benchlib.store.runstore", "benchlib.run.runner", "docker", "httpx")
+MODULES = ("benchlib.stats", "benchlib.analysis.plots", "benchlib.stats.simulate", "benchlib.stats.validation",
            "benchlib.stats.compare", "benchlib.stats.shift", "benchlib.stats.bootstrap")
 
 

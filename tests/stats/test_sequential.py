@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats import compare
 from benchlib.stats.exact import signed_rank
 from benchlib.stats.sequential import SequentialDesign, analyse_row, plan_sequential, status

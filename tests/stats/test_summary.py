@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from benchlib.errors import ParameterError
-from benchlib.schema import ERROR_CODES, ERROR_NAMES, PHASE_NAMES, ROW_DTYPE
+from benchlib.core.errors import ParameterError
+from benchlib.core.schema import ERROR_CODES, ERROR_NAMES, PHASE_NAMES, ROW_DTYPE
 from benchlib.stats import quantile_column, required_requests, summarize_trial, summary
 from benchlib.stats.simulate import trial_latencies_ms, trial_rows
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats.power import mde_shift, min_trials, planning_alpha
 from benchlib.stats.simulate import trial_latencies_ms, trial_rows
 from benchlib.stats.variance import (

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchlib.errors import ParameterError
+from benchlib.core.errors import ParameterError
 from benchlib.stats import compare
 from benchlib.stats.metrics import metric_info
 from benchlib.stats.simulate import simulate_summaries

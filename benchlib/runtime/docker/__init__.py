@@ -17,19 +17,19 @@
   ``benchlib.role``, ``benchlib.owner``. When the experiment asks for no limits at all
   (``Limits()``), the seeds' defaults apply: 1 CPU and 512 MiB (``default_limits``).
 * **Health**: HTTP status or TCP accept as the manifest says; a container that exits first,
-  or never gets healthy, raises :class:`~benchlib.errors.ServiceStartError` with the
+  or never gets healthy, raises :class:`~benchlib.core.errors.ServiceStartError` with the
   container's log tail attached (and is removed).
 * **During the trial**: ``stats`` sampled every ``stats_interval_s`` (CPU, memory);
   :meth:`DockerHandle.resource_samples`.
 * **Stop**: always stopped and removed (context manager, ``atexit``, SIGTERM); a run killed
-  hard leaves containers that the label sweep (:mod:`benchlib.runtime.docker.sweep`, also run
+  hard leaves containers that the label sweep (:mod:`benchlib.runtime.docker.leftovers`, also run
   by ``benchlib cleanup``) removes at the next start. An OOM kill is reported as such
   (``StopInfo.oom_killed``).
 * **Enforced**: limits read back from the container's cgroup (host files when the engine is
   on this machine, else ``docker exec cat`` inside the container).
 * **Endpoints**: anything the SDK accepts (``DOCKER_HOST``: ``unix://``, ``tcp://``,
   ``ssh://user@host``); a remote engine over plain ``tcp://`` without TLS is refused unless
-  ``BENCHLIB_ALLOW_INSECURE_DOCKER=1`` (:func:`~benchlib.runtime.docker.engine.check_endpoint_security`).
+  ``BENCHLIB_ALLOW_INSECURE_DOCKER=1`` (:func:`~benchlib.runtime.docker.connection.check_endpoint_security`).
 * **Listen addresses**: services bind ``127.0.0.1`` unless the user asks otherwise
   (``bind_host``, ``$BENCHLIB_DOCKER_BIND_HOST``), and dependencies (a database with the
   study's credentials) bind ``127.0.0.1`` of the engine's machine unless
@@ -50,15 +50,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from benchlib import buildcache, settings, signals
-from benchlib.errors import BuildError, ParameterError, RuntimeUnavailable, ServiceStartError
-from benchlib.manifest import ResolvedService
-from benchlib.model import Limits
+from benchlib.core import buildcache, settings, signals
+from benchlib.core.errors import BuildError, ParameterError, RuntimeUnavailable, ServiceStartError
+from benchlib.runtime.manifest import ResolvedService
+from benchlib.core.model import Limits
 from benchlib.runtime import cgroups
 from benchlib.runtime.base import Prepared, StartOptions, backend_values, format_placeholders, service_ports
 from benchlib.runtime.docker import local_build
 from benchlib.runtime.docker.context import CA_FILE_NAME, _content_hash, _context_files, _sha256_file, detect_ca_bundle
-from benchlib.runtime.docker.engine import (
+from benchlib.runtime.docker.connection import (
     _engine_is_local,
     _redact,
     _remote_host,
@@ -71,7 +71,7 @@ from benchlib.runtime.docker.engine import (
     shared_client,
 )
 from benchlib.runtime.docker.images import base_images, ensure_base_images
-from benchlib.runtime.docker.sweep import sweep_containers
+from benchlib.runtime.docker.leftovers import sweep_containers
 from benchlib.runtime.docker.handle import DockerHandle, _exec_output, _install_exit_hooks, _tail
 
 
@@ -200,7 +200,7 @@ class DockerRuntime:
         return self._dependency_bind_host or "127.0.0.1"
 
     def check(self) -> None:
-        """Raise :class:`~benchlib.errors.RuntimeUnavailable` (with how to fix it) if no engine
+        """Raise :class:`~benchlib.core.errors.RuntimeUnavailable` (with how to fix it) if no engine
         answers, or if the engine is remote and nobody said which address its services may
         bind there; sweep leftovers of dead runs once."""
         check_endpoint_security(self.endpoint)
@@ -626,7 +626,7 @@ def _is_loopback(address: str) -> bool:
 
 
 def _limits_from_env() -> Limits | None:
-    """``$BENCHLIB_DOCKER_LIMITS`` (:data:`benchlib.settings.DOCKER_LIMITS`) as limits;
+    """``$BENCHLIB_DOCKER_LIMITS`` (:data:`benchlib.core.settings.DOCKER_LIMITS`) as limits;
     ``None`` for ``none``."""
     return _as_limits(settings.DOCKER_LIMITS.value())
 

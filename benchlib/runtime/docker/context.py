@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from benchlib import buildcache, settings
-from benchlib.errors import ParameterError
+from benchlib.core import buildcache, settings
+from benchlib.core.errors import ParameterError
 
 
 #: Name of the extra CA bundle in the build context (the Dockerfiles look for it).

@@ -8,9 +8,11 @@ import threading
 import time
 from typing import Any
 
-from benchlib import logs, signals
-from benchlib.manifest import ResolvedService
-from benchlib.model import Limits
+from benchlib.runtime import logs
+
+from benchlib.core import signals
+from benchlib.runtime.manifest import ResolvedService
+from benchlib.core.model import Limits
 from benchlib.runtime.base import StartOptions, StopInfo
 
 #: Containers started and not yet removed (removed at exit and on a stop signal).
@@ -30,7 +32,7 @@ def _remove_live_containers() -> None:
 
 
 def _install_exit_hooks() -> None:
-    """atexit, plus the stop-signal path (:func:`benchlib.signals.on_stop`: SIGTERM and SIGHUP
+    """atexit, plus the stop-signal path (:func:`benchlib.core.signals.on_stop`: SIGTERM and SIGHUP
     remove live containers, then the process ends as the signal would have)."""
     global _HOOKS_INSTALLED
     if not _HOOKS_INSTALLED:

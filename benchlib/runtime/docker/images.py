@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlib import settings
-from benchlib.buildcache import cache_root, record_build
-from benchlib.errors import BuildError, ParameterError, RuntimeUnavailable
+from benchlib.core import settings
+from benchlib.core.buildcache import cache_root, record_build
+from benchlib.core.errors import BuildError, ParameterError, RuntimeUnavailable
 from benchlib.runtime.docker.context import detect_ca_bundle
-from benchlib.runtime.docker.engine import find_image, shared_client
+from benchlib.runtime.docker.connection import find_image, shared_client
 from benchlib.runtime.docker.toolchain_images import RUST_TAG, create_rust_image, host_rust_sysroot
 
 __all__ = [
@@ -356,7 +356,7 @@ def ensure_base_images(client: Any, dockerfile_text: str, build_args: dict[str, 
                        bootstrap: bool = True) -> list[BootstrapResult]:
     """Make every external ``FROM`` image of a Dockerfile available (see
     :func:`bootstrap_base_image`); with ``bootstrap=False`` a missing image that cannot be
-    pulled raises :class:`~benchlib.errors.BuildError` with the command that creates it."""
+    pulled raises :class:`~benchlib.core.errors.BuildError` with the command that creates it."""
     results = []
     for ref in base_images(dockerfile_text, build_args):
         if find_image(client, ref):

@@ -30,9 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlib import settings, toolchains
-from benchlib.errors import BuildError
-from benchlib.manifest import ResolvedService
+from benchlib.core import settings
+
+from benchlib.runtime import toolchains
+from benchlib.core.errors import BuildError
+from benchlib.runtime.manifest import ResolvedService
 from benchlib.runtime.base import format_placeholders, placeholder_values
 
 __all__ = ["STAGE_DIR", "DOCKERFILE_NAME", "FromLocalBuild", "arg_value", "generated_dockerfile", "plan",

@@ -14,7 +14,7 @@ image under that same tag from the host's own toolchain of exactly that version:
 
 The image is labelled ``benchlib.toolchain-source=host`` with the host's ``rustc --version``,
 so provenance can tell it from the official one. A host without that exact version gets a
-:class:`~benchlib.errors.ParameterError` naming the command that installs it.
+:class:`~benchlib.core.errors.ParameterError` naming the command that installs it.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib.errors import BuildError, ParameterError
-from benchlib.runtime.docker.engine import find_image
+from benchlib.core.errors import BuildError, ParameterError
+from benchlib.runtime.docker.connection import find_image
 
 __all__ = ["RUST_TAG", "create_rust_image", "host_rust_sysroot"]
 

@@ -1,0 +1,282 @@
+"""The study pages' generated parts: which of the seed's stacks ran, and the findings of one
+recorded reference run, written from that run's verdict data (never by hand).
+
+``data/findings.json`` holds, per study and scale, the run a page's findings come from: its run id,
+date, the 1-min load average just before it, the disturbance measure when the run recorded
+one, which arms did not run and why, and every verdict of its ``derived/*.json`` (the verdict
+tables the notebook stored). Nobody edits a page's findings by hand:
+
+* ``python -m benchlib._project.studypages record <run folder>`` (a folder under ``data/runs`` or a
+  kept report's ``reports/<study>/<run_id>/``) writes the study's entry for the run's scale
+  (the notebook's ``full`` parameter: ``default`` or ``full``), with the verdicts of its companion
+  runs ``<run_id>-<part>`` (a second experiment of the same notebook execution, e.g. study 04's sweep);
+* ``python -m benchlib._project.studypages sync`` rewrites each page's two blocks: between
+  ``<!-- stacks:begin study=<study> -->`` and ``<!-- stacks:end -->`` (its first lines) the
+  seed's stacks, ran here / did not run (from the study's ``SEED_STACKS`` and the default
+  run's arms not run); between ``<!-- findings:begin study=<study> -->`` (or
+  ``... study=<study> scale=full -->``) and ``<!-- findings:end -->`` the run's identity and
+  one sentence per verdict by its kind's template
+  (:func:`benchlib.analysis.conclusion.sentence`); a page without a recorded run says so;
+* ``check`` lists the pages that disagree with the file (``tests/test_studypages.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchlib.analysis import conclusion as say
+from benchlib.core.errors import ParameterError
+from benchlib._project.measurements import replace_block, write_generated
+from benchlib.store.derived import load1, stored_verdict, stored_verdicts
+
+__all__ = ["Finding", "SCALES", "check", "key", "load", "main", "page_block", "record", "save", "stacks_block", "sync"]
+
+BEGIN = re.compile(r"<!-- findings:begin study=(\S+?)(?: scale=(\w+))? -->")
+END = "<!-- findings:end -->"
+STACKS_BEGIN = re.compile(r"<!-- stacks:begin study=(\S+) -->")
+STACKS_END = "<!-- stacks:end -->"
+#: a load average above this before the run: the page says the findings are not a quiet machine's
+QUIET_LOAD = 0.3
+#: the scales a finding can be recorded at (the notebooks' ``full`` parameter false / true)
+SCALES = ("default", "full")
+
+
+def _seed_stacks() -> dict[str, Mapping[str, Sequence[str]]]:
+    """study id -> the study's ``SEED_STACKS`` (the seed's stacks -> its arms' name prefixes)."""
+    from benchlib.analysis.studies import fastcgi_nginx, grpc_json, iris_kestrel, rest_mongo, rust_vs_go
+
+    return {"01_rest_mongo_go_dotnet_rust": rest_mongo.SEED_STACKS, iris_kestrel.STUDY: iris_kestrel.SEED_STACKS,
+            fastcgi_nginx.STUDY: fastcgi_nginx.SEED_STACKS, rust_vs_go.STUDY: rust_vs_go.SEED_STACKS,
+            grpc_json.STUDY: grpc_json.SEED_STACKS}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One study's recorded reference run.
+
+    Attributes
+    ----------
+    study, run_id: which run. date: when it started (UTC, ``YYYY-MM-DD HH:MM``).
+    scale: ``default`` or ``full`` (the notebook's ``full`` parameter in that run).
+    loadavg: the 1-min load average just before it (``None`` when not recorded).
+    disturbance: the run's disturbance measure in words, when it recorded one ("" otherwise).
+    arms: the arms the run had. unavailable: arm -> why it did not run.
+    verdicts: family (the ``derived/*.json`` file's stem) -> its verdicts as stored (``Verdict.to_dict``).
+    parts: the run's companion runs whose verdicts it includes (a study's second experiment in
+    ``<run_id>-<part>``, e.g. study 04's ``-sweep``): their run id -> the 1-min load average
+    just before each (``None`` when not recorded).
+    """
+
+    study: str
+    run_id: str
+    date: str
+    loadavg: float | None
+    disturbance: str = ""
+    arms: tuple[str, ...] = ()
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+    verdicts: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
+    scale: str = "default"
+    parts: Mapping[str, float | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.scale not in SCALES:
+            raise ParameterError(f"finding of {self.study}: scale {self.scale!r} is not one of {', '.join(SCALES)}")
+
+    @property
+    def key(self) -> str:
+        """Its key in the file: the study for the default scale, ``<study>:full`` for the full scale."""
+        return key(self.study, self.scale)
+
+
+def key(study: str, scale: str = "default") -> str:
+    """The file's key of a study's finding at ``scale``."""
+    return study if scale == "default" else f"{study}:{scale}"
+
+
+def default_path(root: Path | None = None) -> Path:
+    """``data/findings.json`` of the project."""
+    from benchlib.publish.report import project_root
+
+    return (root or project_root()) / "data" / "findings.json"
+
+
+def load(path: str | Path) -> dict[str, Finding]:
+    """The recorded runs by :attr:`Finding.key` (none when the file does not exist)."""
+    p = Path(path)
+    if not p.exists():
+        return {}
+    doc = json.loads(p.read_text(encoding="utf-8"))
+    return {k: Finding(**{**v, "arms": tuple(v.get("arms", ()))}) for k, v in doc.get("findings", {}).items()}
+
+
+def save(findings: Mapping[str, Finding], path: str | Path) -> Path:
+    """Write the file (sorted, stable)."""
+    doc = {"about": "The run each study page's findings come from; written by `python -m benchlib._project.studypages record` "
+                    "(see its docstring).",
+           "findings": {k: dataclasses.asdict(findings[k]) for k in sorted(findings)}}
+    p = Path(path)
+    p.write_text(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    return p
+
+
+def record(run_folder: str | Path) -> Finding:
+    """The finding of one stored run folder: :func:`stored_verdicts` with the run's identity,
+    load average and disturbance measure (one notebook execution, one finding)."""
+    folder = Path(run_folder)
+    got = stored_verdicts(folder)
+    run = got.run
+    prov = run.get("provenance") or {}
+    disturbance = _disturbance_words(folder)
+    arms = tuple(a.get("name", "") for a in (run.get("parameters") or {}).get("arms", []) if isinstance(a, dict))
+    return Finding(study=got.study, run_id=got.run_id,
+                   date=str(prov.get("collected_utc", ""))[:16].replace("T", " "),
+                   loadavg=load1(run), disturbance=disturbance,
+                   arms=arms, unavailable=dict(run.get("unavailable") or {}), verdicts=got.verdicts, scale=got.scale,
+                   parts=got.parts)
+
+
+def _disturbance_words(folder: Path) -> str:
+    """The run's disturbance measure in words (other processes' share of the pinned CPUs and
+    hypervisor steal over its stored trials, :func:`benchlib.analysis.disturbed.machine_during_trials`);
+    "" for a kept report's folder without its trials or a run from before the measure."""
+    from benchlib.analysis.disturbed import machine_during_trials
+    from benchlib.core.errors import BenchlibError
+    from benchlib.store.results import open_run
+
+    try:
+        run = open_run(folder)
+    except (BenchlibError, OSError, ValueError):
+        return ""
+    if not run.trials or all(t.disturbance is None for t in run.trials):
+        return ""
+    return machine_during_trials(run).removeprefix("- ")
+
+
+def _stacks_line(study: str, f: Finding | None) -> str:
+    stacks = _seed_stacks().get(study, {})
+    if not stacks:
+        return ""
+    if f is None:
+        return (f"**The seed's stacks**: {', '.join(stacks)}. Which of them ran is stated here once a reference run "
+                "is recorded; .NET has not run on the machines this project was measured on (no .NET SDK), so its "
+                "arms read \"not run\".")
+    ran, missing = [], []
+    for label, prefixes in stacks.items():
+        arms = [a for a in f.arms if a.startswith(tuple(prefixes))]
+        if any(a not in f.unavailable for a in arms):
+            ran.append(label)
+            continue
+        gone = sorted({f.unavailable[a] for a in arms})
+        missing.append(f"{label} ({'; '.join(gone) if gone else 'not selected in this run'})")
+    return (f"**The seed's stacks in run `{f.run_id}`**: ran here: {', '.join(ran) or 'none'}; did not run here: "
+            f"{', '.join(missing) or 'none'}.")
+
+
+def stacks_block(study: str, findings: Mapping[str, Finding]) -> str:
+    """The page's first lines: which of the seed's stacks ran in the recorded run, which did not."""
+    return _stacks_line(study, findings.get(study)) or "_This study has no seed's stacks to name._"
+
+
+def page_block(study: str, findings: Mapping[str, Finding], scale: str = "default") -> str:
+    """The page's findings block at ``scale``: the run's identity and one sentence per verdict,
+    each by its kind's template."""
+    f = findings.get(key(study, scale))
+    lines: list[str] = []
+    if f is None:
+        at = " at full scale (`-p full true`)" if scale == "full" else ""
+        lines += [f"_No reference run{at} is recorded for this page yet: the findings are written here from a run's "
+                  "verdict data (`python -m benchlib._project.studypages record <run folder>`, then `sync`)._"]
+        return "\n".join(lines)
+    def load_txt(x: float | None) -> str:
+        return f"{x:.2f}" if x is not None else "not recorded"
+
+    loads = [f.loadavg, *f.parts.values()]
+    quiet = all(x is not None and x < QUIET_LOAD for x in loads)
+    at = " at full scale (`-p full true`)" if f.scale == "full" else ""
+    with_parts = "".join(f"; with its companion run `{r}` (load average before it: {load_txt(x)})"
+                         for r, x in f.parts.items())
+    lines += [f"Findings of run `{f.run_id}`{at} ({f.date} UTC; 1-min load average before it: "
+              f"{load_txt(f.loadavg)}{with_parts}"
+              + (f"; disturbance: {f.disturbance}" if f.disturbance else "") + ")."
+              + ("" if quiet else f" The machine was not quiet (load average {QUIET_LOAD} or more, or not recorded): "
+                 "the verdicts below may say less than a quiet run would."), ""]
+    for family, rows in f.verdicts.items():
+        lines.append(f"*{family}*:")
+        for d in rows:
+            v = stored_verdict(d)
+            cond = v.labels.get("condition")
+            lines.append(f"- {f'*{cond}*: ' if cond not in (None, '', 'main') else ''}"
+                         f"{say.sentence(v, v.arm, v.baseline)}")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def _targets(root: Path, findings: Mapping[str, Finding]) -> list[tuple[Path, str]]:
+    out = []
+    for page in sorted((root / "docs" / "studies").glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        ms, n = list(BEGIN.finditer(text)), STACKS_BEGIN.search(text)
+        for m in ms:
+            text = replace_block(text, m.group(0), END, page_block(m.group(1), findings, m.group(2) or "default"))
+        if n:
+            text = replace_block(text, n.group(0), STACKS_END, stacks_block(n.group(1), findings))
+        if ms or n:
+            out.append((page, text))
+    return out
+
+
+def sync(root: str | Path | None = None, path: str | Path | None = None) -> list[Path]:
+    """Rewrite every page's block from the file; the pages changed."""
+    from benchlib.publish.report import project_root
+
+    r = Path(root) if root else project_root()
+    return write_generated(_targets(r, load(path or default_path(r))))
+
+
+def check(root: str | Path | None = None, path: str | Path | None = None) -> list[Path]:
+    """The pages whose block disagrees with the file (empty: all agree)."""
+    from benchlib.publish.report import project_root
+
+    r = Path(root) if root else project_root()
+    return [p for p, text in _targets(r, load(path or default_path(r))) if p.read_text(encoding="utf-8") != text]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``record <run folder>...``, ``sync`` or ``check``."""
+    ap = argparse.ArgumentParser(prog="python -m benchlib._project.studypages", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    rec = sub.add_parser("record", help="record run folders' verdicts as their studies' findings")
+    rec.add_argument("folders", nargs="+")
+    sub.add_parser("sync", help="rewrite the study pages' findings blocks")
+    sub.add_parser("check", help="list the pages that disagree with data/findings.json")
+    a = ap.parse_args(argv)
+    path = default_path()
+    if a.cmd == "record":
+        found = load(path)
+        for folder in a.folders:
+            f = record(folder)
+            found[f.key] = f
+            print(f"recorded {f.study} ({f.scale} scale): run {f.run_id}, load average {f.loadavg}")
+        save(found, path)
+        return 0
+    if a.cmd == "sync":
+        for p in sync():
+            print(f"rewrote {p}")
+        return 0
+    bad = check()
+    for p in bad:
+        print(f"{p}: its findings block disagrees with {path}; run `python -m benchlib._project.studypages sync`",
+              file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
