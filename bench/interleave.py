@@ -9,15 +9,16 @@ runs every design once, in a random order per block:
   service CPU, its warm-up, ``--seconds`` measured, stopped; the arms in a random order.
 * ``slice-<ms>``: the interleaved trial. Fresh instances of all the trial's arms started
   together, pinned to the same service CPU; the load alternates between them in slices of
-  ``<ms>`` with a gap of ``--gap-ms`` after each, in a balanced order (pairs ABBA..., k arms
-  ABC CBA ..., a random phase per trial), warm-up slices first, then measured slices until
+  ``<ms>`` with a gap of ``--gap-ms`` after each, in a balanced order (``--order debruijn``:
+  every ordered pair of arms adjacent equally often, pairs ABBA...; ``mirror``: ABC CBA, the
+  first order tried), a random phase per trial, warm-up slices first, then measured slices until
   each arm has had ``--seconds``. In the closed model each connection sends only in its arm's
   slices (a request in flight at a slice's end completes in the gap); in the open model each
   arrival of the schedule belongs to the arm whose slice it falls in, and keeps its intended
   time. Each arm's summaries come from its own slices only (its throughput over its measured
   slices' total length).
 * ``pairs-<ms>`` (k > 2 arms): an interleaved trial per (baseline, arm) pair instead of one
-  round-robin trial of all k.
+  round-robin trial of all k; ``mirror-<ms>``: the round-robin trial in the order ABC CBA.
 
 Every design uses benchlib's own load engine (:class:`benchlib.loadgen.engine.Engine`, here in
 this process on the client's CPUs; the slicing is a subclass in this script), the local
@@ -148,9 +149,33 @@ def slice_plan(order: Sequence[int], n_arms: int, warm_per_arm_s: float, meas_pe
     return [np.array(w, dtype=np.int64) for w in windows], t_measure / 1e9, t / 1e9
 
 
-def balanced_order(n_arms: int, rng: random.Random) -> list[int]:
-    """One balanced cycle with a random phase: pairs ``ABBA`` (rotated), k arms ``ABC CBA``."""
-    base = list(range(n_arms)) + list(reversed(range(n_arms)))
+def de_bruijn_pairs(n: int) -> list[int]:
+    """A cyclic sequence of ``n * n`` arm indices in which every ordered pair ``(i, j)``
+    (``i`` then ``j``, ``i == j`` included) follows once: each arm is preceded by every arm
+    equally often (the de Bruijn sequence B(n, 2); for two arms ``AABB``)."""
+    a = [0] * (2 * n)
+    seq: list[int] = []
+
+    def db(t: int, p: int) -> None:
+        if t > 2:
+            if 2 % p == 0:
+                seq.extend(a[1:p + 1])
+        else:
+            a[t] = a[t - p]
+            db(t + 1, p)
+            for j in range(a[t - p] + 1, n):
+                a[t] = j
+                db(t + 1, t)
+
+    db(1, 1)
+    return seq
+
+
+def balanced_order(n_arms: int, rng: random.Random, *, scheme: str = "debruijn") -> list[int]:
+    """One balanced cycle with a random phase: every ordered pair of arms adjacent once
+    (``debruijn``; pairs: ``AABB`` rotated, i.e. ``ABBA``), or ``mirror``: ``ABC CBA`` (each arm
+    equally often in each position, but for k > 2 not preceded by every other arm alike)."""
+    base = de_bruijn_pairs(n_arms) if scheme == "debruijn" else list(range(n_arms)) + list(reversed(range(n_arms)))
     k = rng.randrange(len(base))
     return base[k:] + base[:k]
 
@@ -368,8 +393,9 @@ def trial(services: Services, case: Case, arms: Sequence[ArmDef], design: str, a
             win = [np.array([[0, w_ns + int(args.seconds * 1e9)]], dtype=np.int64)]
             return run_sliced(load, targets, handles, win, args.warmup, args.warmup + args.seconds, seed)
         slice_ms = float(design.split("-")[1])
-        windows, warm_s, total_s = slice_plan(balanced_order(len(arms), rng), len(arms), args.warmup, args.seconds,
-                                              slice_ms, args.gap_ms)
+        scheme = "mirror" if design.startswith("mirror-") else args.order
+        windows, warm_s, total_s = slice_plan(balanced_order(len(arms), rng, scheme=scheme), len(arms),
+                                              args.warmup, args.seconds, slice_ms, args.gap_ms)
         return run_sliced(load, targets, handles, windows, warm_s, total_s, seed)
     finally:
         for h in handles:
@@ -379,7 +405,7 @@ def trial(services: Services, case: Case, arms: Sequence[ArmDef], design: str, a
 def designs_of(case: Case, only: Sequence[str] | None) -> list[str]:
     out = ["seq"] + [f"slice-{ms}" for ms in case.slices_ms]
     if len(case.arms) > 2:
-        out += [f"pairs-{ms}" for ms in case.slices_ms]
+        out += [f"pairs-{ms}" for ms in case.slices_ms] + [f"mirror-{ms}" for ms in case.slices_ms]
     return [d for d in out if not only or d in only]
 
 
@@ -462,6 +488,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=2.0, help="measured seconds per arm per trial")
     ap.add_argument("--warmup", type=float, default=1.0, help="warm-up seconds per arm per trial")
     ap.add_argument("--gap-ms", type=float, default=5.0, help="idle gap after each slice (ms)")
+    ap.add_argument("--order", choices=("debruijn", "mirror"), default="debruijn",
+                    help="slice order: every ordered pair of arms adjacent once (debruijn) or ABC CBA (mirror)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="data/bench/interleave", help="folder for the CSV and JSON")
     ap.add_argument("--list", action="store_true")
@@ -508,7 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     load1 = os.getloadavg()
     meta = {"run_id": run_id, "argv": list(sys.argv[1:] if argv is None else argv), "cases": names,
             "load_start": load0, "load_end": load1, "minutes": (time.monotonic() - t_start) / 60,
-            "planted_us": _planted_us(), "cpus": cpus.to_dict()}
+            "planted_us": _planted_us(), "order": args.order, "cpus": cpus.to_dict()}
     (out_dir / "meta.json").write_text(json.dumps(meta, indent=1))
     print(f"\n{run_id}: {meta['minutes']:.1f} min, load average {load0[0]:.2f} -> {load1[0]:.2f}; {out_dir}")
     print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
