@@ -25,11 +25,12 @@ from benchlib.core.errors import LoadGenError, LoadSpecError
 from benchlib.loadgen import guard
 from benchlib.loadgen.shares import HostShare, split_evenly
 from benchlib.loadgen.preflight import check_client_cpus, validate
+from benchlib.loadgen.slices import SlicePlan, check_sliceable
 from benchlib.core.model import LoadSpec, Target
 from benchlib.core.signals import parent_death_signal_setter
 from benchlib.core.schema import ERROR_NAMES, PHASE_CODES, ROW_DTYPE
 
-__all__ = ["LoadResult", "run_load", "loadspec_to_dict", "split_evenly"]
+__all__ = ["LoadResult", "run_interleaved", "run_load", "loadspec_to_dict", "split_evenly"]
 
 #: Seconds a worker may take to start (spawn, import, pin) before the trial is abandoned.
 WORKER_START_TIMEOUT_S = 60.0
@@ -214,17 +215,109 @@ def run_load(
                             f"{spec.workers} worker(s); use at least {share.total_workers(spec.workers)} connections")
     cpus = check_client_cpus(client_cpus)
     cfgs = _worker_configs(spec, target, seed, share)
-    scratch = _scratch_dir()
-    procs: list[Any] = []
-    pipes: list[Any] = []
-    completed = False
-    try:
-        for w, cfg in enumerate(cfgs):
+    planned_s = spec.warmup_s + (spec.measured_duration_s or 0.0)
+    with _Workers(cfgs, cpus, planned_s, on_progress) as drive:
+        stats, t0, start_late_ns, start_wall_ns = drive.run(start_wall_ns)
+        rows, lag = drive.rows_of(stats, lambda w: f"w{w}.npy")
+        meta = build_meta(spec, rows, lag, stats, cpus, t0)
+        if share.hosts > 1 or start_wall_ns is not None:
+            meta["share"] = {"host": share.host, "hosts": share.hosts,
+                             "global_workers": list(share.global_workers(spec.workers))}
+            meta["start_wall_ns"] = start_wall_ns
+            meta["start_late_ns"] = int(start_late_ns)
+        return LoadResult(rows=rows, meta=meta)
+
+
+def run_interleaved(
+    loads: Sequence[tuple[LoadSpec, Target]],
+    plan: SlicePlan,
+    *,
+    client_cpus: Sequence[int] | None = None,
+    seed: int = 0,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> list[LoadResult]:
+    """One interleaved trial: the arms' loads, each to its own target, alternating in the
+    slices of ``plan`` (:mod:`benchlib.loadgen.slices`); one result per arm, in ``loads``'
+    order, holding only that arm's rows and its meta (its measured seconds are its measured
+    slices', ``meta["interleave"]`` says how it ran).
+
+    Every worker runs one sliced engine per arm in one event loop (``spec.workers`` workers,
+    the same for every arm; each arm's connections split over them). ``on_start(t0_ns)`` is
+    called with the trial's start on this process's monotonic clock as soon as it is set (the
+    caller reads the instances' CPU counters at the slice boundaries from then on). Each spec's
+    warm-up and measured seconds are replaced by the plan's.
+
+    Raises
+    ------
+    benchlib.core.errors.LoadSpecError
+        Before any traffic: a spec that cannot run, specs that differ in their number of
+        workers, an HTTP/2 or gRPC load, or a load bounded by a request count.
+    benchlib.core.errors.LoadGenError
+        When a worker fails before the trial starts.
+    """
+    if len(loads) != len(plan.windows):
+        raise LoadSpecError(f"{len(loads)} loads for a plan of {len(plan.windows)} arms")
+    check_sliceable([s.model for s, _ in loads], [s.protocol for s, _ in loads],
+                    [s.requests is not None or bool(s.warmup_requests) for s, _ in loads])
+    workers = {s.workers for s, _ in loads}
+    if len(workers) != 1:
+        raise LoadSpecError(f"the arms of an interleaved trial need the same number of workers, got {sorted(workers)}")
+    specs = [s.with_(warmup_s=plan.warmup_s, duration_s=plan.total_s - plan.warmup_s) for s, _ in loads]
+    for spec, (_, target) in zip(specs, loads):
+        validate(spec, target)
+    cpus = check_client_cpus(client_cpus)
+    per_arm = [_worker_configs(spec, target, seed * 1_000_003 + i) for i, (spec, (_, target)) in
+               enumerate(zip(specs, loads))]
+    windows = [w.tolist() for w in plan.windows]
+    cfgs = [{"arms": [per_arm[i][w] for i in range(len(loads))], "windows": windows} for w in range(len(per_arm[0]))]
+    with _Workers(cfgs, cpus, plan.total_s, on_progress) as drive:
+        stats, t0, _late, _wall = drive.run(None, on_start)
+        out = []
+        for i, spec in enumerate(specs):
+            arm_stats = [w[i] if isinstance(w, list) else w for w in stats]  # a dict: the worker failed
+            rows, lag = drive.rows_of(arm_stats, lambda w, i=i: f"w{w}.npy.{i}.npy")
+            measured = plan.measured_s(i)
+            last_end = int(plan.windows[i][-1, 1])
+            meta = build_meta(spec, rows, lag, arm_stats, cpus, t0, measured_s=measured, window_end_ns=last_end)
+            meta["interleave"] = {"arm": i, "arms": len(loads), "slice_ms": plan.slice_ms, "gap_ms": plan.gap_ms,
+                                  "order": list(plan.order), "slices": int(len(plan.windows[i])),
+                                  "measured_s": measured, "warmup_s": plan.warmup_s, "total_s": plan.total_s}
+            out.append(LoadResult(rows=rows, meta=meta))
+        return out
+
+
+class _Workers:
+    """The worker processes of one trial: started and configured, started together, their
+    stats collected, their rows read back; always stopped and their scratch folder removed."""
+
+    def __init__(self, cfgs: list[dict[str, Any]], cpus: list[int] | None, planned_s: float,
+                 on_progress: Callable[[dict[str, Any]], None] | None) -> None:
+        self.cfgs = cfgs
+        self.cpus = cpus
+        self.planned_s = planned_s
+        self.on_progress = on_progress
+        self.scratch = _scratch_dir()
+        self.procs: list[Any] = []
+        self.pipes: list[Any] = []
+        self.completed = False
+
+    def __enter__(self) -> _Workers:
+        return self
+
+    def run(self, start_wall_ns: int | Callable[[], int] | None,
+            on_start: Callable[[int], None] | None = None) -> tuple[list[Any], int, int, int | None]:
+        """Start the workers, wait until each is ready, start the trial at one instant and
+        wait for its end: each worker's stats, ``t0`` (monotonic ns), how late it started (ns)
+        and the wall-clock start it was given (``start_wall_ns`` called, if a function)."""
+        cpus = self.cpus
+        for w, cfg in enumerate(self.cfgs):
             wcpus = [cpus[w % len(cpus)]] if cpus else None
             proc, pipe = _start_worker(w)
-            procs.append(proc)
-            pipes.append(pipe)
-            pipe.send(("config", cfg, wcpus, os.path.join(scratch, f"w{w}.npy")))
+            self.procs.append(proc)
+            self.pipes.append(pipe)
+            pipe.send(("config", cfg, wcpus, os.path.join(self.scratch, f"w{w}.npy")))
+        pipes, procs = self.pipes, self.procs
         ready: dict[int, dict[str, Any]] = {}
         deadline = time.monotonic() + WORKER_START_TIMEOUT_S
         while len(ready) < len(pipes):
@@ -247,11 +340,19 @@ def run_load(
         start_late_ns = max(0, now - t0)
         for pipe in pipes:
             pipe.send(("start", t0, t0))
-        stats = _collect(spec, pipes, procs, on_progress)
+        if on_start is not None:
+            on_start(t0)
+        stats = _collect(self.planned_s, pipes, procs, self.on_progress)
+        self.completed = True
+        return stats, t0, start_late_ns, start_wall_ns
+
+    def rows_of(self, stats: list[dict[str, Any]], name: Callable[[int], str]) -> tuple[np.ndarray, np.ndarray]:
+        """The rows (sorted by intended time) and open-model lags of the workers that handed
+        theirs back (``name(w)``: worker ``w``'s rows file in the scratch folder)."""
         parts = []
         lags = []
-        for w in range(len(cfgs)):
-            path = os.path.join(scratch, f"w{w}.npy")
+        for w in range(len(self.cfgs)):
+            path = os.path.join(self.scratch, name(w))
             if "pid" not in stats[w]:
                 continue  # failed without handing back rows
             parts.append(np.load(path, allow_pickle=False))
@@ -260,30 +361,24 @@ def run_load(
         del parts
         rows = rows[np.argsort(rows["t_intended_ns"], kind="stable")]
         lag = np.concatenate(lags) if lags else np.zeros(0, np.int64)
-        meta = build_meta(spec, rows, lag, stats, cpus, t0)
-        if share.hosts > 1 or start_wall_ns is not None:
-            meta["share"] = {"host": share.host, "hosts": share.hosts,
-                             "global_workers": list(share.global_workers(spec.workers))}
-            meta["start_wall_ns"] = start_wall_ns
-            meta["start_late_ns"] = int(start_late_ns)
-        completed = True
-        return LoadResult(rows=rows, meta=meta)
-    finally:
-        if not completed:  # an error or Ctrl-C: stop the workers now, not after their trial
-            for p in procs:
+        return rows, lag
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.completed:  # an error or Ctrl-C: stop the workers now, not after their trial
+            for p in self.procs:
                 if p.is_alive():
                     p.kill()
-        for pipe in pipes:
+        for pipe in self.pipes:
             try:
                 pipe.close()
             except OSError:
                 pass
-        for p in procs:
+        for p in self.procs:
             p.join(timeout=5)
             if p.is_alive():
                 p.kill()
                 p.join(timeout=5)
-        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 class _Proc:
@@ -339,11 +434,11 @@ def _recv(pipe: Any, proc: Any, i: int) -> tuple[Any, ...]:
 
 
 def _collect(
-    spec: LoadSpec, pipes: list[Any], procs: list[Any], on_progress: Callable[[dict[str, Any]], None] | None
-) -> list[dict[str, Any]]:
-    """Each worker's stats, in worker order; a worker that failed without handing back rows
-    is ``{"worker": i, "error": why}``."""
-    planned_s = spec.warmup_s + (spec.measured_duration_s or 0.0)
+    planned_s: float, pipes: list[Any], procs: list[Any], on_progress: Callable[[dict[str, Any]], None] | None
+) -> list[Any]:
+    """Each worker's stats, in worker order (a list of one per arm for an interleaved trial's
+    worker); a worker that failed without handing back rows is ``{"worker": i, "error": why}``.
+    ``planned_s``: the trial's planned seconds, for the progress events."""
     done: dict[int, dict[str, Any]] = {}
     latest: dict[int, dict[str, Any]] = {}
     last_report = 0.0
@@ -387,8 +482,13 @@ def build_meta(
     workers: list[dict[str, Any]],
     cpus: list[int] | None,
     t0_ns: int,
+    *,
+    measured_s: float | None = None,
+    window_end_ns: int | None = None,
 ) -> dict[str, Any]:
-    """The trial's JSON-able metadata (see ``docs/loadgen.md``)."""
+    """The trial's JSON-able metadata (see ``docs/loadgen.md``). An arm of an interleaved trial
+    gives its measured seconds (``measured_s``: its measured slices') and the end of its last
+    slice (``window_end_ns``, from ``t0``)."""
     measure = rows[rows["phase"] == PHASE_CODES["measure"]]
     ok = measure[measure["error"] == 0]
     failures = {str(w["worker"]): str(w["error"]) for w in workers if w.get("error")}
@@ -397,7 +497,10 @@ def build_meta(
     starts = [w["t_measure_ns"] for w in workers if w.get("t_measure_ns") is not None]
     stops = [w["t_stop_ns"] for w in workers if w.get("t_stop_ns") is not None]
     planned = spec.measured_duration_s
-    if planned is not None and not spec.warmup_requests:
+    if measured_s is not None:
+        measured_duration_s = float(measured_s)
+        window_end = window_end_ns
+    elif planned is not None and not spec.warmup_requests:
         # the planned window, from the measured phase's start on the shared clock
         measured_duration_s = float(planned)
         window_end = min(starts) - t0_ns + int(planned * 1e9) if starts else None

@@ -71,7 +71,11 @@ async def _recv(pipe: Connection) -> tuple[Any, ...]:
 
 
 def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | None, rows_path: str) -> None:
-    """Entry point of one worker process (see the module docstring)."""
+    """Entry point of one worker process (see the module docstring). A config with ``arms``
+    (an interleaved trial: one engine config and one window array per arm,
+    :mod:`benchlib.loadgen.slices`) runs one sliced engine per arm in the same event loop and
+    writes each arm's rows to ``<rows_path>.<arm index>.npy``; its ``done`` message holds a list
+    of stats, one per arm."""
     try:
         if cpus:
             os.sched_setaffinity(0, cpus)
@@ -80,58 +84,83 @@ def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | No
 
         from benchlib.loadgen.engine import Engine, EngineConfig, records_to_rows, tune_socket_limits
 
-        if cfg_dict.get("protocol", "http1") != "http1":  # HTTP/2: h2c or gRPC
-            from benchlib.loadgen.h2engine import H2Engine as Engine  # type: ignore[assignment]
-            from benchlib.loadgen.h2engine import H2EngineConfig as EngineConfig  # type: ignore[assignment]
-        cfg = EngineConfig(**cfg_dict)
-        tune_socket_limits(cfg.connections)
-        engine = Engine(cfg, 0, lambda info: pipe.send(("progress", info)))
+        arms = cfg_dict.get("arms")
+        engines: list[Any] = []
+        if arms is not None:
+            from benchlib.loadgen.slices import SlicedEngine
+
+            cfgs = [EngineConfig(**a) for a in arms]
+            tune_socket_limits(sum(c.connections for c in cfgs))
+            progress = lambda info: pipe.send(("progress", info))  # noqa: E731
+            engines = [SlicedEngine(c, 0, np.asarray(w, dtype=np.int64), progress if i == 0 else None)
+                       for i, (c, w) in enumerate(zip(cfgs, cfg_dict["windows"]))]
+        else:
+            if cfg_dict.get("protocol", "http1") != "http1":  # HTTP/2: h2c or gRPC
+                from benchlib.loadgen.h2engine import H2Engine as Engine  # type: ignore[assignment]
+                from benchlib.loadgen.h2engine import H2EngineConfig as EngineConfig  # type: ignore[assignment]
+            cfg = EngineConfig(**cfg_dict)
+            tune_socket_limits(cfg.connections)
+            engines = [Engine(cfg, 0, lambda info: pipe.send(("progress", info)))]
         timing: dict[str, Any] = {}
+
+        async def run_one(engine: Any) -> None:
+            try:
+                tasks = [engine.run()]
+                if arms is not None and engine.closed_model:
+                    tasks.append(engine.activate())
+                await asyncio.gather(*tasks)
+            except Exception:  # noqa: BLE001 - the rows recorded so far still go back
+                timing.setdefault("errors", {})[id(engine)] = traceback.format_exc()
 
         async def session() -> bool:
             # the keep-alive pool is open before "ready": the start instant comes after it
-            await engine.open_pool()
+            for engine in engines:
+                await engine.open_pool()
             pipe.send(("ready", {"pid": os.getpid(), "cpus": sorted(os.sched_getaffinity(0))}))
             msg = await _recv(pipe)
             if msg[0] != "start":
                 return False
-            engine.set_start(int(msg[1]))
+            for engine in engines:
+                engine.set_start(int(msg[1]))
             timing.update(t0_ns=int(msg[2]), rss0=_peak_rss_bytes(), cpu0=_cpu_s(), wall0=time.monotonic_ns())
-            try:
-                await engine.run()
-            except Exception:  # noqa: BLE001 - the rows recorded so far still go back
-                timing["error"] = traceback.format_exc()
+            await asyncio.gather(*(run_one(e) for e in engines))
             return True
 
         if not uvloop.run(session()):
             return
-        error, t0_ns, start_ns = timing.get("error"), timing["t0_ns"], engine.start_ns
-        rss0, cpu0, wall0 = timing["rss0"], timing["cpu0"], timing["wall0"]
+        t0_ns, rss0, cpu0, wall0 = timing["t0_ns"], timing["rss0"], timing["cpu0"], timing["wall0"]
         wall1 = time.monotonic_ns()
         cpu1 = _cpu_s()
         rss1 = _peak_rss_bytes()
-        rows = records_to_rows(engine.records, t0_ns)
-        np.save(rows_path, rows, allow_pickle=False)
-        lags = np.frombuffer(engine.lags, dtype=np.int64) if len(engine.lags) else np.zeros(0, np.int64)
-        np.save(rows_path + ".lag.npy", lags, allow_pickle=False)
-        stats = engine.stats()
-        traffic_wall_s = stats["traffic_wall_s"] or max(wall1 - max(wall0, start_ns), 1) / 1e9
-        stats.update(
-            {
-                "pid": os.getpid(),
-                "cpus": sorted(os.sched_getaffinity(0)),
-                "cpu_s": cpu1 - cpu0,
-                "wall_s": (wall1 - wall0) / 1e9,
-                "traffic_wall_s": traffic_wall_s,
-                "cpu_fraction": (stats["traffic_cpu_s"] or (cpu1 - cpu0)) / traffic_wall_s,
-                "record_buffer_bytes": engine.records.__alloc__(),
-                "records": len(rows),
-                "peak_rss_growth_bytes": rss1 - rss0,
-                "peak_rss_bytes": rss1,
-                "error": error,
-            }
-        )
-        pipe.send(("done", stats))
+        out = []
+        for i, engine in enumerate(engines):
+            path = rows_path if arms is None else f"{rows_path}.{i}.npy"
+            rows = records_to_rows(engine.records, t0_ns)
+            np.save(path, rows, allow_pickle=False)
+            lags = np.frombuffer(engine.lags, dtype=np.int64) if len(engine.lags) else np.zeros(0, np.int64)
+            np.save(path + ".lag.npy", lags, allow_pickle=False)
+            stats = engine.stats()
+            traffic_wall_s = stats["traffic_wall_s"] or max(wall1 - max(wall0, engine.start_ns), 1) / 1e9
+            # the process's CPU time is shared by the arms of an interleaved trial: each arm's
+            # stats carry the whole worker's (the client CPU the guard judges)
+            traffic_cpu_s = (stats["traffic_cpu_s"] if arms is None else cpu1 - cpu0) or (cpu1 - cpu0)
+            stats.update(
+                {
+                    "pid": os.getpid(),
+                    "cpus": sorted(os.sched_getaffinity(0)),
+                    "cpu_s": cpu1 - cpu0,
+                    "wall_s": (wall1 - wall0) / 1e9,
+                    "traffic_wall_s": traffic_wall_s,
+                    "cpu_fraction": traffic_cpu_s / traffic_wall_s,
+                    "record_buffer_bytes": engine.records.__alloc__(),
+                    "records": len(rows),
+                    "peak_rss_growth_bytes": rss1 - rss0,
+                    "peak_rss_bytes": rss1,
+                    "error": timing.get("errors", {}).get(id(engine)),
+                }
+            )
+            out.append(stats)
+        pipe.send(("done", out[0] if arms is None else out))
     except BaseException:  # noqa: BLE001 - everything goes back to the parent
         try:
             pipe.send(("error", traceback.format_exc()))

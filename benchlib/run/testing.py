@@ -137,6 +137,12 @@ class FakeHandle:
     def resource_samples(self) -> list[dict[str, Any]]:
         return list(self._samples)
 
+    def cpu_counter_ns(self) -> int | None:
+        """The clock of :meth:`sample_now` read now (ns); ``None`` once stopped or dead."""
+        if not self.alive():
+            return None
+        return int(self.runtime.cpu_per_s * (time.monotonic_ns() - self._started_ns))
+
     def stop(self) -> StopInfo:
         if self._stopped is None:
             if self._died is None:

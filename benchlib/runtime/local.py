@@ -243,6 +243,17 @@ class LocalHandle:
     def resource_samples(self) -> list[dict[str, Any]]:
         return list(self._samples)
 
+    def cpu_counter_ns(self) -> int | None:
+        """From the cgroup benchlib made for the service (``None`` where none could be made:
+        its processes then share their parent's cgroup)."""
+        if self._cgroup is None or getattr(self._cgroup, "version", "none") == "none":
+            return None
+        try:
+            value: int | None = self._cgroup.cpu_usage_ns()
+        except OSError:
+            return None
+        return value
+
     # -- lifecycle ------------------------------------------------------------------------
     def alive(self) -> bool:
         return self.proc.poll() is None

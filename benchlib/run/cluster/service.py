@@ -284,6 +284,11 @@ class NodeHandle:
         except RuntimeUnavailable:
             return False
 
+    def cpu_counter_ns(self) -> int | None:
+        """``None``: the instance runs on another node, whose cgroup files this machine cannot
+        read at slice boundaries (an interleaved trial needs the services here)."""
+        return None
+
     def resource_samples(self) -> list[dict[str, Any]]:
         """CPU and memory samples taken on the node, their times on this machine's monotonic clock."""
         if self._stopped is not None:

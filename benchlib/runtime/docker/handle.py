@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Any
 
-from benchlib.runtime import logs
+from benchlib.runtime import cgroups, logs
 
 from benchlib.core import signals
 from benchlib.runtime.manifest import ResolvedService
@@ -67,6 +67,9 @@ class DockerHandle:
         self._sampler: threading.Thread | None = None
         self._removed = False
         self._final_log: bytes | None = None
+        #: the container's CPU counter, looked up at the first read (None: none readable from here)
+        self._cpu_counter: cgroups.CpuCounter | None = None
+        self._cpu_counter_found = False
         with _LIVE_LOCK:
             _LIVE.add(self)
 
@@ -144,6 +147,17 @@ class DockerHandle:
         if sample is not None:
             self._samples.append(sample)
         return sample is not None
+
+    def cpu_counter_ns(self) -> int | None:
+        """From the container's own cgroup files (found once through its init process), not
+        the stats API, which samples about once a second; ``None`` for a container on another
+        machine (``DOCKER_HOST``) or when its cgroup cannot be read from here."""
+        if not self._cpu_counter_found:
+            pid = int((self.container.attrs.get("State") or {}).get("Pid") or 0)
+            local = bool(getattr(self.runtime, "local_engine", False))
+            self._cpu_counter = cgroups.cpu_counter_of_pid(pid) if pid > 0 and local else None
+            self._cpu_counter_found = True
+        return self._cpu_counter.read_ns() if self._cpu_counter is not None else None
 
     def resource_samples(self) -> list[dict[str, Any]]:
         """CPU (``cpu_s``: cumulative CPU seconds) and memory (``memory_mb``, ``working_set_mb``,
