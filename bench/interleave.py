@@ -48,7 +48,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,7 +59,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from benchlib.run.cpus import plan_cpus  # noqa: E402
-from benchlib.loadgen.engine import Engine, EngineConfig, records_to_rows, tune_socket_limits  # noqa: E402
+from benchlib.loadgen.engine import EngineConfig, records_to_rows, tune_socket_limits  # noqa: E402
+from benchlib.loadgen.slices import (SlicedEngine, SlicePlan, de_bruijn_pairs, plan_slices, slice_cpu,  # noqa: E402
+                                     until_ns)
 from benchlib.loadgen.launch import _worker_configs  # noqa: E402
 from benchlib.runtime.manifest import get_manifest  # noqa: E402
 from benchlib.core.model import LoadSpec, Target  # noqa: E402
@@ -126,51 +128,7 @@ CASES: dict[str, Case] = {
 }
 
 
-# -- the sliced engine ----------------------------------------------------------------------
-def slice_plan(order: Sequence[int], n_arms: int, warm_per_arm_s: float, meas_per_arm_s: float, slice_ms: float,
-               gap_ms: float) -> tuple[list[np.ndarray], float, float]:
-    """Every arm's windows (rows ``[start, end)``, ns from the trial's start), the warm-up's
-    length and the total (s). Slices follow ``order`` (a balanced cycle of arm indices) from
-    its start, through the warm-up and then the measured phase; the measured phase starts on a
-    cycle boundary, so each arm has the same number of measured slices."""
-    s_ns, g_ns = int(slice_ms * 1e6), int(gap_ms * 1e6)
-    windows: list[list[tuple[int, int]]] = [[] for _ in range(n_arms)]
-    per_cycle = len(order) // n_arms  # slices per arm per cycle
-    warm_cycles = max(1, math.ceil(warm_per_arm_s * 1e3 / slice_ms / per_cycle))
-    meas_cycles = max(1, round(meas_per_arm_s * 1e3 / slice_ms / per_cycle))
-    t = 0
-    t_measure = 0
-    for c in range(warm_cycles + meas_cycles):
-        if c == warm_cycles:
-            t_measure = t
-        for arm in order:
-            windows[arm].append((t, t + s_ns))
-            t += s_ns + g_ns
-    return [np.array(w, dtype=np.int64) for w in windows], t_measure / 1e9, t / 1e9
-
-
-def de_bruijn_pairs(n: int) -> list[int]:
-    """A cyclic sequence of ``n * n`` arm indices in which every ordered pair ``(i, j)``
-    (``i`` then ``j``, ``i == j`` included) follows once: each arm is preceded by every arm
-    equally often (the de Bruijn sequence B(n, 2); for two arms ``AABB``)."""
-    a = [0] * (2 * n)
-    seq: list[int] = []
-
-    def db(t: int, p: int) -> None:
-        if t > 2:
-            if 2 % p == 0:
-                seq.extend(a[1:p + 1])
-        else:
-            a[t] = a[t - p]
-            db(t + 1, p)
-            for j in range(a[t - p] + 1, n):
-                a[t] = j
-                db(t + 1, t)
-
-    db(1, 1)
-    return seq
-
-
+# -- the slice orders -------------------------------------------------------------------------
 def balanced_order(n_arms: int, rng: random.Random, *, scheme: str = "debruijn") -> list[int]:
     """One balanced cycle with a random phase: every ordered pair of arms adjacent once
     (``debruijn``; pairs: ``AABB`` rotated, i.e. ``ABBA``), or ``mirror``: ``ABC CBA`` (each arm
@@ -178,67 +136,6 @@ def balanced_order(n_arms: int, rng: random.Random, *, scheme: str = "debruijn")
     base = de_bruijn_pairs(n_arms) if scheme == "debruijn" else list(range(n_arms)) + list(reversed(range(n_arms)))
     k = rng.randrange(len(base))
     return base[k:] + base[:k]
-
-
-class SlicedEngine(Engine):
-    """benchlib's engine, sending only inside this arm's windows (absolute after :meth:`set_start`)."""
-
-    def __init__(self, cfg: EngineConfig, start_ns: int, windows_rel: np.ndarray) -> None:
-        self.win_rel = windows_rel
-        super().__init__(cfg, start_ns)
-
-    def set_start(self, start_ns: int) -> None:
-        super().set_start(start_ns)
-        self.win = self.win_rel + start_ns
-        self.wi = 0
-        self.t_end = int(self.win[-1, 1])
-        self.t_simple_stop = -1  # every closed-model send asks may_send
-
-    def in_window(self, now: int) -> bool:
-        w, i = self.win, self.wi
-        while i < len(w) and now >= w[i, 1]:
-            i += 1
-        self.wi = i
-        return i < len(w) and now >= w[i, 0]
-
-    def may_send(self, now: int) -> bool:
-        if now >= self.t_end:
-            self.stopping = True
-            return False
-        return self.in_window(now)
-
-    def _schedule_blocks(self) -> Iterator[np.ndarray]:
-        lo, hi = self.win_rel[:, 0], self.win_rel[:, 1]
-        for block in super()._schedule_blocks():
-            i = np.searchsorted(lo, block, side="right") - 1
-            keep = (i >= 0) & (block < hi[np.clip(i, 0, None)])
-            yield block[keep]
-
-    async def activate(self) -> None:
-        """Closed model: at each of this arm's windows, send on its idle connections and open
-        the ones it lacks; after its last window, stop."""
-        for s in self.win[:, 0].tolist():
-            if s <= self.start_ns:
-                continue  # run() opens the first window's connections itself
-            await _until(s)
-            now = _clock()
-            idle, self.idle = self.idle, []
-            for conn in idle:
-                if not conn.dead:
-                    conn.send(now)
-            for _ in range(self.cfg.connections - self.nconns):
-                self.open_conn(now)
-        await _until(self.t_end)
-        self.stopping = True
-        self.check_done()
-
-
-async def _until(t_ns: int) -> None:
-    gap = (t_ns - _clock()) / 1e9
-    if gap > 0.002:
-        await asyncio.sleep(gap - 0.002)
-    while _clock() < t_ns:
-        await asyncio.sleep(0)
 
 
 # -- one trial --------------------------------------------------------------------------------
@@ -253,96 +150,55 @@ class TrialOut:
     wall_s: float = 0.0
 
 
-def _cpu_ns(handle: Any) -> int | None:
-    cg = getattr(handle, "_cgroup", None)
-    return cg.cpu_usage_ns() if cg is not None else None
-
-
-def run_sliced(load: LoadSpec, targets: list[tuple[str, Target]], handles: list[Any], windows: list[np.ndarray],
-               warm_s: float, total_s: float, seed: int) -> TrialOut:
-    """Drive the arms' engines in one event loop on this process's CPUs; read each arm's cgroup
-    CPU at every window boundary."""
+def run_sliced(load: LoadSpec, targets: list[tuple[str, Target]], handles: list[Any], plan: SlicePlan,
+               seed: int) -> TrialOut:
+    """Drive the arms' sliced engines (:class:`benchlib.loadgen.slices.SlicedEngine`) in one
+    event loop on this process's CPUs; read each instance's cgroup CPU counter before the load
+    (its idle rate) and at every slice boundary (:func:`benchlib.loadgen.slices.slice_cpu`)."""
     import uvloop
 
     engines: list[SlicedEngine] = []
-    for i, ((_name, target), win) in enumerate(zip(targets, windows)):
-        spec = load.with_(duration_s=total_s - warm_s, warmup_s=warm_s)
+    for i, ((_name, target), win) in enumerate(zip(targets, plan.windows)):
+        spec = load.with_(duration_s=plan.total_s - plan.warmup_s, warmup_s=plan.warmup_s)
         cfg = EngineConfig(**_worker_configs(spec, target, seed * 31 + i)[0])
         engines.append(SlicedEngine(cfg, 0, win))
     tune_socket_limits(sum(e.cfg.connections for e in engines))
-    readings: list[tuple[int, list[int | None]]] = []
+    times: list[int] = []
+    counters: list[list[int | None]] = []
+    idle: list[float] = []
 
     async def reader(start: int) -> None:
-        bounds = sorted({int(b) for w in windows for b in w.ravel()})
-        for b in bounds:
-            await _until(start + b)
-            readings.append((_clock() - start, [_cpu_ns(h) for h in handles]))
+        for b in plan.boundaries_ns():
+            await until_ns(start + b)
+            times.append(_clock() - start)
+            counters.append([h.cpu_counter_ns() for h in handles])
 
     async def session() -> None:
         for e in engines:
             await e.open_pool()
         # the idle rate of each instance, before any load of this trial
-        t0, c0 = _clock(), [_cpu_ns(h) for h in handles]
+        t0, c0 = _clock(), [h.cpu_counter_ns() for h in handles]
         await asyncio.sleep(0.5)
-        t1, c1 = _clock(), [_cpu_ns(h) for h in handles]
-        idle.extend((None if a is None or b is None else (b - a) / (t1 - t0)) for a, b in zip(c0, c1))
+        t1, c1 = _clock(), [h.cpu_counter_ns() for h in handles]
+        idle.extend((math.nan if a is None or b is None else (b - a) / (t1 - t0)) for a, b in zip(c0, c1))
         start = _clock() + 20_000_000
         for e in engines:
             e.set_start(start)
         tasks = [e.run() for e in engines] + [e.activate() for e in engines if e.closed_model] + [reader(start)]
         await asyncio.gather(*tasks)
 
-    idle: list[float | None] = []
     t_wall = time.monotonic()
     uvloop.run(session())
     out = TrialOut(rows={}, measured_s={}, wall_s=time.monotonic() - t_wall)
-    t_measure_rel = int(warm_s * 1e9)
-    for (name, _t), e, win in zip(targets, engines, windows):
+    for k, ((name, _t), e) in enumerate(zip(targets, engines)):
         rows = records_to_rows(e.records, e.start_ns)
         out.rows[name] = rows[rows["phase"] == PHASE_CODES["measure"]]
-        out.measured_s[name] = float(np.clip(win[:, 1] - np.maximum(win[:, 0], t_measure_rel), 0, None).sum()) / 1e9
-    _carry_over(out, targets, windows, readings, idle, t_measure_rel)
+        out.measured_s[name] = plan.measured_s(k)
+    for (name, _t), cpu in zip(targets, slice_cpu(plan, times, counters, idle)):
+        if cpu is not None and math.isfinite(cpu.carry_pct):
+            out.carry_pct[name] = cpu.carry_pct
+            out.own_cpu_ms_per_s[name] = 1e3 * cpu.own_s / cpu.own_period_s
     return out
-
-
-def _carry_over(out: TrialOut, targets: list[tuple[str, Target]], windows: list[np.ndarray],
-                readings: list[tuple[int, list[int | None]]], idle: list[float | None], t_measure_rel: int) -> None:
-    """Per arm, over the measured phase: CPU in its own periods (its slice and the gap after
-    it) and in the others' periods; carry-over = (the others' periods' CPU - idle rate x their
-    length) / own periods' CPU, in %."""
-    if len(readings) < 2 or any(v is None for v in idle) or any(v is None for _, vs in readings for v in vs):
-        return
-    starts = sorted((int(w[j, 0]), a) for a, w in enumerate(windows) for j in range(len(w)))
-    owner_at = [a for _, a in starts]
-    start_at = [s for s, _ in starts]
-    times = np.array([t for t, _ in readings], dtype=np.int64)
-    cpu = np.array([vs for _, vs in readings], dtype=np.float64)
-    n = len(targets)
-    own = np.zeros(n)
-    other = np.zeros(n)
-    other_t = np.zeros(n)
-    own_t = np.zeros(n)
-    for k in range(len(times) - 1):
-        mid = (times[k] + times[k + 1]) // 2
-        if mid < t_measure_rel:
-            continue
-        j = int(np.searchsorted(start_at, mid, side="right")) - 1
-        if j < 0:
-            continue
-        owner = owner_at[j]
-        dt_ns = times[k + 1] - times[k]
-        for a in range(n):
-            d = cpu[k + 1, a] - cpu[k, a]
-            if a == owner:
-                own[a] += d
-                own_t[a] += dt_ns
-            else:
-                other[a] += d
-                other_t[a] += dt_ns
-    for a, (name, _t) in enumerate(targets):
-        if own[a] > 0:
-            out.carry_pct[name] = 100.0 * (other[a] - idle[a] * other_t[a]) / own[a]  # type: ignore[operator]
-            out.own_cpu_ms_per_s[name] = own[a] / 1e6 / (own_t[a] / 1e9)
 
 
 # -- services -----------------------------------------------------------------------------------
@@ -388,15 +244,16 @@ def trial(services: Services, case: Case, arms: Sequence[ArmDef], design: str, a
         specs = [services.target(a, h, case.load) for a, h in zip(arms, handles)]
         load = specs[0][0]
         targets = [(a.name, t) for a, (_, t) in zip(arms, specs)]
-        if design == "seq":
-            w_ns = int(args.warmup * 1e9)
-            win = [np.array([[0, w_ns + int(args.seconds * 1e9)]], dtype=np.int64)]
-            return run_sliced(load, targets, handles, win, args.warmup, args.warmup + args.seconds, seed)
-        slice_ms = float(design.split("-")[1])
+        if design == "seq":  # one arm, one window: its warm-up, then its measured seconds
+            total_ms = 1e3 * (args.warmup + args.seconds)
+            plan = SlicePlan((np.array([[0, int(total_ms * 1e6)]], dtype=np.int64),), args.warmup,
+                             total_ms / 1e3, (0,), total_ms, 0.0)
+            return run_sliced(load, targets, handles, plan, seed)
         scheme = "mirror" if design.startswith("mirror-") else args.order
-        windows, warm_s, total_s = slice_plan(balanced_order(len(arms), rng, scheme=scheme), len(arms),
-                                              args.warmup, args.seconds, slice_ms, args.gap_ms)
-        return run_sliced(load, targets, handles, windows, warm_s, total_s, seed)
+        plan = plan_slices(len(arms), warmup_s=args.warmup, measured_s=args.seconds,
+                           slice_ms=float(design.split("-")[1]), gap_ms=args.gap_ms, seed=seed,
+                           order=balanced_order(len(arms), rng, scheme=scheme))
+        return run_sliced(load, targets, handles, plan, seed)
     finally:
         for h in handles:
             h.stop()

@@ -114,14 +114,19 @@ class SlicePlan:
 
 
 def plan_slices(n_arms: int, *, warmup_s: float, measured_s: float, slice_ms: float, gap_ms: float,
-                seed: int) -> SlicePlan:
+                seed: int, order: Sequence[int] | None = None) -> SlicePlan:
     """The slices of a trial of ``n_arms`` arms: at least ``warmup_s`` of warm-up slices per arm
     and about ``measured_s`` of measured slices per arm (rounded to whole cycles, at least
-    one), each slice followed by ``gap_ms`` of idle time."""
+    one), each slice followed by ``gap_ms`` of idle time. ``order``: one cycle's order of arm
+    indices, each arm equally often (default :func:`slice_order` of ``seed``; another order
+    serves only to show why that one: ``bench/interleave.py``)."""
     if not (slice_ms > 0 and gap_ms >= 0 and measured_s > 0 and warmup_s >= 0):
         raise LoadSpecError(f"an interleaved trial needs slice_ms > 0, gap_ms >= 0, measured seconds > 0 and "
                             f"warm-up seconds >= 0; got {slice_ms}, {gap_ms}, {measured_s}, {warmup_s}")
-    order = slice_order(n_arms, seed)
+    order = list(order) if order is not None else slice_order(n_arms, seed)
+    if sorted(set(order)) != list(range(n_arms)) or len(order) % n_arms or \
+            any(order.count(a) != len(order) // n_arms for a in range(n_arms)):
+        raise LoadSpecError(f"a slice order must hold each of the {n_arms} arms equally often, got {order}")
     per_cycle = len(order) // n_arms  # slices of each arm in one cycle
     s_ns, g_ns = int(round(slice_ms * 1e6)), int(round(gap_ms * 1e6))
     warm_cycles = math.ceil(warmup_s * 1e3 / slice_ms / per_cycle) if warmup_s > 0 else 0
