@@ -12,9 +12,9 @@ verdicts with and without them.
 * :func:`speed_link`: how closely the trials' throughput and p50 followed the speed of the
   service's CPU (the server canary) within arms: how much of the trial-to-trial spread was
   the machine's;
-* :func:`speed_adjusted`: the families answered again with each trial's value adjusted for the
-  speed of the service's CPU (its within-arm slope on the server canary): how many rows the
-  CPU's two speeds kept undecided (a sensitivity line, never a verdict);
+* :func:`speed_adjusted`: the families compared again with each trial's value moved to one speed
+  of the service's CPU (its within-arm slope on the server canary): how much of the spread was
+  the CPU's speed, in MDEs and p-values (a sensitivity line, never a verdict);
 * :func:`disturbance_markdown`: all of them in words for the design section (called by
   :func:`benchlib.analysis.pilot.design_section`).
 
@@ -373,13 +373,16 @@ def adjust_for_speed(frame: Any, metrics: Sequence[str], *,
 
     Per metric, the slope ``b`` is the pooled within-(condition, arm) least-squares slope of the
     valid trials' log value on their log server canary median (µs per loop); a trial's value
-    becomes ``exp(log value - b * (log canary - its condition and arm's mean log canary))``.
-    Centred on each arm's own mean, the adjustment leaves every arm's mean log value where it
-    was (the service's own load moves the canary on its CPU too, so an arm's canary level is
-    not taken out); it removes only the part of the trial-to-trial spread that followed the
-    CPU's speed. Trials without a canary, invalid trials, difference-scale metrics (error
-    rates) and metrics whose slope cannot be estimated (fewer than 3 trials with a canary, or
-    no spread) are left unchanged."""
+    becomes ``exp(log value - b * (log canary - its condition's mean log canary))``: every
+    trial is moved to one CPU speed, the condition's mean, so the arms are compared at the same
+    speed. An arm that drew more slow trials than another by chance loses that level as well as
+    the spread it gave (centred on each arm's own mean, an adjustment would keep the level while
+    taking the spread away, and an A/A comparison then reads the chance difference as an
+    effect: most simulated A/A pairs then read "faster" or "slower"). The price: an arm whose
+    own load moves the canary on its CPU has that part of its effect taken out too. Trials
+    without a canary, invalid trials, difference-scale metrics (error rates) and metrics whose
+    slope cannot be estimated (fewer than 3 trials with a canary, or no spread) are left
+    unchanged."""
     import numpy as np
 
     from benchlib.core.errors import ParameterError
@@ -412,43 +415,42 @@ def adjust_for_speed(frame: Any, metrics: Sequence[str], *,
             continue
         b = float((xc * yc).sum()) / sxx
         slopes[m] = b
-        out.loc[ok, m] = np.exp(lv - b * xc)
+        out.loc[ok, m] = np.exp(lv - b * (lc - lc.groupby(g[0]).transform("mean")))
     return out, slopes
 
 
 @dataclass(frozen=True)
 class SpeedAdjusted:
-    """The families answered again on speed-adjusted trials (:func:`speed_adjusted_of`).
+    """The families compared again on speed-adjusted trials (:func:`speed_adjusted_of`): a
+    sensitivity figure, never a verdict.
 
     Attributes
     ----------
     slopes: per metric, the within-arm slope of log value on log server canary.
-    rows: rows re-answered (log-scale metrics with figures: not error rates, not arms without
-        valid trials). decided: of them, decided (faster, slower, equivalent) as run;
-        decided_adjusted: after the adjustment; alike: decided the same way in both.
-    mde, mde_adjusted: median MDE (a fraction) of the undecided rows with an MDE, as run and
-        after (NaN when none).
-    changed: ``(row, verdict as run, verdict adjusted)`` for each row whose verdict kind changed.
+    rows: rows compared again (log-scale metrics with figures: not error rates, not arms without
+        valid trials).
+    significant, significant_adjusted: of them, rows whose Holm-adjusted p-value is below the
+        family's alpha as run and after the adjustment.
+    mde, mde_adjusted: the rows' median MDE (relative, 80% power, each row at its Holm level)
+        as run and after the adjustment (NaN when no row has one).
+    changed: ``(row, Holm p as run, Holm p adjusted)`` for each row whose p-value crossed alpha.
     """
 
     slopes: dict[str, float]
     rows: int
-    decided: int
-    decided_adjusted: int
-    alike: int
+    significant: int
+    significant_adjusted: int
     mde: float
     mde_adjusted: float
-    changed: list[tuple[str, str, str]]
+    changed: list[tuple[str, float, float]]
 
 
 def speed_adjusted_of(frame: Any, families: Sequence[Any],
                       rerun: Callable[[Any, Any], Any]) -> SpeedAdjusted | None:
-    """Each family answered (``rerun(summaries, family)``) on ``frame`` (the run's trial
+    """Each family compared (``rerun(summaries, family)``) on ``frame`` (the run's trial
     summaries with ``server_canary_us``) and on :func:`adjust_for_speed` of it; ``None`` when
-    no slope could be estimated or no row was re-answered."""
+    no slope could be estimated or no row was compared again."""
     import numpy as np
-
-    from benchlib.stats.verdict import DECIDED, render
 
     families = [f for f in families if _rerunnable(f, frame.columns)]
     metrics = list(dict.fromkeys(m for f in families for m in f.metrics))
@@ -456,10 +458,10 @@ def speed_adjusted_of(frame: Any, families: Sequence[Any],
     adjusted, slopes = adjust_for_speed(frame, metrics, better=better)
     if not slopes:
         return None
-    rows = decided = decided_adj = alike = 0
+    rows = sig = sig_adj = 0
     mdes: list[float] = []
     mdes_adj: list[float] = []
-    changed: list[tuple[str, str, str]] = []
+    changed: list[tuple[str, float, float]] = []
     for family in families:
         before, after = _verdicts(rerun(frame, family)), _verdicts(rerun(adjusted, family))
         for k, v in before.items():
@@ -467,21 +469,18 @@ def speed_adjusted_of(frame: Any, families: Sequence[Any],
             if w is None or k[3] not in slopes or v.kind.without_figures:
                 continue
             rows += 1
-            a, b = v.kind in DECIDED, w.kind in DECIDED
-            decided += a
-            decided_adj += b
-            alike += a and v.kind == w.kind
-            if not a and math.isfinite(v.mde):
-                mdes.append(float(v.mde))
-            if not b and math.isfinite(w.mde):
-                mdes_adj.append(float(w.mde))
-            if v.kind != w.kind:
+            a, b = bool(v.p_adj < v.alpha), bool(w.p_adj < w.alpha)
+            sig += a
+            sig_adj += b
+            mdes += [float(v.mde)] if math.isfinite(v.mde) else []
+            mdes_adj += [float(w.mde)] if math.isfinite(w.mde) else []
+            if a != b:
                 group, base, arm, metric = k
-                changed.append((f"{group}: {arm} vs {base}, {metric}", render(v), render(w)))
+                changed.append((f"{group}: {arm} vs {base}, {metric}", float(v.p_adj), float(w.p_adj)))
     if not rows:
         return None
     med = lambda xs: float(np.median(xs)) if xs else math.nan  # noqa: E731
-    return SpeedAdjusted(slopes=slopes, rows=rows, decided=decided, decided_adjusted=decided_adj, alike=alike,
+    return SpeedAdjusted(slopes=slopes, rows=rows, significant=sig, significant_adjusted=sig_adj,
                          mde=med(mdes), mde_adjusted=med(mdes_adj), changed=changed)
 
 
@@ -496,23 +495,27 @@ def speed_adjusted(run: Run, answers: Sequence[Any], *,
 
 
 def speed_adjusted_markdown(adj: SpeedAdjusted | None) -> str:
-    """The design section's sensitivity line on :class:`SpeedAdjusted` ("" without one)."""
+    """The design section's sensitivity line on :class:`SpeedAdjusted` ("" without one): the
+    spread and the p-values with the CPU's speed taken out, in numbers, never in verdict words
+    (the verdicts are the tables')."""
     if adj is None:
         return ""
+    from benchlib.stats.fmt import fmt_p
+
     slopes = ", ".join(f"{m} {b:+.2f}" for m, b in adj.slopes.items())
-    text = (f"**Sensitivity: adjusted for the CPU's speed.** With each trial's value adjusted by its arm's slope on "
-            f"the server canary (log value on log canary, within arms: {slopes}; every arm's mean left as it was), "
-            f"{adj.decided_adjusted} of {adj.rows} rows are decided (as run: {adj.decided}; decided alike in both: "
-            f"{adj.alike}); " + (f"the median MDE of the rows left undecided {fmt_pct(100 * adj.mde_adjusted)}"
-                                 if math.isfinite(adj.mde_adjusted) else "no row is left undecided")
-            + f" (as run: {fmt_pct(100 * adj.mde)}).")
+    text = (f"**Sensitivity: adjusted for the CPU's speed** (a sensitivity figure, not a verdict). With each "
+            f"trial's value moved along its arm's slope on the server canary (log value on log canary, within "
+            f"arms: {slopes}) to the condition's mean canary, so that every arm is compared at one CPU speed, the "
+            f"median MDE of the {adj.rows} row(s) is {fmt_pct(100 * adj.mde_adjusted)} (as run: {fmt_pct(100 * adj.mde)}), "
+            f"and {adj.significant_adjusted} of them have a Holm-adjusted p-value below alpha (as run: "
+            f"{adj.significant}).")
     if adj.changed:
-        named = "; ".join(f"{r}: {a} → {w}" for r, a, w in adj.changed[:SPEED_ADJUSTED_NAMED])
+        named = "; ".join(f"{r}: p {fmt_p(a)} → {fmt_p(w)}" for r, a, w in adj.changed[:SPEED_ADJUSTED_NAMED])
         more = len(adj.changed) - SPEED_ADJUSTED_NAMED
-        text += f" Changed: {named}" + (f"; and {more} more" if more > 0 else "") + "."
-    return text + (" This shows how much of the undecided spread was the CPU's speed; it is not a verdict: the "
-                   "slope is estimated from the same trials and the canary also moves with the service's own load "
-                   "(docs/statistics.md, \"The service's CPU has a speed of its own\").")
+        text += f" Across alpha: {named}" + (f"; and {more} more" if more > 0 else "") + "."
+    return text + (" This shows how much of the spread was the CPU's speed. The slope is estimated from the same "
+                   "trials, and the canary also moves with the service's own load, which the adjustment takes out "
+                   "with the speed (docs/statistics.md, \"The service's CPU has a speed of its own\").")
 
 
 def machine_during_trials(run: Run) -> str:
