@@ -484,9 +484,10 @@ def _row(
         extra.update(seq_row=srow)
         row.update(p_fixed=srow.p_fixed, blocks_run=srow.blocks_run, blocks_max=sequential.max_blocks)
         if srow.drift:
-            book.add("drift", "the repeated intervals of the looks do not overlap (no effect is consistent with every "
-                     "look: the effect moved between looks); the interval shown is the latest look's, and the row "
-                     "is not called equivalent", [idx])
+            book.add("drift", "the looks disagree: their repeated intervals do not overlap (no effect is consistent "
+                     "with every look), or a look's estimate lies on the other side of no change than the interval "
+                     "the row was decided on: the effect moved between looks; the interval shown is the one the row "
+                     "was decided on (the latest look's when none was), and the row is not called equivalent", [idx])
         if srow.unplanned:
             book.add("unplanned_look", f"analysed after {srow.blocks_run} blocks, which is not one of the planned "
                      f"looks ({', '.join(map(str, sequential.looks))}): that count is added as a look", [idx])
@@ -665,9 +666,10 @@ def _early_stop(e: Mapping[str, Any], design: SequentialDesign, p_adj: float, al
     level = (alpha * p_raw / p_adj if 0.0 < p_raw and p_adj < alpha and math.isfinite(p_adj)
              else planning_alpha(alpha, m, correction))
     crossed = first_crossing(srow.z_path, srow.counts, design.shape, level)
-    eff = float(early_stop_estimate(e["effect"], e["sigma"], srow.counts, design.shape, level, crossed, done - 1))
+    plain = srow.plain if math.isfinite(srow.plain) else e["effect"]
+    eff = float(early_stop_estimate(plain, e["sigma"], srow.counts, design.shape, level, crossed, done - 1))
     eff = min(max(eff, e["lo"]), e["hi"])  # an effect the repeated interval rejects is not reported
-    return {"effect": eff, "effect_unadjusted": e["effect"], "look": done, "looks": k_looks}
+    return {"effect": eff, "effect_unadjusted": plain, "look": done, "looks": k_looks}
 
 
 def _fill_row(r: dict[str, Any], v: Verdict) -> None:

@@ -488,13 +488,20 @@ class SequentialRow:
     unplanned:
         ``blocks_run`` is not a planned look (the run was interrupted or resumed).
     drift:
-        The looks' repeated intervals (at the reported level, or at ``1 - 2 alpha`` for
-        equivalence) do not overlap: no shift is consistent with every look, which is
-        evidence that the effect moved between looks. The interval is then the latest
-        look's alone (not a zero-width intersection), and the row is never "equivalent".
+        The looks disagree: their repeated intervals (at the reported level, or at
+        ``1 - 2 alpha`` for equivalence) do not overlap (no shift is consistent with every
+        look), or they overlap on one side of no difference while the plain estimate of a look
+        at or after the one where the test rejected "no difference" lies on the other side.
+        Either is evidence that the effect moved between looks. When they do not overlap, the
+        interval is the one through the look where the test first rejected "no difference"
+        (so the direction decided and the interval agree), or without such a look the latest
+        look's alone (not a zero-width intersection); the row is never "equivalent".
     z_path:
         The weighted ``z`` of each look in the data (``W`` is their running maximum): at
         which look the row first crossed a boundary (:func:`early_stop_estimate`).
+    plain:
+        The plain Hodges-Lehmann estimate of all the blocks (log scale); ``estimate.effect`` is
+        it kept inside the interval ``[estimate.lo, estimate.hi]``.
     """
 
     estimate: Estimate
@@ -505,6 +512,7 @@ class SequentialRow:
     unplanned: bool
     drift: bool = False
     z_path: tuple[float, ...] = ()
+    plain: float = math.nan
 
 
 def _row_counts(blocks: np.ndarray, design: SequentialDesign, blocks_run: int) -> tuple[tuple[int, ...], int]:
@@ -634,15 +642,26 @@ def analyse_row(a: np.ndarray, b: np.ndarray, blocks: np.ndarray, design: Sequen
         drift = False
     else:
         p_seq = _seq_p(d, counts, done, design.shape)
-        lo, hi, drift_ci = _repeated_interval(d, counts, done, design.shape, 1.0 - confidence)
+        level = 1.0 - confidence
+        lo, hi, drift_ci = _repeated_interval(d, counts, done, design.shape, level)
         tlo, thi, drift_tost = _repeated_interval(d, counts, done, design.shape, 2.0 * alpha)
-        drift = drift_ci or drift_tost
-        if drift:  # the looks disagree: both intervals are the latest look's
-            lo, hi, _ = _repeated_interval(d, counts, done, design.shape, 1.0 - confidence, latest_only=True)
+        crossed = first_crossing(_z_path(d, counts, done, design.shape), counts, design.shape, level)
+        if drift_ci and crossed >= 0:
+            # the looks' intervals do not overlap, and the test rejected "no difference" at the
+            # interval's level: the interval is that of the look where it first did, so the
+            # direction the test decided and the interval shown agree (decisions never revert)
+            lo, hi, _ = _repeated_interval(d, counts, crossed + 1, design.shape, level)
+        elif drift_ci:  # no decision: the latest look's interval
+            lo, hi, _ = _repeated_interval(d, counts, done, design.shape, level, latest_only=True)
+        if drift_ci or drift_tost:  # equivalence on the latest look's interval (never decided: drift)
             tlo, thi, _ = _repeated_interval(d, counts, done, design.shape, 2.0 * alpha, latest_only=True)
+        drift = drift_ci or drift_tost or _turned(d, counts, done, crossed, lo, hi)
         mp = (min_p_paired(counts[0]) if len(counts) == 1 else
               _p_of_w(_max_w(counts, design.shape, done), counts, design.shape))
-    est = hodges_lehmann_center(d) if d.size else math.nan
+    plain = hodges_lehmann_center(d) if d.size else math.nan
+    # the estimate printed lies in the interval printed (at the last look too: only _early_stop
+    # used to keep it there, and a row could read "ratio 0.995 [1.096, 1.100] -> faster")
+    est = min(max(plain, lo), hi) if math.isfinite(plain) and lo <= hi else plain
     sigma = float(np.std(d, ddof=1)) if d.size > 1 else math.nan
     p_tost = math.nan
     if done and d.size and math.isfinite(margin) and margin > 0:
@@ -650,7 +669,17 @@ def analyse_row(a: np.ndarray, b: np.ndarray, blocks: np.ndarray, design: Sequen
     e = Estimate(est, lo, hi, float(confidence), tlo, thi, float(p_seq), float(mp), sigma,
                  "sequential Wilcoxon signed-rank", True, False, n_tied, p_tost)
     zp = _z_path(d, counts, done, design.shape) if done and d.size and np.any(d != 0.0) else ()
-    return SequentialRow(e, float(p_fixed), counts, done, int(blocks_run), unplanned, drift, zp)
+    return SequentialRow(e, float(p_fixed), counts, done, int(blocks_run), unplanned, drift, zp, plain)
+
+
+def _turned(d: np.ndarray, counts: tuple[int, ...], done: int, crossed: int, lo: float, hi: float) -> bool:
+    """Whether the looks disagree in direction although their intervals overlap: the interval
+    lies on one side of no difference (the test rejected it at look ``crossed``, 0-based), and
+    the plain estimate of that look or a later one lies on the other side."""
+    if crossed < 0 or not (lo > 0.0 or hi < 0.0):
+        return False
+    side = 1.0 if lo > 0.0 else -1.0
+    return any(side * hodges_lehmann_center(d[: counts[k]]) < 0.0 for k in range(crossed, done))
 
 
 # ---------------------------------------------------------------------------------------

@@ -168,10 +168,11 @@ class Verdict:
         ``p_adj`` (NaN where equivalence cannot be decided: difference metrics, untested
         rows). "Equivalent" means ``p_tost_adj`` below alpha.
     drift:
-        Group-sequential analysis: the repeated intervals of the looks do not overlap (no
-        effect is consistent with every look: the effect moved between looks). The interval
-        is the latest look's, the row is never "equivalent", and the words say "drift
-        between looks".
+        Group-sequential analysis: the looks disagree (their repeated intervals do not
+        overlap, or a look's estimate lies on the other side of no change than the interval
+        the row was decided on: the effect moved between looks). The interval is the one the
+        row was decided on (the latest look's when none was), the row is never "equivalent",
+        and the words say "drift between looks".
     target_mde, mde_budget:
         Group-sequential analysis with a target (``SequentialDesign.target_mde``, relative):
         the target and the MDE the row can reach by the design's last look (at that look its
@@ -520,7 +521,9 @@ def decide(
     # floor, which Holm's step-down can beat: issue 19, item 4)
     sig = bool(p_adj < alpha)
     if sig:
-        good = info.is_good(effect)
+        # the word follows the interval: the side of no change it lies on (the estimate only
+        # where the interval holds no change, e.g. a confidence other than 1 - alpha)
+        good = info.is_good(lo if lo > 0 else hi if hi < 0 else effect)
         kind = VerdictKind.FASTER if good else VerdictKind.SLOWER
         qualifier = ""
         if log and margin > 0:

@@ -154,19 +154,21 @@ def test_plan_sequential_reaches_its_power_with_few_more_blocks_than_fixed() -> 
     assert p.design.power(0.02, 0.066) < p.design.power(0.05, 0.066) < p.design.power(0.10, 0.066)
 
 
-def test_looks_that_disagree_give_the_latest_looks_interval_and_never_equivalent() -> None:
+def test_looks_that_disagree_give_the_deciding_looks_interval_and_never_equivalent() -> None:
     # the first look's 8 blocks sit at +10%, the next 8 at -10%: no shift is consistent with
     # both looks, so the intersection of the repeated intervals is empty (drift, not precision)
     rng = np.random.default_rng(1)
     d = np.r_[0.10 + rng.uniform(-0.003, 0.003, 8), -0.10 + rng.uniform(-0.01, 0.01, 8)]
     design = SequentialDesign((8, 16))
     row = analyse_row(np.zeros(16), d, np.arange(16), design, blocks_run=16)
-    # the latest look's interval (here it holds 0 and reaches beyond the margin), not a zero-width one
+    # equivalence on the latest look's interval (here it holds 0 and reaches beyond the margin),
+    # not a zero-width one
     assert row.estimate.tost_lo < 0.0 < row.estimate.tost_hi
     assert row.estimate.tost_hi - row.estimate.tost_lo > 0.04
-    assert row.estimate.lo <= row.estimate.tost_lo and row.estimate.hi >= row.estimate.tost_hi
-    assert row.estimate.lo <= row.estimate.effect <= row.estimate.hi
-    assert row.drift
+    # the first look rejected "no difference" at the interval's level: the interval is that
+    # look's, the estimate inside it, and the direction decided is the interval's
+    assert 0.09 < row.estimate.lo <= row.estimate.effect <= row.estimate.hi < 0.11
+    assert abs(row.plain) < 0.01 and row.drift
     # through compare: two identical rows (Holm makes neither significant); before, both read
     # "equivalent (±2%)" on a zero-width interval
     frame = _frame(np.zeros(16), d)
@@ -177,3 +179,38 @@ def test_looks_that_disagree_give_the_latest_looks_interval_and_never_equivalent
         assert "drift between looks" in render(v)
     assert any("do not overlap" in f for f in comp.footnotes)
     assert bool(comp.table["drift"].all())
+
+
+def test_the_estimate_lies_in_its_interval_and_the_word_follows_the_interval() -> None:
+    """Issue 39, item 2: looks 8-16, B 10% slower in blocks 0-7 and 10% faster in 8-15. The
+    looks' intervals overlap in a sliver above 1, while the plain estimate of all 16 blocks is
+    about 1.0: the row read "ratio 0.999 [1.085, 1.097] (-0.1%) -> faster". The estimate is kept
+    inside the interval, the word is the interval's, and the looks' disagreement is "drift"."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(0, 0.02, 16)
+    b = a + np.r_[np.full(8, math.log(1.10)), np.full(8, -math.log(1.10))] + rng.normal(0, 0.02, 16)
+    frame = pd.DataFrame({"arm": ["A"] * 16 + ["B"] * 16, "block": list(range(16)) * 2, "trial": range(32),
+                          "condition": "c", "p50_ms": np.exp(np.r_[a, b]) * 5.0})
+    design = SequentialDesign.every(16, first=8, step=2)
+    v = compare(frame, baseline="A", metrics=("p50_ms",), sequential=design, shift=False).verdicts[0]
+    assert v.ci_lo > 1.0 and v.ci_lo <= v.estimate <= v.ci_hi, (v.estimate, v.ci_lo, v.ci_hi)
+    assert v.kind is VerdictKind.SLOWER and v.drift
+    assert render(v) == "slower (sequential, 16 of 16 blocks; drift between looks)"
+    # the same data at every look: the word never turns, the estimate never leaves its interval
+    for n in design.looks:
+        w = compare(frame[frame["block"] < n], baseline="A", metrics=("p50_ms",), sequential=design,
+                    shift=False).verdicts[0]
+        assert w.ci_lo <= w.estimate <= w.ci_hi and w.kind is VerdictKind.SLOWER, n
+
+
+def test_a_steady_effect_is_not_called_drift() -> None:
+    """A steady +8% over 16 blocks (within-block SD 3%): decided at the first look, every later
+    look's estimate on the same side: no drift."""
+    rng = np.random.default_rng(4)
+    d = math.log(1.08) + rng.normal(0, 0.03, 16)
+    design = SequentialDesign.every(16, first=8, step=2)
+    for n in design.looks:
+        row = analyse_row(np.zeros(n), d[:n], np.arange(n), design, blocks_run=n)
+        assert not row.drift and row.estimate.lo > 0 and row.estimate.effect == pytest.approx(row.plain), n

@@ -124,3 +124,13 @@ def test_single_trial_rows_are_typed_as_such():
     assert v.need == 4 and math.isfinite(v.mde) and v.mde_is_lower_bound
     assert not c.table.loc[0, "between_run_variance_estimated"]
     assert "MDE(80%)" not in c.one_line(0)  # the verdict text already says it
+
+
+def test_a_significant_row_takes_its_word_from_its_interval():
+    """Issue 39, item 2: an estimate on the other side of no change than its interval (a
+    sequential row whose looks disagree) no longer decides the word."""
+    log = math.log
+    v = _ok(LAT, log(0.995), log(1.085), log(1.097), 0.04)
+    assert v.kind is VerdictKind.SLOWER and v.word == "slower"
+    v = _ok(RPS, log(1.01), log(0.90), log(0.95), 0.04)
+    assert v.kind is VerdictKind.SLOWER  # throughput: lower is worse
