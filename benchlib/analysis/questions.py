@@ -287,26 +287,46 @@ def _errored_verdicts(comparison: Any, errored: Mapping[tuple[str, str], tuple[i
     return dataclasses.replace(comparison, table=table, verdicts=verdicts)
 
 
-def _client_bound(data: Any) -> dict[tuple[str, str], str]:
-    """(group, arm label) -> the evidence, for each arm whose rate benchlib's client set there
-    (:func:`benchlib.analysis.tables.near_client_limit` over all its trials, valid or not): its
-    busiest client CPU (share of one CPU, range over trials), the trials the guard invalidated
-    for it, and its median rate (req/s), a lower bound of what the server can serve. Empty
-    without the ``client_cpu`` column (summaries stored before it)."""
+@dataclass(frozen=True)
+class ClientBound:
+    """An arm whose rate benchlib's client set (:func:`_client_bound`): the evidence in words,
+    and its figure: ``trials`` (with a client CPU measure, or invalidated for the client's
+    CPU) and ``at_limit`` (of them, at :data:`~benchlib.analysis.tables.CLIENT_NEAR_LIMIT` or
+    more, or invalidated for it)."""
+
+    evidence: str
+    trials: int
+    at_limit: int
+
+
+def _client_bound(data: Any) -> dict[tuple[str, str], ClientBound]:
+    """(group, arm label) -> the evidence, for each arm whose rate benchlib's client set there:
+    at the client's limit (busiest client CPU at :data:`~benchlib.analysis.tables.CLIENT_NEAR_LIMIT`
+    or more, or invalidated by the guard for the client's CPU) in half of its trials or more,
+    valid or not (:func:`benchlib.analysis.tables.near_client_limit`; one trial invalid for the
+    client's CPU is not enough: issue 39, item 3). The evidence names its busiest client CPU
+    (share of one CPU, range over trials), the trials at the limit and those the guard
+    invalidated for it, and its median rate (req/s), a lower bound of what the server can serve.
+    Empty without the ``client_cpu`` column (summaries stored before it)."""
     import numpy as np
 
     from benchlib.analysis.tables import CLIENT_NEAR_LIMIT, invalid_for_client_cpu, near_client_limit
 
     if "client_cpu" not in data.columns:
         return {}
-    out: dict[tuple[str, str], str] = {}
+    out: dict[tuple[str, str], ClientBound] = {}
     for (group, label), g in data.groupby(["condition", "arm"], sort=False):
         cpus = [float(c) for c in g["client_cpu"] if c is not None and c == c]
         status = list(g["status"].astype(str)) if "status" in g.columns else ["ok"] * len(g)
         reasons = list(g["reason"]) if "reason" in g.columns else [None] * len(g)
-        bad = sum(1 for st, r in zip(status, reasons, strict=True) if st == "invalid" and invalid_for_client_cpu(r))
+        invalid = [st == "invalid" and invalid_for_client_cpu(r) for st, r in zip(status, reasons, strict=True)]
+        bad = sum(invalid)
         near = sum(1 for c in cpus if c >= CLIENT_NEAR_LIMIT)
-        if not near_client_limit(len(cpus), near, bad):
+        measured = [c for c in g["client_cpu"]]
+        trials = sum(1 for c, inv in zip(measured, invalid, strict=True) if inv or (c is not None and c == c))
+        at_limit = sum(1 for c, inv in zip(measured, invalid, strict=True)
+                       if inv or (c is not None and c == c and float(c) >= CLIENT_NEAR_LIMIT))
+        if not near_client_limit(trials, at_limit, 0):
             continue
         rate = ""
         if "throughput_rps" in g.columns:
@@ -316,12 +336,13 @@ def _client_bound(data: Any) -> dict[tuple[str, str], str]:
                         "bound of the server's")
         lo, hi = (f"{min(cpus):.0%}", f"{max(cpus):.0%}") if cpus else ("?", "?")
         cpu = f"{lo}-{hi}" if lo != hi else hi
-        out[(str(group), str(label))] = (f"{label}'s client CPU was {cpu} busy in {len(cpus)} trials ({near} at "
-                                         f"{CLIENT_NEAR_LIMIT:.0%} or more, {bad} invalid for it){rate}")
+        out[(str(group), str(label))] = ClientBound(
+            f"{label}'s client CPU was {cpu} busy in {len(cpus)} trials ({near} at {CLIENT_NEAR_LIMIT:.0%} or more, "
+            f"{bad} invalid for it){rate}", trials, at_limit)
     return out
 
 
-def _client_bound_verdicts(comparison: Any, missing: list[Verdict], bound: Mapping[tuple[str, str], str]
+def _client_bound_verdicts(comparison: Any, missing: list[Verdict], bound: Mapping[tuple[str, str], ClientBound]
                            ) -> tuple[Any, list[Verdict]]:
     """``comparison`` and ``missing`` with each row that is neither decided nor equivalent ("~",
     "insufficient", "no valid trial", "not decidable within the budget") and has a client-bound
@@ -337,7 +358,11 @@ def _client_bound_verdicts(comparison: Any, missing: list[Verdict], bound: Mappi
     def relabel(v: Verdict) -> Verdict:
         group = str(v.labels.get("condition"))
         why = [bound[(group, lbl)] for lbl in (v.baseline, v.arm) if (group, lbl) in bound]
-        return Verdict.client_bound("; ".join(why), of=v) if why and v.kind in open_kinds else v
+        if not why or v.kind not in open_kinds:
+            return v
+        most = max(why, key=lambda b: b.at_limit / b.trials if b.trials else 0.0)  # the figure the census checks
+        return Verdict.client_bound("; ".join(b.evidence for b in why), of=v, trials=most.trials,
+                                    at_limit=most.at_limit)
 
     missing = [relabel(v) for v in missing]
     if comparison is None:

@@ -1,20 +1,26 @@
 """The verdict census of stored runs: how much a report decided, and whether two reports agree.
 
-The definitions are issue 23's, so that a goal on them cannot be met by relabelling:
+The definitions are issue 23's, made harder to meet by relabelling (issue 39, item 3):
 
 * a **headline row** is every stored verdict row (``derived/*.json`` of a run folder and of its
   companion runs ``<run_id>-<part>``) except the failure-rate rows
-  (:data:`benchlib.stats.metrics.RATE_METRICS`), rows of arms that did not run, and rows the
-  design left out (``omitted``: a quantile the trials' requests cannot support);
+  (:data:`benchlib.stats.metrics.RATE_METRICS`) and rows of arms that did not run. Rows the
+  design left out (``omitted``: a quantile the trials' requests cannot support) are headline
+  rows the report did not decide: undecided, without an MDE, and counted apart;
 * a row is **decided** when its verdict is faster, slower or equivalent;
 * an undecided row's **MDE** is the verdict's own ``mde`` (relative, 80% power, its Holm
-  family); a row without one (no valid trial, insufficient without a bound) counts as infinite;
-* **client-bound** rows (the arm's rate was set by benchlib's client, with the measured
-  evidence in the row) and **no valid trial** rows (every trial of an arm answered errors) are
-  undecided rows the report explains; the goal allows them up to :data:`EXPLAINED_SHARE` of
-  the headline rows;
+  family); a row without one (omitted, no valid trial, insufficient without a bound) or whose MDE
+  is only a lower bound (one trial per arm: the between-run variance is not estimated) counts as
+  infinite;
+* **no valid trial** rows (every trial of an arm answered errors) and **client-bound** rows whose
+  client-bound arm was at the client's limit in at least :data:`CLIENT_SHARE` of its trials (the
+  figure the verdict carries: ``Verdict.client_trials``, ``client_at_limit``) are undecided rows
+  the report explains; the goal allows them up to :data:`EXPLAINED_SHARE` of the headline rows.
+  A client-bound row without that figure (stored before it was recorded) or below it is an
+  undecided row without an MDE;
 * two runs of one study **agree** on a row decided in either run when both decided it alike;
-  **opposite** when both decided it in different directions.
+  **opposite** when both decided it in opposite directions (faster against slower); **split**
+  when one run decided a direction and the other equivalence.
 
 ``python -m benchlib.publish.census FOLDER... [--against FOLDER...] [--target PCT]`` prints, per run
 folder (``data/runs/<study>/<run_id>``), its headline rows, decided rows and the MDEs of the
@@ -37,21 +43,27 @@ from benchlib.core.errors import ParameterError
 from benchlib.stats.metrics import RATE_METRICS
 from benchlib.stats.verdict import DECIDED, VerdictKind
 
-__all__ = ["DECIDED", "EXPLAINED", "EXPLAINED_SHARE", "Agreement", "Census", "Row", "agreement", "census",
-           "headline_rows", "main", "total"]
+__all__ = ["CLIENT_SHARE", "DECIDED", "EXPLAINED", "EXPLAINED_SHARE", "Agreement", "Census", "Row", "agreement",
+           "census", "headline_rows", "main", "total"]
 
-#: undecided kinds whose row carries its own evidence of why no design of this study decides it
+#: undecided kinds whose row may carry its own evidence of why no design of this study decides it
+#: (:attr:`Row.explained`)
 EXPLAINED: frozenset[VerdictKind] = frozenset({VerdictKind.CLIENT_BOUND, VerdictKind.NO_VALID_TRIAL})
 #: the largest share of the headline rows the goal lets be explained rather than decided
 EXPLAINED_SHARE = 0.10
-_NOT_HEADLINE = frozenset({VerdictKind.NOT_RUN, VerdictKind.OMITTED})
+#: a client-bound row is explained when its client-bound arm was at the client's limit in at least
+#: this share of its trials (the rule of :func:`benchlib.analysis.tables.near_client_limit`)
+CLIENT_SHARE = 0.5
+_NOT_HEADLINE = frozenset({VerdictKind.NOT_RUN})
 
 
 @dataclass(frozen=True)
 class Row:
     """One headline row: where it is (``family``: the ``derived`` file's stem; ``labels``: its
     ``by`` columns as sorted JSON), its kind, and ``mde`` (relative, e.g. 0.12 for 12%;
-    ``inf`` where the verdict has none)."""
+    ``inf`` where the verdict has none or only a lower bound); ``client_share``: for a
+    client-bound row, the share of its client-bound arm's trials at the client's limit (NaN when
+    not recorded)."""
 
     study: str
     family: str
@@ -61,6 +73,7 @@ class Row:
     labels: str
     kind: VerdictKind
     mde: float
+    client_share: float = math.nan
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
@@ -70,6 +83,20 @@ class Row:
     @property
     def decided(self) -> bool:
         return self.kind in DECIDED
+
+    @property
+    def explained(self) -> bool:
+        """Undecided with the measured reason no design of the study decides it here: no valid
+        trial, or client-bound with its arm at the client's limit in at least
+        :data:`CLIENT_SHARE` of its trials."""
+        if self.kind is VerdictKind.CLIENT_BOUND:
+            return self.client_share >= CLIENT_SHARE
+        return self.kind in EXPLAINED
+
+    @property
+    def omitted(self) -> bool:
+        """A row the design could not report (no values): undecided, without an MDE."""
+        return self.kind is VerdictKind.OMITTED
 
 
 def headline_rows(run_folder: str | Path) -> tuple[str, str, list[Row]]:
@@ -83,9 +110,10 @@ def headline_rows(run_folder: str | Path) -> tuple[str, str, list[Row]]:
             v = stored_verdict(d)
             if v.kind in _NOT_HEADLINE or v.metric in RATE_METRICS:
                 continue
-            mde = v.mde if math.isfinite(v.mde) and v.mde >= 0 else math.inf
+            mde = v.mde if math.isfinite(v.mde) and v.mde >= 0 and not v.mde_is_lower_bound else math.inf
+            share = v.client_at_limit / v.client_trials if v.client_trials > 0 else math.nan
             rows.append(Row(got.study, family, v.arm, v.baseline, v.metric, json.dumps(dict(v.labels), sort_keys=True),
-                            v.kind, mde))
+                            v.kind, mde, share))
     return got.study, got.run_id, rows
 
 
@@ -93,7 +121,9 @@ def headline_rows(run_folder: str | Path) -> tuple[str, str, list[Row]]:
 class Census:
     """The census of one run (or of several, summed: ``study`` then ``"all"``).
 
-    ``mdes``: the undecided rows' MDEs (relative; ``inf`` for none), explained rows excluded.
+    ``mdes``: the undecided rows' MDEs (relative; ``inf`` for none), explained rows excluded;
+    ``omitted``: of those, rows the design could not report; ``unexplained_bound``: of those,
+    client-bound rows without the figure that would explain them.
     """
 
     study: str
@@ -102,6 +132,8 @@ class Census:
     decided: int
     explained: int
     mdes: tuple[float, ...]
+    omitted: int = 0
+    unexplained_bound: int = 0
 
     def within(self, target: float) -> int:
         """Undecided (not explained) rows whose MDE is at most ``target`` (relative)."""
@@ -123,10 +155,14 @@ class Census:
         mdes = [m for m in self.mdes if math.isfinite(m)]
         spread = (f"MDE median {_pct(self.median_mde())}, max {_pct(max(self.mdes))}"
                   if self.mdes else "none undecided")
+        apart = [f"omitted by the design: {self.omitted}" if self.omitted else "",
+                 f"client-bound without the figure: {self.unexplained_bound}" if self.unexplained_bound else ""]
+        apart_text = "".join(f" ({a})" for a in apart if a)
         return (f"{self.study:30s} {self.run_id:22s} rows {self.rows:3d}  decided {self.decided:3d} "
                 f"({_pct(self.decided / self.rows if self.rows else math.nan, 0)})  explained {self.explained:2d}  "
                 f"undecided {len(self.mdes):3d}: {spread}; within {_pct(target, 0)}: {self.within(target)}"
-                f"{'' if len(mdes) == len(self.mdes) else f', without an MDE: {len(self.mdes) - len(mdes)}'}")
+                f"{'' if len(mdes) == len(self.mdes) else f', without an MDE: {len(self.mdes) - len(mdes)}'}"
+                f"{apart_text}")
 
 
 def _pct(x: float, digits: int = 1) -> str:
@@ -135,33 +171,39 @@ def _pct(x: float, digits: int = 1) -> str:
 
 def census(study: str, run_id: str, rows: Sequence[Row]) -> Census:
     """The census of one run's headline rows."""
-    undecided = [r for r in rows if not r.decided and r.kind not in EXPLAINED]
-    return Census(study, run_id, len(rows), sum(r.decided for r in rows),
-                  sum(r.kind in EXPLAINED for r in rows), tuple(sorted(r.mde for r in undecided)))
+    undecided = [r for r in rows if not r.decided and not r.explained]
+    # a client-bound row the census cannot count as explained has no MDE of its own
+    mdes = (math.inf if r.kind is VerdictKind.CLIENT_BOUND else r.mde for r in undecided)
+    return Census(study, run_id, len(rows), sum(r.decided for r in rows), sum(r.explained for r in rows),
+                  tuple(sorted(mdes)), sum(r.omitted for r in rows),
+                  sum(r.kind is VerdictKind.CLIENT_BOUND for r in undecided))
 
 
 def total(parts: Iterable[Census]) -> Census:
     """Several runs' censuses summed (``study`` "all")."""
     ps = list(parts)
     return Census("all", "", sum(p.rows for p in ps), sum(p.decided for p in ps), sum(p.explained for p in ps),
-                  tuple(sorted(m for p in ps for m in p.mdes)))
+                  tuple(sorted(m for p in ps for m in p.mdes)), sum(p.omitted for p in ps),
+                  sum(p.unexplained_bound for p in ps))
 
 
 @dataclass(frozen=True)
 class Agreement:
     """Two runs of one study on the rows both hold: ``alike`` (decided the same in both),
-    ``opposite`` (decided in both, differently), ``one`` (decided in one run only)."""
+    ``opposite`` (decided in opposite directions: faster in one, slower in the other),
+    ``split`` (a direction in one, equivalent in the other), ``one`` (decided in one run only)."""
 
     study: str
     rows: int
     alike: int
     opposite: int
     one: int
+    split: int = 0
 
     @property
     def either(self) -> int:
         """Rows decided in at least one of the two runs."""
-        return self.alike + self.opposite + self.one
+        return self.alike + self.opposite + self.split + self.one
 
     def share(self) -> float:
         """``alike`` over ``either`` (``nan`` when neither run decided a row)."""
@@ -172,10 +214,11 @@ def agreement(study: str, a: Sequence[Row], b: Sequence[Row]) -> Agreement:
     """How two runs of one study agree on the headline rows both hold."""
     ka, kb = {r.key: r for r in a}, {r.key: r for r in b}
     keys = set(ka) & set(kb)
+    both = [k for k in keys if ka[k].decided and kb[k].decided and ka[k].kind != kb[k].kind]
     alike = sum(ka[k].decided and kb[k].decided and ka[k].kind == kb[k].kind for k in keys)
-    opposite = sum(ka[k].decided and kb[k].decided and ka[k].kind != kb[k].kind for k in keys)
+    opposite = sum(ka[k].kind.directional and kb[k].kind.directional for k in both)
     one = sum(ka[k].decided != kb[k].decided for k in keys)
-    return Agreement(study, len(keys), alike, opposite, one)
+    return Agreement(study, len(keys), alike, opposite, one, len(both) - opposite)
 
 
 def _runs(folders: Sequence[str]) -> dict[str, tuple[str, list[Row]]]:
@@ -216,10 +259,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("agreement (rows decided in either run):")
         for g in agreements:
             print(f"  {g.study:30s} rows {g.rows:3d}  decided in either {g.either:3d}  alike {g.alike:3d}  "
-                  f"opposite {g.opposite}  one run only {g.one:3d}")
+                  f"opposite {g.opposite}  direction against equivalent {g.split}  one run only {g.one:3d}")
         alike, either = sum(g.alike for g in agreements), sum(g.either for g in agreements)
         print(f"  all: decided in either {either}, alike {alike} ({_pct(alike / either if either else math.nan, 0)}), "
-              f"opposite {sum(g.opposite for g in agreements)}")
+              f"opposite {sum(g.opposite for g in agreements)}, direction against equivalent "
+              f"{sum(g.split for g in agreements)}")
     return 0
 
 

@@ -178,6 +178,10 @@ class Verdict:
         the target and the MDE the row can reach by the design's last look (at that look its
         own MDE; before it projected from the blocks so far on the 95% lower confidence bound
         of their spread). ``UNDECIDABLE`` when ``mde_budget > target_mde``; NaN without a target.
+    client_trials, client_at_limit:
+        ``CLIENT_BOUND``: the client-bound arm's trials (with a client CPU measure, or
+        invalidated for the client's CPU) and those of them at the client's limit, the figure
+        the census checks (0 and 0 for rows stored before it was recorded).
     """
 
     kind: VerdictKind
@@ -226,6 +230,8 @@ class Verdict:
     estimate_unadjusted: float = _NAN
     target_mde: float = _NAN
     mde_budget: float = _NAN
+    client_trials: int = 0
+    client_at_limit: int = 0
 
     def __hash__(self) -> int:
         return hash((self.kind, self.arm, self.baseline, self.metric, tuple(sorted(map(str, self.labels.items())))))
@@ -246,16 +252,18 @@ class Verdict:
                    reason=str(reason))
 
     @classmethod
-    def client_bound(cls, evidence: str, *, of: Verdict) -> Verdict:
+    def client_bound(cls, evidence: str, *, of: Verdict, trials: int = 0, at_limit: int = 0) -> Verdict:
         """The verdict of ``of``'s row (its identity, metric and family kept; no estimate, no
         p-value, no MDE) when one of its arms was client-bound: ``evidence`` names the arm, its
         client CPU and its rate as a lower bound (``"actix's client CPU was 86%-91% busy in 8
         trials (8 at 80% or more, 2 invalid for it); its rate, 61,234 req/s (median of 8
-        trials), is a lower bound of the server's"``)."""
+        trials), is a lower bound of the server's"``); ``trials`` and ``at_limit`` are that
+        figure as numbers (the arm's trials, those at the client's limit)."""
         return cls(VerdictKind.CLIENT_BOUND, arm=of.arm, baseline=of.baseline, metric=of.metric, labels=dict(of.labels),
                    better=of.better, effect=of.effect, unit=of.unit, correction=of.correction,
                    family_size=of.family_size, alpha=of.alpha, margin=of.margin, n_baseline=of.n_baseline,
-                   n_arm=of.n_arm, paired=of.paired, reason=str(evidence))
+                   n_arm=of.n_arm, paired=of.paired, reason=str(evidence), client_trials=int(trials),
+                   client_at_limit=int(at_limit))
 
     @property
     def directional(self) -> bool:

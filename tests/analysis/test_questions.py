@@ -192,5 +192,29 @@ def test_an_undecided_row_of_an_arm_the_client_could_not_saturate_reads_client_b
 
     futile = Verdict(VerdictKind.UNDECIDABLE, arm="actix", baseline="go", metric="p50_ms", mde=math.inf,
                      labels={"condition": "discard"})
-    _, (relabelled,) = _client_bound_verdicts(None, [futile], {("discard", "actix"): bound.reason})
+    from benchlib.analysis.questions import ClientBound
+
+    _, (relabelled,) = _client_bound_verdicts(None, [futile], {("discard", "actix"): ClientBound(bound.reason, 8, 8)})
     assert relabelled.kind is VerdictKind.CLIENT_BOUND and relabelled.reason == bound.reason
+    assert (bound.client_trials, bound.client_at_limit) == (8, 8) == (relabelled.client_trials,
+                                                                     relabelled.client_at_limit)
+
+
+def test_one_trial_invalid_for_the_clients_cpu_does_not_make_an_arm_client_bound() -> None:
+    """Issue 39, item 3: one of an arm's trials invalid for the client's CPU turned every undecided
+    row with that arm (its baseline's too) into "client-bound", which the census counts as
+    explained; the arm must be at the client's limit in half of its trials or more."""
+    s = _summaries({"go": 1.0, "actix": 1.0}, conditions=("discard",), trials=6)
+    s["client_cpu"] = 0.5
+    s["reason"] = None
+    one = (s["arm"] == "go") & (s["block"] == 0)  # the baseline's first trial only
+    s.loc[one, ["client_cpu", "valid", "status", "reason"]] = (
+        0.91, False, "invalid", "client CPU 1 was 91% busy (limit 90%): the client, not the server, may have limited it")
+    fam = Family.against("framework", "go", ["actix"], conditions=("discard",), metrics=("p50_ms",))
+    v = run_family(s, fam, seed=1).verdict("actix", "p50_ms", group="discard")
+    assert v.kind is not VerdictKind.CLIENT_BOUND, v.text
+    most = (s["arm"] == "go") & (s["block"] < 3)  # half of its trials: client-bound, with the figure
+    s.loc[most, ["client_cpu", "valid", "status", "reason"]] = s.loc[one, ["client_cpu", "valid", "status",
+                                                                         "reason"]].iloc[0].tolist()
+    w = run_family(s, fam, seed=1).verdict("actix", "p50_ms", group="discard")
+    assert w.kind is VerdictKind.CLIENT_BOUND and (w.client_trials, w.client_at_limit) == (6, 3)
