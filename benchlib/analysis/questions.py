@@ -20,11 +20,11 @@ from typing import Any
 
 from benchlib.core.errors import ParameterError
 from benchlib.store.results import Run
-from benchlib.stats.sequential import SequentialDesign
+from benchlib.stats.sequential import LookStatus, SequentialDesign
 from benchlib.stats.verdict import Verdict
 
 __all__ = ["Answer", "Contrast", "Family", "blocks_needed", "compare_valid", "decided_questions", "planned_rows",
-           "run_family"]
+           "run_family", "sequential_look"]
 
 
 @dataclass(frozen=True)
@@ -448,6 +448,19 @@ def run_family(summaries: Any, family: Family, *, unavailable: Mapping[str, str]
     return Answer(family, comparison, notes, missing, absent, errored)
 
 
+def sequential_look(family: Family, summaries: Any, design: SequentialDesign, *,
+                    unavailable: Mapping[str, str] | None = None, **compare_kwargs: Any) -> tuple[Answer, LookStatus | None]:
+    """A question at a sequential look, as the runner's stopping rule reads it: the family
+    compared with ``sequential=design`` on the summaries so far, and whether it may stop
+    (:func:`benchlib.stats.sequential.status`; ``None`` when nothing could be compared yet).
+    The stopping rule (:class:`benchlib.analysis.stopping.StopWhenSettled`) and the progress
+    lines (:func:`decided_questions`) both read it, so they cannot disagree."""
+    from benchlib.stats.sequential import status
+
+    answer = run_family(summaries, family, unavailable=unavailable, sequential=design, shift=False, **compare_kwargs)
+    return answer, (status(answer.comparison) if answer.comparison is not None else None)
+
+
 def planned_rows(family: Family, requests: Mapping[str, float], unavailable: Mapping[str, str] | None = None) -> int:
     """Rows the family will have: each runnable row times the metrics its condition's trials
     support (``requests``: successful requests per trial, by condition; a quantile needs 50
@@ -509,20 +522,22 @@ def decided_questions(families: Sequence[Family], *, sequential: SequentialDesig
     rows faster, slower or equivalent of the ``n`` compared; ``(all; uncorrected)`` when
     every row is). With ``sequential`` (the run's
     :class:`~benchlib.stats.sequential.SequentialDesign`, ``stopping.design``) it says what
-    the stopping rule says: at a planned look, ``"<question>: k/n rows settled at the
-    sequential look after b blocks"`` (the sequential analysis,
-    ``run_family(..., sequential=design)``), ``"none settled at the sequential look after b
-    blocks"``; between looks, the last look's words; before the first, ``"no sequential look
-    yet (the first after b blocks)"``. For the progress display only: the report's verdicts
-    come from the analysis of the run."""
-    from benchlib.stats.sequential import blocks_run
+    the stopping rule says, read from the same look (:func:`sequential_look`): at a planned
+    look, ``"<question>: k/n rows settled at the sequential look after b blocks"`` (``k`` rows
+    settled as :func:`benchlib.stats.sequential.settled` has it: decided, equivalent, or with a
+    target "not decidable within the budget", said in brackets; ``(all)`` exactly when the rule
+    stops the question), ``"none settled at the sequential look after b blocks"``; between
+    looks, the last look's words; before the first, ``"no sequential look yet (the first after
+    b blocks)"``. For the progress display only: the report's verdicts come from the analysis
+    of the run."""
+    from benchlib.stats.sequential import blocks_run, settled
 
     fams = tuple(families)
 
-    def counts_of(summaries: Any, **kw: Any) -> dict[str, list[int]]:
+    def fixed_counts(summaries: Any) -> dict[str, list[int]]:
         counts: dict[str, list[int]] = {}
         for fam in fams:
-            answer = run_family(summaries, fam, unavailable=unavailable, seed=seed, **kw, **compare_kwargs)
+            answer = run_family(summaries, fam, unavailable=unavailable, seed=seed, **compare_kwargs)
             if answer.comparison is None:
                 continue
             for v in answer.comparison.verdicts:
@@ -534,20 +549,36 @@ def decided_questions(families: Sequence[Family], *, sequential: SequentialDesig
                 c[1] += 1
         return counts
 
+    def look_counts(summaries: Any, design: SequentialDesign) -> dict[str, list[int]]:
+        counts: dict[str, list[int]] = {}  # question -> [settled, rows, of them not decidable within the budget]
+        for fam in fams:
+            answer, _ = sequential_look(fam, summaries, design, unavailable=unavailable, seed=seed, **compare_kwargs)
+            if answer.comparison is None:
+                continue
+            for v in answer.comparison.verdicts:
+                if v.kind.without_figures:  # as the stopping rule: such a row is neither open nor settled
+                    continue
+                q = answer.question_of(str(v.labels.get("condition")), v.baseline, v.arm) if fam.questions else ""
+                c = counts.setdefault(q or fam.title or fam.key, [0, 0, 0])
+                c[0] += settled(v, require_practical=design.require_practical)
+                c[1] += 1
+                c[2] += v.kind.value == "undecidable"
+        return counts
+
     def decided(summaries: Any) -> list[str]:
         if summaries is None or not len(summaries):
             return []
         if sequential is None:
             return [f"{q}: {k}/{n} rows " + ("(all; uncorrected)" if k == n else "(uncorrected)")
-                    for q, (k, n) in counts_of(summaries).items() if k]
+                    for q, (k, n) in fixed_counts(summaries).items() if k]
         done = [n for n in sequential.looks if n <= blocks_run([summaries])]
         if not done:
             return [f"no sequential look yet (the first after {sequential.looks[0]} blocks)"]
         look = done[-1]  # between looks, the last look stands (as the stopping rule has it)
         at = f"settled at the sequential look after {look} blocks"
         words = [f"{q}: {k}/{n} rows " + ("(all) " if k == n else "") + at
-                 for q, (k, n) in counts_of(summaries[summaries["block"] < look], sequential=sequential,
-                                            shift=False).items() if k]
+                 + (f" ({u} not decidable within the budget)" if u else "")
+                 for q, (k, n, u) in look_counts(summaries[summaries["block"] < look], sequential).items() if k]
         return words or [f"none {at}"]
 
     return decided

@@ -27,11 +27,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchlib.analysis.questions import Family, run_family
+from benchlib.analysis.questions import Family, sequential_look
 from benchlib.core.errors import ParameterError
 from benchlib.core.model import Experiment
 from benchlib.store.results import Run
-from benchlib.stats.sequential import SequentialDesign, status
+from benchlib.stats.sequential import SequentialDesign
 
 __all__ = ["SEQUENTIAL_CHOICES", "Look", "StopWhenSettled", "Stopping", "analysis_design", "blocks_per_arm",
            "blocks_text", "open_questions", "row_families", "saved_trials", "stopping_rule"]
@@ -39,11 +39,10 @@ __all__ = ["SEQUENTIAL_CHOICES", "Look", "StopWhenSettled", "Stopping", "analysi
 
 def _settled(family: Family, summaries: Any, design: SequentialDesign, unavailable: Mapping[str, str],
              **compare_kwargs: Any) -> bool:
-    answer = run_family(summaries, family, unavailable=unavailable, sequential=design, shift=False,
-                        **compare_kwargs)
-    if answer.comparison is None:
-        return False
-    return status(answer.comparison).stop
+    """Whether the question may stop at this look (:func:`~benchlib.analysis.questions.sequential_look`,
+    which the progress lines read too)."""
+    _, look = sequential_look(family, summaries, design, unavailable=unavailable, **compare_kwargs)
+    return look is not None and look.stop
 
 
 def open_questions(families: Sequence[Family], summaries: Any, design: SequentialDesign, *,

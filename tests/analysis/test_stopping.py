@@ -203,3 +203,22 @@ def test_yes_needs_two_blocks() -> None:
     with pytest.raises(ParameterError, match="at least 2 planned blocks"):
         stopping_rule([FAST], 1, "yes")
     assert not stopping_rule([FAST], 1, "auto").on
+
+
+def test_the_progress_line_reads_the_rule_the_runner_stops_on() -> None:
+    """Issue 39, item 7: under futility the stopping rule stopped a question whose one row read
+    "not decidable within the budget" while the progress line, counting only decided rows,
+    read "none settled at the sequential look after 8 blocks"."""
+    from benchlib.analysis.questions import decided_questions
+
+    design = SequentialDesign.every(16, first=8, step=4, target_mde=0.03)
+    df = simulate_summaries(np.random.default_rng(8), arms={"A": 1.0, "B": 1.0}, trials=16, n_req=2000, phi=0.9,
+                            trial_sd=0.2, condition="main")
+    df["valid"] = True
+    fam = Family.against("q", "A", ["B"], conditions=["main"], metrics=("p50_ms",), title="against A")
+    first = df[df["block"] < 8]
+    assert open_questions([fam], first, design) == []  # the rule stops it: its row is not decidable
+    assert decided_questions([fam], sequential=design)(first) == [
+        "against A: 1/1 rows (all) settled at the sequential look after 8 blocks (1 not decidable within the budget)"]
+    # between looks the look stands, as the rule has it
+    assert decided_questions([fam], sequential=design)(df[df["block"] < 10])[0].startswith("against A: 1/1 rows (all)")
