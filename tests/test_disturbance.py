@@ -14,6 +14,7 @@ from dataclasses import replace
 import pytest
 
 from benchlib.core.errors import ParameterError
+from benchlib.run.events import Note, Progress
 from benchlib.store.records import TrialRecord
 from benchlib.store.records.disturbance import (DEFAULT_BOUNDS, CpuSet, Disturbance, DisturbanceBounds, canary_at_shifts,
                                           is_disturbed, judge, with_references)
@@ -413,7 +414,7 @@ def test_a_slot_still_disturbed_after_its_repeats_is_made_up_at_the_end_of_the_r
     from benchlib.run.testing import FakeLoad, FakeRuntime
 
     calls = _planted_disturbances(tmp_path, monkeypatch, lambda n: n in (2, 3))
-    events: list[dict] = []
+    events: list[Progress] = []
     exp = Experiment("t-makeup", (Arm("a", "a"), Arm("b", "b")),
                      (Condition("main", LoadSpec(connections=2, duration_s=0.6, warmup_s=0.2)),),
                      trials=3, seed=3, between_trials_s=0, repeat_disturbed=1)
@@ -422,6 +423,6 @@ def test_a_slot_still_disturbed_after_its_repeats_is_made_up_at_the_end_of_the_r
     made_up = sorted(res.trials, key=lambda t: t.seq)[1]
     assert len(calls) == 8 and all(t.status == "ok" for t in res.trials)
     assert len(made_up.attempts) == 2 and all(is_disturbed(a.reason) for a in made_up.attempts)
-    notes = [e["text"] for e in events if e.get("event") == "note" and "make-up" in e.get("text", "")]
+    notes = [e.event.text for e in events if isinstance(e.event, Note) and "make-up" in e.event.text]
     assert len(notes) == 1 and notes[0].startswith(f"make-up trial main/{made_up.arm} b{made_up.block} ")
     assert ": ok, 2 attempt(s) set aside" in notes[0]

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from benchlib.core.errors import ManifestError, ParameterError
+from benchlib.store.records.run import RunRecord
 from benchlib.runtime.manifest import find_services_dir, load_manifest
 from benchlib.loadgen.guard import client_side_only
 from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
@@ -83,12 +84,15 @@ def test_arm_front_is_checked() -> None:
         Arm("a", "node-fastcgi", front="nginx-fastcgi", front_variant=3)  # type: ignore[arg-type]
 
 
-def test_run_parameters_of_arms_without_a_front_are_unchanged() -> None:
+def test_run_parameters_of_arms_without_a_front_still_resume() -> None:
     cond = (Condition("c", LoadSpec()),)
     plain = experiment_parameters(Experiment("s", (Arm("a", "go-fcgi"),), cond))
-    assert set(plain["arms"][0]) == {"name", "service", "variant", "endpoint", "log_sink", "env", "runtime", "limits"}
+    assert plain["arms"][0]["front"] is None and plain["arms"][0]["front_variant"] is None
     fronted = experiment_parameters(Experiment("s", (Arm("a", "go-fcgi", front="nginx-fastcgi"),), cond))
-    assert fronted["arms"][0]["front"] == "nginx-fastcgi" and "front_variant" not in fronted["arms"][0]
+    assert fronted["arms"][0]["front"] == "nginx-fastcgi" and fronted["arms"][0]["front_variant"] is None
+    # an arm stored before fronts existed reads as one without a front
+    older = {**plain, "arms": [{k: v for k, v in plain["arms"][0].items() if k not in ("front", "front_variant")}]}
+    assert RunRecord.from_json({"parameters": older}).parameters == plain
 
 
 class _Handle:

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from benchlib.publish.history import keep_report, kept_runs, runs_made
+from benchlib.store.records.run import RunRecord
 from benchlib.publish.report import write_index
 from benchlib.store.results import open_run
 from benchlib.core.schema import ROW_DTYPE
@@ -23,9 +24,9 @@ START, END = "2026-12-03T10:00:00.000000Z", "2026-12-03T10:05:00.000000Z"
 
 def _stored(root: Path, study: str, run_id: str, collected: str, *, verdicts: bool = True) -> Path:
     store = RunStore.open(study, run_id, root=root)
-    store.write_run({"study": study, "run_id": run_id, "status": "complete",
+    store.write_run(RunRecord.from_json({"study": study, "run_id": run_id, "status": "complete",
                      "parameters": {"arms": [{"name": "a"}], "conditions": [{"name": "main"}]},
-                     "provenance": {"collected_utc": collected, "loadavg_at_start": [0.5, 0.4, 0.3]}})
+                     "provenance": {"collected_utc": collected, "loadavg_at_start": [0.5, 0.4, 0.3]}}))
     for block in range(2):
         store.write_trial(np.zeros(3, dtype=ROW_DTYPE), {"record_version": 2, "condition": "main", "arm": "a",
                                                           "block": block, "seq": block, "status": "ok"})

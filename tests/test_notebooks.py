@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from benchlib.publish.report import list_notebooks, notebook_parameters, run_notebook
+from benchlib.store.records.run import RunRecord
 
 NOTEBOOKS = list_notebooks(Path(__file__).resolve().parent.parent / "notebooks")
 
@@ -198,7 +199,7 @@ def test_report_without_a_docker_engine_skips_the_docker_arms_writes_the_report_
     assert out.returncode == 0, out.stdout + out.stderr
     assert (reports / "90_harness_overhead.html").exists() and (reports / "index.html").exists()
     assert f"site: {reports / 'site' / 'index.html'} (" in out.stdout and (reports / "site" / "index.html").exists()
-    unavailable = RunStore(runs / "90_harness_overhead" / "nodocker").read_run()["unavailable"]
+    unavailable = RunStore(runs / "90_harness_overhead" / "nodocker").read_run().unavailable
     assert set(unavailable) == {"docker-host", "docker-1cpu"}
     assert all("no Docker engine answers at unix:///nonexistent.sock" in why for why in unavailable.values())
     lines = out.stdout.splitlines()
@@ -219,8 +220,8 @@ def test_summary_names_each_report_and_each_arm_not_run_as_its_run_json_says(tmp
     from benchlib.store.runstore import RunStore
 
     store = RunStore.open("01_x", "r1", root=tmp_path / "runs")
-    store.write_run({"unavailable": {"b": "no go toolchain (install Go)", "a": "build failed: boom"},
-                     "parameters": {"arms": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}})
+    store.write_run(RunRecord.from_json({"unavailable": {"b": "no go toolchain (install Go)", "a": "build failed: boom"},
+                                         "parameters": {"arms": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}}))
     ok = NotebookRun(tmp_path / "01_x.ipynb", tmp_path / "r" / "01_x.ipynb", tmp_path / "r" / "01_x.html", 60.0,
                      runs=(store.path,))
     bad = NotebookRun(tmp_path / "02_y.ipynb", tmp_path / "r" / "02_y.ipynb", None, 5.0, error="ValueError: x")

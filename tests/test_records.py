@@ -19,6 +19,7 @@ from benchlib.loadgen.peers import parse_ab, parse_h2load, parse_hey, parse_wrk
 from benchlib.loadgen.peers.k6 import parse_k6_summary
 from benchlib.store.records import TRIAL_RECORD_VERSION, EnforcedLimits, LoadMeta, TrialRecord, peer_report
 from benchlib.store.records import rows as R
+from benchlib.store.records.run import RunRecord
 from benchlib.stats.quantiles import quantile_key
 from benchlib.store.results import open_run
 from benchlib.core.schema import ROW_DTYPE
@@ -101,8 +102,8 @@ OLD_META = {
 
 def test_an_older_trial_reads_without_loss_and_the_tables_take_it(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "old" / "r0")
-    store.write_run({"parameters": {"arms": [{"name": "go"}], "conditions": [{"name": "hello"}]},
-                     "unavailable": {"dotnet": "no dotnet toolchain"}})
+    store.write_run(RunRecord(parameters={"arms": [{"name": "go"}], "conditions": [{"name": "hello"}]},
+                              unavailable={"dotnet": "no dotnet toolchain"}))
     rows = np.zeros(48, dtype=ROW_DTYPE)
     rows["t_intended_ns"] = np.arange(48) * 25_000_000
     rows["t_sent_ns"] = rows["t_intended_ns"] + 100_000

@@ -11,6 +11,7 @@ import pytest
 
 from benchlib.core.errors import ParameterError, StorageError
 from benchlib.core.model import Arm, Condition, CrossCheck, Experiment, Limits, LoadSpec, Stage
+from benchlib.store.records.run import Provenance, RunRecord
 from benchlib.store.results import Run, experiment_from_parameters, open_run
 from benchlib.run.runner import ExperimentResult, experiment_parameters
 from benchlib.core.schema import ROW_DTYPE
@@ -52,8 +53,8 @@ def test_parameters_that_describe_no_experiment_are_one_clear_error() -> None:
 def _stored(root: Path, study: str, run_id: str, exp: Experiment | None = None) -> Path:
     store = RunStore.open(study, run_id, root=root)
     params = experiment_parameters(exp) if exp is not None else {"arms": [{"name": "a"}], "conditions": [{"name": "main"}]}
-    store.write_run({"study": study, "run_id": run_id, "status": "complete", "parameters": params,
-                     "unavailable": {"b": "no dotnet toolchain"}, "provenance": {"cpu_count": 2}})
+    store.write_run(RunRecord(study=study, run_id=run_id, status="complete", parameters=params,
+                              unavailable={"b": "no dotnet toolchain"}, provenance=Provenance.from_json({"cpu_count": 2})))
     store.write_trial(np.zeros(0, dtype=ROW_DTYPE), {"record_version": 2, "condition": "main", "arm": "a", "block": 0,
                                                       "seq": 0, "status": "failed", "reason": "ServiceStartError: x"})
     return store.path
@@ -70,7 +71,7 @@ def test_open_run_by_folder_by_study_and_id_and_by_id(tmp_path: Path) -> None:
     assert run == open_run("plain/r1", root=tmp_path)
     assert run.experiment == exp and run.arms == ("a", "b") and run.conditions == ("main",) and run.baseline == "a"
     assert run.unavailable == {"b": "no dotnet toolchain"} and run.status == "complete"
-    assert run.provenance == {"cpu_count": 2} and (run.ran, run.skipped) == (0, 0)
+    assert run.provenance.cpu_count == 2 and (run.ran, run.skipped) == (0, 0)
     (t,) = run.trials
     assert (t.arm, t.status, t.valid, t.log_path) == ("a", "failed", False, path / "logs" / "main" / "a" / "b000.log")
     assert run.not_run_table().to_dict("records") == [{"arm": "b", "status": "not run: no dotnet toolchain"}]

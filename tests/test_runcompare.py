@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from benchlib.cli import main, percent
+from benchlib.store.records.run import RunRecord
 from benchlib.core.errors import ParameterError
 from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
 from benchlib.store.results import Run
@@ -40,8 +41,9 @@ def _run(run_id: str, *, study: str = "s", arms: tuple[Arm, ...] | None = None, 
     prov = {"hostname": host, "cpu_count": 2, "cpu_model": "cpu", "git": {"sha": "abc"}, "packages": packages or {},
             "collected_utc": "2026-12-03T10:00:00+00:00", "loadavg_at_start": [0.5, 0.5, 0.5]}
     return Run(study=study, run_id=run_id, path=Path("/nonexistent") / study / run_id, experiment=exp,
-               arms=tuple(x.name for x in arms), conditions=("main",), provenance=prov,
-               cpus=cpus or {"server": [1], "client": [0]}, run={"builds": builds or {}})
+               arms=tuple(x.name for x in arms), conditions=("main",),
+               record=RunRecord.from_json({"provenance": prov, "cpus": cpus or {"server": [1], "client": [0]},
+                                           "builds": builds or {}}))
 
 
 def test_comparable_runs_list_what_differs_without_refusing() -> None:

@@ -36,7 +36,8 @@ from benchlib.core.errors import (
 from benchlib.core.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
 from benchlib.analysis import status_table
 from benchlib.store.records import TrialRecord
-from benchlib.run.runner import experiment_parameters, run_experiment
+from benchlib.run.events import BlockDone, Note, PlanSlot, Progress, RunStarted, TrialEvent
+from benchlib.run.runner import run_experiment
 from benchlib.core.signals import Interrupted
 from benchlib.store.runstore import RunStore
 from benchlib.run.testing import FakeCrossCheck, FakeLoad, FakeRuntime, Outcome, write_manifest
@@ -93,11 +94,10 @@ def test_the_plan_runs_in_its_order_dependencies_first_front_last_and_everything
     res = _run(exp, tmp_path, rt, load, run_id="r1")
     trials = res.trials
     run = res.store.read_run()
-    assert res.ran == len(trials) == 12 and run["status"] == "complete"
-    assert [(p["condition"], p["arm"], p["block"]) for p in run["plan"]] == [(t.condition, t.arm, t.block)
-                                                                              for t in trials]
+    assert res.ran == len(trials) == 12 and run.status == "complete" and run == res.record
+    assert [(p.condition, p.arm, p.block) for p in run.plan] == [(t.condition, t.arm, t.block) for t in trials]
     assert [t.meta["seq"] for t in trials] == list(range(12)) and all(t.meta["status"] == "ok" for t in trials)
-    assert run["runtime"] == {"runtime": "fake", "fake": True} and {t.meta["runtime"] for t in trials} == {"fake"}
+    assert run.runtime.raw == {"runtime": "fake", "fake": True} and {t.meta["runtime"] for t in trials} == {"fake"}
     # per trial: the dependency before the service, the front after it; the front stops first
     starts = [e for e in rt.events if e[0] in ("start", "stop")]
     for arm, expected in (("db-backed", ["db", "web"]), ("fronted", ["b", "proxy"]), ("direct", ["a"])):
@@ -141,14 +141,16 @@ def test_a_stopping_rule_ends_blocks_for_settled_pairs_and_then_the_run(fake_ser
         asked.append((blocks_done, len(result.trials)))
         return {("main", "a")} if blocks_done == 1 else set()
 
-    events: list[dict] = []
+    events: list[Progress] = []
     rt = FakeRuntime()
     res = run_experiment(exp, out_dir=tmp_path / "runs", progress=events.append, runtime=rt, load=FakeLoad(rt),
                          run_id="u1", until=rule)
     assert asked == [(1, 2), (2, 3)]  # called after each complete block, with what is stored
     assert sorted((t.block, t.arm) for t in res.trials) == [(0, "a"), (0, "b"), (1, "a")]
-    assert [e["arm"] for e in events if e["event"] == "settled" and "blocks" not in e] == ["b"]
-    assert res.store.read_run()["stopped_after_blocks"] == 2
+    settled = [e.event for e in events if isinstance(e.event, TrialEvent) and e.kind == "settled"]
+    assert [(e.arm, e.block, e.stopped_after) for e in settled][0] == ("b", 1, None)
+    assert [(e.block, e.stopped_after) for e in settled][1:] == [(2, 2)]  # the run ends at block 2's first trial
+    assert res.store.read_run().stopped_after_blocks == 2
 
 
 def test_a_resume_skips_stored_trials_and_refuses_other_parameters(fake_services: Path, tmp_path: Path) -> None:
@@ -168,10 +170,10 @@ def test_the_pause_between_trials_is_at_most_the_settings_bound_and_the_run_reco
 
     monkeypatch.setenv("BENCHLIB_MAX_BETWEEN_TRIALS_S", "0.05")
     res = _run(exp(0.5), tmp_path, run_id="p1")
-    assert res.store.read_run()["parameters"]["between_trials_s"] == 0.05
+    assert res.store.read_run().parameters["between_trials_s"] == 0.05
     assert res.require_experiment().between_trials_s == 0.05
     assert _run(exp(0.5), tmp_path, run_id="p1").skipped == 2  # the same bound: the same run, resumed
-    assert _run(exp(0.01), tmp_path, run_id="p2").store.read_run()["parameters"]["between_trials_s"] == 0.01
+    assert _run(exp(0.01), tmp_path, run_id="p2").record.parameters["between_trials_s"] == 0.01
     monkeypatch.setenv("BENCHLIB_MAX_BETWEEN_TRIALS_S", "soon")
     with pytest.raises(ParameterError, match="BENCHLIB_MAX_BETWEEN_TRIALS_S='soon' is not valid: not a number; "
                                              "valid: seconds from 0 to 3600"):
@@ -198,7 +200,7 @@ def test_retry_failed_runs_failed_trials_again_and_keeps_the_failed_files(fake_s
 def test_an_invalid_trial_is_repeated_in_place_and_its_attempts_are_kept(fake_services: Path, tmp_path: Path) -> None:
     exp = _exp("t-invalid", (Arm("a", "a"), Arm("b", "b")), repeat_invalid=2)
     rt = FakeRuntime()
-    events: list[dict] = []
+    events: list[Progress] = []
     res = run_experiment(exp, run_id="r4", out_dir=tmp_path / "runs", progress=events.append, runtime=rt,
                          load=FakeLoad(rt, {"b": ["invalid", "invalid", "ok"], "a": ["invalid"] * 3}))
     by_arm = {t.arm: t.meta for t in res.trials}
@@ -210,17 +212,15 @@ def test_an_invalid_trial_is_repeated_in_place_and_its_attempts_are_kept(fake_se
         assert sorted(p.name for p in folder.glob("b000.failed-*.parquet")) == ["b000.failed-1.parquet",
                                                                                "b000.failed-2.parquet"]
     assert by_arm["a"]["reason"] == "client CPU 0 was busy 97% of the traffic (fake)"
-    assert [e["repeated"] for e in events if e["event"] == "trial"] == [2, 2]
+    assert [e.event.repeated for e in events if isinstance(e.event, TrialEvent) and e.kind == "trial"] == [2, 2]
     recs = {t.arm: t for t in res.trials}
     assert recs["b"].repeated and len(recs["b"].attempts) == 2 and not recs["a"].valid
     s = res.summaries().set_index("arm")
     assert bool(s.loc["b", "valid"]) and not bool(s.loc["a", "valid"])
-    assert res.store.read_run()["parameters"]["repeat_invalid"] == 2
+    assert res.store.read_run().parameters["repeat_invalid"] == 2
     _written_as_read(res)  # previous attempts
     with pytest.raises(ParameterError, match="repeat_invalid"):
         Experiment("x", exp.arms, exp.conditions, repeat_invalid=-1)
-    # the default adds nothing to the stored parameters (runs stored before the option still resume)
-    assert "repeat_invalid" not in experiment_parameters(Experiment("x", exp.arms, exp.conditions))
 
 
 class _Hosts:
@@ -244,22 +244,22 @@ def test_a_block_that_lost_a_host_runs_again_in_full_after_the_hosts_are_reserve
         fake_services: Path, tmp_path: Path) -> None:
     exp = _exp("t-hosts", (Arm("a", "a"), Arm("b", "b")), trials=2)
     rt = FakeRuntime()
-    events: list[dict] = []
+    events: list[Progress] = []
     res = run_experiment(exp, out_dir=tmp_path / "runs", progress=events.append, runtime=rt, load=FakeLoad(rt),
                          hosts=_Hosts(3))  # after block b1's first trial
-    (note,) = [e for e in events if e["event"] == "note"]
-    assert note["text"].endswith("reserved again: 1 (n0); block b1 runs again in full on them (1 trial(s) set aside)")
-    assert note["undone"] == 1 and events[-1]["trials_done"] == 4  # the progress counts the block once
-    trials = [(e["block"], e["arm"]) for e in events if e["event"] == "trial"]
-    b1 = [(p["block"], p["arm"]) for p in res.store.read_run()["plan"] if p["block"] == 1]
+    (note,) = [e.event for e in events if isinstance(e.event, Note)]
+    assert note.text.endswith("reserved again: 1 (n0); block b1 runs again in full on them (1 trial(s) set aside)")
+    assert note.undone == 1 and events[-1].trials_done == 4  # the progress counts the block once
+    trials = [(e.event.block, e.event.arm) for e in events if isinstance(e.event, TrialEvent) and e.kind == "trial"]
+    b1 = [(p.block, p.arm) for p in res.store.read_run().plan if p.block == 1]
     assert len(trials) == 5 and trials[2:3] == b1[:1] and trials[3:] == b1  # b1 again, in full, in its order
     assert res.ran == 5 and len(res.trials) == 4
     (aside,) = (res.store.path / "trials").glob("*/*/b001.failed-1.parquet")
     redone = next(t for t in res.trials if t.block == 1 and t.arm == aside.parent.name)
     assert [a.reason for a in redone.attempts] == ["set aside: block b1 ran again in full on the load hosts left "
                                                    "after a loss"]
-    assert [x["line"] for x in res.store.read_run()["host_losses"]] == [note["text"]]
-    assert res.store.read_run()["status"] == "complete"
+    assert [x.line for x in res.store.read_run().host_losses] == [note.text]
+    assert res.store.read_run().status == "complete"
 
 
 def test_a_run_that_cannot_go_on_stops_in_one_line_keeping_its_other_trials(fake_services: Path,
@@ -272,9 +272,11 @@ def test_a_run_that_cannot_go_on_stops_in_one_line_keeping_its_other_trials(fake
                                "than min_hosts=2: the run stops; 2 stored trial(s) kept (block b1's 1 set aside: it "
                                "runs again in full on resume); resume with run_id 'r1' on a repaired cluster")
     store = RunStore(tmp_path / "runs" / "t-hosts-stop" / "r1")
-    assert [t.block for t in store.trials()] == [0, 0] and store.read_run()["status"] == "stopped"
+    assert [t.block for t in store.trials()] == [0, 0] and store.read_run().status == "stopped"
+    (loss,) = store.read_run().host_losses
+    assert loss.stopped and loss.block == 1 and loss.line == str(info.value)
     again = _run(exp, tmp_path, rt, FakeLoad(rt), run_id="r1")  # the resume runs block b1 in full
-    assert (again.ran, again.skipped) == (2, 2) and again.store.read_run()["status"] == "complete"
+    assert (again.ran, again.skipped) == (2, 2) and again.store.read_run().status == "complete"
 
 
 def test_failures_are_stored_with_their_reason_and_what_was_measured(fake_services: Path, tmp_path: Path) -> None:
@@ -321,8 +323,8 @@ def test_arms_that_cannot_run_are_kept_with_the_reason(fake_services: Path, tmp_
                                "c": "build failed: c: build failed with exit code 2",
                                "in-docker": "runtime 'docker' unavailable: no Docker engine answers"}
     assert {t.arm for t in res.trials} == {"a"} and res.ran == 2
-    assert [p["arm"] for p in res.store.read_run()["plan"]] == ["a", "a"]
-    assert res.store.read_run()["unavailable"] == res.unavailable
+    assert [p.arm for p in res.store.read_run().plan] == ["a", "a"]
+    assert res.store.read_run().unavailable == res.unavailable
     reasons = " ".join(status_table(res)["reasons"])
     assert "not run: no dotnet toolchain" in reasons and "not run: build failed" in reasons
     # the experiment's own runtime unavailable: refused before the run folder is made
@@ -380,14 +382,14 @@ def test_a_stop_signal_mid_trial_keeps_the_stored_trials_and_stops_everything(
     store = tmp_path / "runs" / "t-signal" / "r1"
     kept = RunStore(store).trials(verify=True)  # read in full: intact
     assert [t.meta["seq"] for t in kept] == [0, 1] and all(len(t.rows()) == 220 for t in kept)
-    assert RunStore(store).read_run()["status"] == "running"
+    assert RunStore(store).read_run().status == "running"
     assert rt.handles and not any(h.alive() for h in rt.handles)  # the interrupted trial's services stopped too
     assert len(rt.handles) == sum(1 for e in rt.events if e[0] == "stop")
     # the resume runs the rest only
     rt2 = FakeRuntime()
     res = _run(exp, tmp_path, rt2, run_id="r1")
     assert (res.ran, res.skipped) == (4, 2) and [t.meta["seq"] for t in res.trials] == list(range(6))
-    assert res.store.read_run()["status"] == "complete"
+    assert res.store.read_run().status == "complete"
 
 
 def test_a_resume_reads_everything_before_it_writes_and_refuses_what_it_cannot_trust(
@@ -472,8 +474,8 @@ def test_a_real_run_stores_its_plan_keeps_unrunnable_arms_records_a_dying_servic
     assert "dotnet" in res.unavailable and "install the .NET 8 SDK" in res.unavailable["dotnet"]
     trials = res.trials
     run = res.store.read_run()
-    assert res.ran == 6 and [t.meta["seq"] for t in trials] == list(range(6)) and run["status"] == "complete"
-    assert [p["arm"] for p in run["plan"]] == [t.arm for t in trials]
+    assert res.ran == 6 and [t.meta["seq"] for t in trials] == list(range(6)) and run.status == "complete"
+    assert [p.arm for p in run.plan] == [t.arm for t in trials]
     status = {(t.arm, t.block): t.meta for t in trials}
     assert all(status[(a, b)]["status"] == "ok" for a in ("a", "b") for b in (0, 1))
     for b in (0, 1):
@@ -526,7 +528,7 @@ def test_the_peer_runs_in_the_chosen_blocks_and_the_progress_counts_blocks_and_t
     exp = Experiment("t-runner6", (Arm("a", "python-aiohttp-hello"), Arm("b", "python-aiohttp-hello")),
                      (Condition("main", TINY.with_(duration_s=0.3, warmup_s=0.1), cross_check=check),), trials=4,
                      seed=1, between_trials_s=0, cross_check_blocks=2)
-    events: list[dict] = []
+    events: list[Progress] = []
     looked: list[int] = []
 
     def decided(summaries):  # the hook sees the trials stored so far, once per block
@@ -538,17 +540,18 @@ def test_the_peer_runs_in_the_chosen_blocks_and_the_progress_counts_blocks_and_t
     assert peer == {0: "after", 3: "before"}  # 2 of 4 blocks, first and last, the order alternating
     assert all(t.arm == "a" for t in res.trials if t.meta.get("cross_check"))
     assert looked == [2, 4, 6, 8]
-    blocks = [e for e in events if e["event"] == "block"]
-    assert [(e["block"], e["blocks_done"], e["trials_done"]) for e in blocks] == [(0, 1, 2), (1, 2, 4), (2, 3, 6),
-                                                                                 (3, 4, 8)]
-    assert all(isinstance(e["decided"], list) for e in blocks)
-    trials = [e for e in events if e["event"] == "trial"]
-    assert all(e["seconds"] > 0 and e["left_s"] >= 0 for e in trials) and trials[-1]["left_s"] == 0
-    assert events[0]["plan"] == [(p["condition"], p["arm"], p["block"] in (0, 3) and p["arm"] == "a")
-                                 for p in (t.meta for t in sorted(res.trials, key=lambda t: t.meta["seq"]))]
+    blocks = [e for e in events if isinstance(e.event, BlockDone)]
+    assert [(e.event.block, e.blocks_done, e.trials_done) for e in blocks] == [(0, 1, 2), (1, 2, 4), (2, 3, 6),
+                                                                               (3, 4, 8)]
+    assert all(isinstance(e.event.decided, tuple) for e in blocks)
+    trials = [e for e in events if isinstance(e.event, TrialEvent) and e.kind == "trial"]
+    assert all(e.event.seconds > 0 and e.left_s >= 0 for e in trials) and trials[-1].left_s == 0
+    assert isinstance(events[0].event, RunStarted)
+    assert events[0].event.plan == tuple(PlanSlot(t.condition, t.arm, t.block in (0, 3) and t.arm == "a")
+                                         for t in sorted(res.trials, key=lambda t: t.seq))
     summary = peer_summary(peer_beside(res, summaries=res.summaries()))
     assert list(summary["peer_blocks"]) == ["2 of 4"]
-    assert res.store.read_run()["parameters"]["cross_check_blocks"] == 2
+    assert res.store.read_run().parameters["cross_check_blocks"] == 2
 
 
 _KV = """
@@ -615,7 +618,7 @@ def test_a_dependency_shared_by_a_block_starts_once_per_block_and_is_reset_befor
         hits = [int(line.split()[2]) for line in log.splitlines() if line.startswith("reset after")]
         assert len(hits) == 3 and all(h > 0 for h in hits)  # the trial before each reset reached this instance
     ports = {t.meta["dependencies"]["kv"]["port"] for t in trials}
-    assert len(ports) == 2 and res.store.read_run()["parameters"]["dependencies"] == "block"
+    assert len(ports) == 2 and res.store.read_run().parameters["dependencies"] == "block"
     _written_as_read(res)  # shared dependencies
     from benchlib.runtime.ports import port_in_use
     assert not any(port_in_use("127.0.0.1", p) for p in ports)  # each block's instance was stopped
@@ -628,8 +631,6 @@ def test_a_dependency_shared_by_a_block_starts_once_per_block_and_is_reset_befor
 def test_an_unknown_dependency_scope_is_one_clear_error() -> None:
     with pytest.raises(ParameterError, match=r"unknown Experiment.dependencies 'run'; valid: trial, block"):
         Experiment("t-scope", (Arm("a", "a"),), (Condition("main", TINY),), dependencies="run")
-    # the default is not stored, so runs made before the parameter existed still resume
-    assert "dependencies" not in experiment_parameters(Experiment("t-scope", (Arm("a", "a"),), (Condition("main", TINY),)))
 
 
 def test_service_starts_cell_starts_each_cells_services_once_and_stops_them_at_the_end(
@@ -648,5 +649,4 @@ def test_service_starts_cell_starts_each_cells_services_once_and_stops_them_at_t
     assert not any(h.alive() for h in rt.handles)  # all stopped when the run ended
     stops = [e[1] for e in rt.events if e[0] == "stop"]
     assert stops.index("proxy") < stops.index("b")
-    assert res.store.read_run()["parameters"]["service_starts"] == "cell"
-    assert "service_starts" not in experiment_parameters(_exp("t-x", (Arm("a", "a"),)))
+    assert res.store.read_run().parameters["service_starts"] == "cell" and res.experiment.service_starts == "cell"

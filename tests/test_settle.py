@@ -71,23 +71,21 @@ def test_run_and_report_take_the_options_and_hand_them_to_the_kernels_through_th
 
 
 def test_the_runner_waits_before_its_first_trial_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    from benchlib.run import runner, settle
+    from benchlib.run import settle
 
-    seen: list[dict] = []
+    seen: list[str] = []
     calls: list[tuple[float, float]] = []
 
     def fake_wait(threshold: float, *, max_wait_s: float) -> settle.Settled:
         calls.append((threshold, max_wait_s))
         return settle.Settled(threshold, 0.12, 42.0, True)
 
-    monkeypatch.setattr(runner, "wait_for_quiet", fake_wait)
+    monkeypatch.setattr(settle, "wait_for_quiet", fake_wait)
     monkeypatch.delenv("BENCHLIB_SETTLE", raising=False)
-    runner._settle(seen.append, "s")
+    assert settle.settle_as_asked(seen.append) is None
     assert not calls and not seen  # unset: no wait
     monkeypatch.setenv("BENCHLIB_SETTLE", "0.3")
     monkeypatch.setenv("BENCHLIB_SETTLE_MAX_S", "90")
-    runner._settle(seen.append, "s")
-    assert calls == [(0.3, 90.0)]
-    from benchlib.run.progress import format_event
-
-    assert format_event(seen[0]) == "[s] settle: load average 0.12 < 0.3 after 42 s: starting"
+    got = settle.settle_as_asked(seen.append)
+    assert calls == [(0.3, 90.0)] and got == settle.Settled(0.3, 0.12, 42.0, True)
+    assert seen == ["settle: load average 0.12 < 0.3 after 42 s: starting"]

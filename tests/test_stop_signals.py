@@ -181,7 +181,7 @@ def _assert_nothing_left(seen: dict[str, Any], shm: Path | None, run_dir: Path, 
         assert seen["cgroups"], "the services ran in cgroups of this run"
     assert [p.name for p in run_dir.rglob("*.tmp")] == []
     store = RunStore(run_dir)
-    assert store.read_run()["status"] == "running"
+    assert store.read_run().status == "running"
     trials = store.trials(verify=True)  # every stored trial reads back in full
     assert len(trials) >= seen["stored"] and all(len(t.rows()) > 0 for t in trials)
     assert all(t.meta["status"] == "ok" for t in trials)

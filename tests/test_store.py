@@ -10,6 +10,7 @@ import pytest
 
 from benchlib.core.errors import ParameterError, StorageError
 from benchlib.core.schema import ROW_DTYPE
+from benchlib.store.records.run import RunRecord
 from benchlib.store.runstore import RunStore, new_run_id
 
 
@@ -29,10 +30,10 @@ def _rows(n: int) -> np.ndarray:
 def test_trial_round_trip_keeps_every_column_and_the_metadata(tmp_path: Path) -> None:
     store = RunStore.open("study", "r1", root=tmp_path)
     rows = _rows(1000)
-    path = store.write_trial(rows, {"condition": "main", "arm": "a", "block": 2, "seq": 5, "status": "ok"})
-    assert path == tmp_path / "study" / "r1" / "trials" / "main" / "a" / "b002.parquet"
+    written = store.write_trial(rows, {"condition": "main", "arm": "a", "block": 2, "seq": 5, "status": "ok"})
+    assert written.path == tmp_path / "study" / "r1" / "trials" / "main" / "a" / "b002.parquet"
     (t,) = store.trials()
-    assert t.meta["seq"] == 5 and t.arm == "a" and t.block == 2
+    assert t.meta["seq"] == 5 and t.arm == "a" and t.block == 2 and t == written  # returned as a reader reads it
     back = t.rows()
     assert back.dtype == ROW_DTYPE and np.array_equal(back, rows)
     frame = t.frame()
@@ -62,8 +63,10 @@ def test_set_aside_keeps_the_failed_trial(tmp_path: Path) -> None:
 def test_run_json_round_trip_and_unknown_schema_version(tmp_path: Path) -> None:
     store = RunStore.open("study", None, root=tmp_path)
     assert store.run_id.count("-") == 2
-    store.write_run({"study": "study", "parameters": {"a": 1}})
-    assert store.update_run(status="complete")["status"] == "complete"
+    store.write_run(RunRecord(study="study", parameters={"a": 1}))
+    assert store.update_run(status="complete").status == "complete" == store.read_run().status
+    with pytest.raises(StorageError, match="no such field"):
+        store.update_run(colour="red")
     data = json.loads((store.path / "run.json").read_text())
     data["schema_version"] = 99
     (store.path / "run.json").write_text(json.dumps(data))
@@ -119,14 +122,14 @@ def test_damaged_bytes_are_an_error_never_silently_other_numbers(tmp_path: Path,
     store = RunStore.open("study", "r1", root=tmp_path)
     rows = _rows(n)
     rows["t_done_ns"] += np.random.default_rng(0).integers(0, 10**9, n)
-    _damage(store.write_trial(rows, {"condition": "main", "arm": "a", "block": 0, "seq": 0}))
+    _damage(store.write_trial(rows, {"condition": "main", "arm": "a", "block": 0, "seq": 0}).path)
     with pytest.raises(StorageError, match="unreadable trial file"):
         store.trials()[0].rows()
 
 
 def test_a_damaged_trial_file_is_named(tmp_path: Path) -> None:
     store = RunStore.open("study", "r1", root=tmp_path)
-    path = store.write_trial(_rows(5000), {"condition": "main", "arm": "a", "block": 0, "seq": 0})
+    path = store.write_trial(_rows(5000), {"condition": "main", "arm": "a", "block": 0, "seq": 0}).path
     _damage(path)
     (t,) = store.trials()  # the footer still reads
     for read in (t.rows, t.frame, lambda: store.trials(verify=True)):
@@ -187,7 +190,7 @@ def test_the_host_column_round_trips_and_a_version_1_trial_reads_as_host_0(tmp_p
     pq.write_table(old, path, write_page_checksum=True)
     run_json = tmp_path / "study" / "r1" / "run.json"
     run_json.write_text(json.dumps({"schema_version": 1, "study": "study"}))
-    assert store.read_run()["study"] == "study"
+    assert store.read_run().study == "study"
     (_, old_trial) = store.trials(verify=True)
     assert np.array_equal(old_trial.rows(), rows) and old_trial.hosts().dtype == np.uint16
     assert not old_trial.hosts().any()

@@ -35,7 +35,7 @@ from typing import Any
 from benchlib.analysis import conclusion as say
 from benchlib.core.errors import ParameterError
 from benchlib._project.measurements import replace_block, write_generated
-from benchlib.store.derived import load1, stored_verdict, stored_verdicts
+from benchlib.store.derived import stored_verdict, stored_verdicts
 
 __all__ = ["Finding", "SCALES", "check", "key", "load", "main", "page_block", "record", "save", "stacks_block", "sync"]
 
@@ -133,13 +133,11 @@ def record(run_folder: str | Path) -> Finding:
     folder = Path(run_folder)
     got = stored_verdicts(folder)
     run = got.run
-    prov = run.get("provenance") or {}
     disturbance = _disturbance_words(folder)
-    arms = tuple(a.get("name", "") for a in (run.get("parameters") or {}).get("arms", []) if isinstance(a, dict))
     return Finding(study=got.study, run_id=got.run_id,
-                   date=str(prov.get("collected_utc", ""))[:16].replace("T", " "),
-                   loadavg=load1(run), disturbance=disturbance,
-                   arms=arms, unavailable=dict(run.get("unavailable") or {}), verdicts=got.verdicts, scale=got.scale,
+                   date=run.provenance.collected_utc[:16].replace("T", " "),
+                   loadavg=run.provenance.loadavg_1min, disturbance=disturbance,
+                   arms=run.arm_names(), unavailable=dict(run.unavailable), verdicts=got.verdicts, scale=got.scale,
                    parts=got.parts)
 
 

@@ -230,7 +230,7 @@ def disturbance_markdown(run: Run, answers: Sequence[Any] = (), *,
              + (f" ({b.server_slowdown:.2f}x on the service's CPUs)" if b.server_slowdown is not None else "")
              + "; one rule for every "
              "arm, from outside signals only; such a trial is run again in its place "
-             f"(at most {run.parameters.get('repeat_disturbed', 2)} times)."]
+             f"(at most {run.experiment.repeat_disturbed if run.experiment is not None else 2} times)."]
     link = speed_link_markdown(speed_link(run))
     if link:
         lines.append(link)

@@ -114,7 +114,7 @@ def load_hosts_section(run: Run) -> LoadHostsSection:
     kept = sum(all(h.get("valid") and not h.get("failed") for h in _hosts(t)) for t in trials)
     skews = [float(s) for t in trials if (s := trial_cluster(t).get("start_skew_ns")) is not None]
     skews = [s for s in skews if math.isfinite(s)]
-    cluster = run.parameters.get("cluster")
+    cluster = run.experiment.cluster if run.experiment is not None else None
     where = f" (`cluster={cluster!r}`)" if cluster else ""
     counts = sorted({len(_hosts(t)) for t in trials})
     n_hosts = " or ".join(str(n) for n in counts)
@@ -138,7 +138,7 @@ def load_hosts_section(run: Run) -> LoadHostsSection:
 
 def _losses(run: Run) -> list[str]:
     """The run's one-line notes of hosts lost mid-run (run.json's ``host_losses``)."""
-    return [str(x.get("line")) for x in run.run.get("host_losses") or () if isinstance(x, dict) and x.get("line")]
+    return [h.line for h in run.record.host_losses]
 
 
 def _lost_words(line: str) -> str:

@@ -89,7 +89,7 @@ def components_from_run(run: Run, *, metrics: Sequence[str], pairs: Sequence[tup
     for m in metrics:
         if len(wins) and m in wins.columns:
             comps += pair_components(wins, m, contrasts=pairs) if pairs is not None else pair_components(
-                wins, m, baseline=str(rec.parameters.get("baseline")))
+                wins, m, baseline=rec.baseline)
     costs = trial_costs(rec)
     return PilotComponents(tuple(comps), f"the stored run `{rec.run_id}`",
                            cost_model(costs) if len(costs) else None)
@@ -129,7 +129,7 @@ def trial_costs(run: Run) -> Any:
     import pandas as pd
 
     rec = run
-    between = float(rec.parameters.get("between_trials_s") or 0.0)
+    between = rec.experiment.between_trials_s if rec.experiment is not None else 0.0
     rows = []
     for t in sorted(rec.trials, key=lambda x: x.seq):
         starts = [a.started for a in t.attempts if a.started] + ([t.started] if t.started else [])
@@ -169,7 +169,7 @@ def plan_from_run(run: Run, *, condition: str, baseline: str | None = None,
         windows = pilot_windows(rec, conditions=[condition], quantiles=qs)
     wins = windows
     wins = wins[wins["condition"] == condition]
-    base = baseline if baseline is not None or contrasts is not None else str(rec.parameters.get("baseline"))
+    base = baseline if baseline is not None or contrasts is not None else rec.baseline
     comps, left = [], []
     for m in metrics:
         if m not in wins.columns:
@@ -274,12 +274,12 @@ def design_table(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, 
     for t in rec.trials:
         if t.ran:
             ran[t.condition] = max(ran.get(t.condition, 0), int(t.block) + 1)
-    planned = int(rec.parameters.get("trials") or 0)
-    loads = {c.get("name"): c.get("load") or {} for c in rec.parameters.get("conditions") or ()}
+    planned = rec.experiment.trials if rec.experiment is not None else 0
+    seconds = {c.name: c.load.duration_s for c in rec.experiment.conditions} if rec.experiment is not None else {}
     out = []
     for cond in dict.fromkeys(r[0] for r in rows):
         here = [r for r in rows if r[0] == cond]
-        d_now = float(loads.get(cond, {}).get("duration_s") or math.nan)
+        d_now = float(seconds.get(cond) or math.nan)
         if not math.isfinite(d_now) and len(costs):  # a request-count load: its measured seconds
             d_now = float(costs.loc[costs["condition"] == cond, "duration_s"].median())
         n_now = ran.get(cond, 0)
@@ -380,7 +380,7 @@ def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None
              + (" The MDE from this run's own components uses the same trials as the verdicts, so it equals the "
                 "achieved MDE by construction: it is no prediction (a prediction needs a pilot or an earlier run: "
                 "`design_section(..., pilot=...)`)." if own else "")]
-    stopped = rec.run.get("stopped_after_blocks")
+    stopped = rec.record.stopped_after_blocks
     if stopping is not None and hasattr(stopping, "markdown"):
         lines.append(stopping.markdown(rec))
     elif stopping is not None:
@@ -441,7 +441,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m benchlib.a
     qs = tuple(q for q in (quantile_of(m) for m in metrics) if q is not None) or (0.5,)
     wins = pilot_windows(rec, quantiles=qs)
     for cond in args.condition or list(rec.conditions):
-        base = args.baseline or str(rec.parameters.get("baseline"))
+        base = args.baseline or rec.baseline
         print(f"## {rec.study} / {rec.run_id} / {cond}\n")
         from benchlib.stats.variance import arm_components, pair_components
 

@@ -32,6 +32,7 @@ from benchlib.analysis.questions import Family
 from benchlib.analysis.stopping import Stopping, analysis_design, blocks_text, row_families, stopping_rule
 from benchlib.core.errors import ParameterError
 from benchlib.core.model import Condition, CrossCheck, Experiment
+from benchlib.store.records.plan import PlanRecord
 from benchlib.store.results import Run
 from benchlib.stats.budget import (MIN_PILOT_BLOCKS, BudgetPlan, plan_within_budget, pool_components, request_floor,
                                    warmup_check)
@@ -268,7 +269,7 @@ def run_planned(experiment: Experiment, families: Sequence[Family], *, budget_mi
     exp = planned_experiment(replace(experiment, budget_min=float(budget), target_mde=float(target)), plan)
     stopping = stopping_rule(families, exp.trials, sequential, full=full, requests=requests, prepare=prepare,
                              target_mde=target_rel, **dict(compare_kwargs or {}))
-    record = {"study": pilot.study, "run_id": pilot.run_id, **plan.to_dict()}
+    record = PlanRecord.from_json({"study": pilot.study, "run_id": pilot.run_id, **plan.to_dict()})
     try:
         run = run_experiment(exp, run_id=rid, until=stopping.until, **run_kwargs)
     finally:
@@ -279,7 +280,7 @@ def run_planned(experiment: Experiment, families: Sequence[Family], *, budget_mi
         main = RunStore(Path(run_kwargs.get("out_dir") or default_runs_root()) / exp.study / rid)
         if (main.path / "run.json").is_file():
             main.update_run(pilot=record)
-    run = replace(run, run=main.read_run())
+    run = replace(run, record=main.read_run() or run.record)
     return PlannedRun(run, pilot, plan, stopping, PilotComponents(tuple(comps), source, own.cost))
 
 

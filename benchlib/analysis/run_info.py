@@ -154,8 +154,8 @@ def design_markdown(run: Run) -> str:
     lines += [
         f"- design: {exp.trials} randomized, counterbalanced blocks per condition; each trial is a fresh service "
         "start with a fresh client and its own warm-up; the analysis pairs trials by block",
-        f"- CPUs: service on {_cpus(cpus.get('server', []))}, load generator on "
-        f"{_cpus(cpus.get('client', []))}, dependencies on {_cpus(cpus.get('dependencies', []))}",
+        f"- CPUs: service on {_cpus(cpus.server)}, load generator on "
+        f"{_cpus(cpus.client)}, dependencies on {_cpus(cpus.dependencies)}",
         f"- baseline: **{exp.baseline_arm}**; seed {exp.seed}",
     ]
     return "\n".join(lines)
@@ -164,14 +164,12 @@ def design_markdown(run: Run) -> str:
 def provenance_markdown(run: Run) -> str:
     """The machine and software facts of the run, from run.json."""
     p = run.provenance
-    git = p.get("git", {})
-    tools = ", ".join(f"{k}: {v}" for k, v in p.get("toolchains", {}).items()) or "none"
-    pk = p.get("packages", {})
+    tools = ", ".join(f"{k}: {v}" for k, v in p.toolchains.items()) or "none"
+    pk = p.packages
     pkgs = ", ".join(f"{k} {pk[k]}" for k in ("benchlib", "numpy", "scipy", "pandas", "uvloop") if k in pk)
-    builds = run.run.get("builds") or {}
-    services = "; ".join(f"{name}: " + ", ".join(str(v) for v in (b.get("toolchains") or {}).values())
-                         for name, b in builds.items() if isinstance(b, dict) and b.get("toolchains"))
-    default = run.runtime.get("runtime")
+    services = "; ".join(f"{name}: " + ", ".join(b.toolchains.values())
+                         for name, b in run.record.builds.items() if b.toolchains)
+    default = run.record.runtime.name or None
     own: dict[str, list[str]] = {}
     for arm in run.require_experiment().arms:
         if arm.runtime and arm.runtime != default:
@@ -179,18 +177,18 @@ def provenance_markdown(run: Run) -> str:
     per_arm = "".join(f", arms {', '.join(names)} on {name}" for name, names in own.items())
     return "\n".join([
         parameters_markdown(run),
-        f"- benchlib {pk.get('benchlib', '?')}, git {str(git.get('sha'))[:12]}"
-        + (" (uncommitted changes)" if git.get("dirty") else ""),
-        f"- machine: {p.get('cpu_model')} x {p.get('cpu_count')} CPUs, {p.get('memory_gb')} GB, kernel "
-        f"{p.get('kernel')}, {p.get('os')}; governor {sorted(set(p.get('governor', {}).values()))}; "
-        f"load average at start {p.get('loadavg_at_start')}",
+        f"- benchlib {pk.get('benchlib', '?')}, git {str(p.git_sha)[:12]}"
+        + (" (uncommitted changes)" if p.git_dirty else ""),
+        f"- machine: {p.cpu_model} x {p.cpu_count} CPUs, {p.memory_gb} GB, kernel "
+        f"{p.kernel}, {p.os}; governor {sorted(set(p.governor.values()))}; "
+        f"load average at start {list(p.loadavg_at_start)}",
         machine_during_trials(run),
-        f"- runtime: {default}" + (f" (the default{per_arm})" if per_arm else "") + f"; cgroups {p.get('cgroups')}"
-        + (f"; engine {run.runtime.get('engine_version')}" if run.runtime.get("engine_version") else ""),
+        f"- runtime: {default}" + (f" (the default{per_arm})" if per_arm else "") + f"; cgroups {p.cgroups}"
+        + (f"; engine {run.record.runtime.engine_version}" if run.record.runtime.engine_version else ""),
         f"- toolchains: {tools}",
         *([f"- services built with: {services}"] if services else []),
-        f"- Python {p.get('python')}; {pkgs}",
-        f"- run started {p.get('collected_utc')}, finished {run.run.get('finished_utc', 'not finished')}",
+        f"- Python {p.python}; {pkgs}",
+        f"- run started {p.collected_utc or None}, finished {run.record.finished_utc or 'not finished'}",
         "", timeline_markdown(run),
     ])
 

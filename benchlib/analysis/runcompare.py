@@ -55,6 +55,7 @@ from benchlib.stats.verdict import Verdict, VerdictKind, decide
 if TYPE_CHECKING:
     import pandas as pd
 
+    from benchlib.store.records.run import Build
     from benchlib.store.results import Run
 
 __all__ = ["ALLOW", "DEFAULT_MARGIN", "RUN_LEVEL_NOTE", "Comparability", "Difference", "NotComparable",
@@ -176,20 +177,16 @@ class RunFacts:
     @classmethod
     def of(cls, run: Run, summaries: pd.DataFrame | None = None) -> RunFacts:
         prov = run.provenance
-        git = prov.get("git") or {}
-        sha = str(git.get("sha") or "")[:12]
-        commit = sha + ("+" if sha and git.get("dirty") else "")
-        cpus = prov.get("cpu_count")
-        machine = ", ".join(str(x) for x in (prov.get("hostname"), f"{cpus} CPUs" if cpus else None,
-                                             prov.get("cpu_model")) if x)
-        load = (prov.get("loadavg_at_start") or [math.nan])[0]
+        cpus = prov.cpu_count
+        machine = ", ".join(str(x) for x in (prov.hostname, f"{cpus} CPUs" if cpus else None, prov.cpu_model) if x)
+        load = prov.loadavg_1min
         counts: dict[str, int] = {}
         if summaries is not None and len(summaries):
             ok = summaries[summaries["valid"].astype(bool)] if "valid" in summaries.columns else summaries
             for (c, a), g in ok.groupby(["condition", "arm"], sort=False):
                 counts[f"{c}/{a}"] = int(len(g))
-        return cls(run.study, run.run_id, str(prov.get("collected_utc") or ""), commit, machine,
-                   float(load) if load is not None else math.nan, counts)
+        return cls(run.study, run.run_id, prov.collected_utc, prov.commit, machine,
+                   load if load is not None else math.nan, counts)
 
     @property
     def line(self) -> str:
@@ -415,14 +412,9 @@ def _load_fields(cond: Any) -> dict[str, Any]:
     return d
 
 
-def _builds_of(run: Run, services: set[str]) -> dict[str, dict[str, Any]]:
+def _builds_of(run: Run, services: set[str]) -> dict[str, Build]:
     """run.json's builds of these services (key ``[runtime:]service/variant``)."""
-    out = {}
-    for key, info in (run.run.get("builds") or {}).items():
-        name = str(key).split(":")[-1].split("/")[0]
-        if name in services and isinstance(info, Mapping):
-            out[str(key)] = dict(info)
-    return out
+    return {key: b for key, b in run.record.builds.items() if key.split(":")[-1].split("/")[0] in services}
 
 
 def _packages_of(service: str) -> tuple[str, ...]:
@@ -532,13 +524,13 @@ def check_comparable(a: Run, b: Run, *, arms: Sequence[str] | None = None, condi
     ba, bb = _builds_of(a, services), _builds_of(b, services)
     versions: list[tuple[str, str, Any, Any]] = []  # (difference, refusal's words, in A, in B)
     for key in sorted(set(ba) & set(bb)):
-        ta, tb = ba[key].get("toolchains") or {}, bb[key].get("toolchains") or {}
+        ta, tb = ba[key].toolchains, bb[key].toolchains
         versions += [(f"{key}: {tool} toolchain", f"{key} was built with another {tool}", ta.get(tool), tb.get(tool))
                      for tool in sorted(set(ta) | set(tb))]
-        sa, sb = ba[key].get("source_hash"), bb[key].get("source_hash")
+        sa, sb = ba[key].source_hash, bb[key].source_hash
         if sa != sb:
             diffs.append(Difference(f"service source {key}", _txt(sa), _txt(sb)))
-    pa, pb = a.provenance.get("packages") or {}, b.provenance.get("packages") or {}
+    pa, pb = a.provenance.packages, b.provenance.packages
     versions += [(f"{service}: package {pkg}", f"{service} ran with another {pkg}", pa.get(pkg), pb.get(pkg))
                  for service in sorted(services) for pkg in _packages_of(service)]
     for what, words, va, vb in versions:
@@ -551,7 +543,7 @@ def check_comparable(a: Run, b: Run, *, arms: Sequence[str] | None = None, condi
                           "under test", arms_=arm_names, conds=cond_names)
     # the CPUs given to the server and the client (how many)
     for role in ("server", "client"):
-        na, nb = len(a.cpus.get(role) or ()), len(b.cpus.get(role) or ())
+        na, nb = len(getattr(a.cpus, role)), len(getattr(b.cpus, role))
         if na != nb:
             d = Difference(f"{role} CPUs", str(na), str(nb), refuses=True, allow="cpus", allowed="cpus" in allowed)
             diffs.append(d)
@@ -560,12 +552,12 @@ def check_comparable(a: Run, b: Run, *, arms: Sequence[str] | None = None, condi
                               "change under test", arms_=arm_names, conds=cond_names)
     # listed, never refused
     prov_a, prov_b = a.provenance, b.provenance
-    mach_a = (prov_a.get("hostname"), prov_a.get("cpu_model"), prov_a.get("cpu_count"))
-    mach_b = (prov_b.get("hostname"), prov_b.get("cpu_model"), prov_b.get("cpu_count"))
+    mach_a = (prov_a.hostname or None, prov_a.cpu_model or None, prov_a.cpu_count)
+    mach_b = (prov_b.hostname or None, prov_b.cpu_model or None, prov_b.cpu_count)
     if mach_a != mach_b:
         diffs.append(Difference("machine", ", ".join(map(_txt, mach_a)), ", ".join(map(_txt, mach_b))))
-    sha_a = str((prov_a.get("git") or {}).get("sha") or "")[:12]
-    sha_b = str((prov_b.get("git") or {}).get("sha") or "")[:12]
+    sha_a = (prov_a.git_sha or "")[:12]
+    sha_b = (prov_b.git_sha or "")[:12]
     if sha_a != sha_b:
         diffs.append(Difference("benchlib commit", sha_a or "unknown", sha_b or "unknown"))
     for what, va, vb in (("trials per arm", ea.trials, eb.trials), ("seed", ea.seed, eb.seed)):

@@ -192,8 +192,7 @@ class Stopping:
                          if lk.error else
                          f"- look after {lk.blocks} blocks: settled {', '.join(lk.settled) or 'none'}; "
                          f"open {', '.join(lk.open) or 'none'}" + ("" if lk.open else ": the run stopped"))
-        stopped = rec.run.get("stopped_after_blocks")
-        if stopped is None:
+        if rec.record.stopped_after_blocks is None:
             lines.append(f"- the last look, after {self.design.max_blocks} blocks, is the analysis below"
                          if not self.rule.looks or self.rule.looks[-1].blocks < self.design.max_blocks else "")
         saved = saved_trials(rec)
@@ -216,12 +215,7 @@ def blocks_per_arm(run: Run) -> Any:
     import pandas as pd
 
     rec = run
-    planned: dict[tuple[str, str], int] = {}
-    for p in rec.run.get("plan") or ():
-        if p.get("arm") in rec.unavailable:
-            continue
-        k = (str(p.get("condition")), str(p.get("arm")))
-        planned[k] = planned.get(k, 0) + 1
+    planned = rec.record.planned_per_arm()
     ran: dict[tuple[str, str], int] = {}
     for t in rec.trials:
         k = (str(t.condition), str(t.arm))
@@ -248,17 +242,16 @@ def saved_trials(run: Run) -> dict[str, Any]:
 
     from benchlib.analysis.pilot import trial_costs
     rec = run
-    plan = list(rec.run.get("plan") or ())
+    plan = rec.record.plan
     stored = {(t.condition, t.arm, t.block) for t in rec.trials}
-    skipped = [p for p in plan if (p.get("condition"), p.get("arm"), p.get("block")) not in stored
-               and p.get("arm") not in rec.unavailable]
+    skipped = [p for p in plan if (p.condition, p.arm, p.block) not in stored and p.arm not in rec.unavailable]
     costs = trial_costs(rec)
     slot = math.nan
     if len(costs) > 1:
         gaps = (costs["next_started"] - costs["started"]).dt.total_seconds().dropna()
         slot = float(np.median(gaps)) if len(gaps) else math.nan
-    stopped = rec.run.get("stopped_after_blocks")
-    blocks = int(rec.parameters.get("trials") or 0)
+    stopped = rec.record.stopped_after_blocks
+    blocks = rec.experiment.trials if rec.experiment is not None else 0
     per: dict[tuple[str, str], int] = {}
     for t in rec.trials:
         per[(t.condition, t.arm)] = max(per.get((t.condition, t.arm), 0), int(t.block) + 1)

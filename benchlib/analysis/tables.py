@@ -285,7 +285,7 @@ def server_cpu_table(run: Run, summaries: Any, *, condition: str | None = None) 
 
     from benchlib.analysis.formats import MEDIAN_CI
 
-    cpus = max(1, len(run.cpus.get("server") or ()))
+    cpus = max(1, len(run.cpus.server))
     cols = ["condition", "arm", "trials", f"server CPU per request (µs), {MEDIAN_CI}",
             f"server CPUs busy (share of {cpus}), median", "busy, min", f"trials below {SERVER_BUSY:.0%}"]
     if summaries is None or not len(summaries) or "server_cpu_us_per_req" not in summaries.columns:

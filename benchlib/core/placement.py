@@ -1,4 +1,5 @@
-"""Where a study's load runs: the ``cluster=`` parameter, parsed (pure, no Ray).
+"""Where a study's load and services run: the CPUs of each role on this machine
+(:class:`CpuPlan`), and the ``cluster=`` parameter, parsed (pure, no Ray).
 
 * ``None``: this machine, as always (no Ray);
 * ``"local:N"``: a Ray cluster of ``N`` nodes started on this machine for the run (the head
@@ -36,12 +37,32 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from benchlib.core.errors import ParameterError
 
-__all__ = ["ClusterSpec", "parse_cluster", "LOAD_RESOURCE", "MAX_LOCAL_NODES", "CLUSTER_CHOICES", "INSTALL_HINT",
+__all__ = ["ClusterSpec", "CpuPlan", "parse_cluster", "LOAD_RESOURCE", "MAX_LOCAL_NODES", "CLUSTER_CHOICES", "INSTALL_HINT",
            "OPTION_CHOICES", "OPTIONS", "local_host_resource", "ray_installed"]
+
+@dataclass(frozen=True)
+class CpuPlan:
+    """CPU ids for each role (:func:`benchlib.run.cpus.plan_cpus` makes one). ``server`` and
+    ``client`` never overlap; ``dependencies`` (a database) share the server's by default."""
+
+    server: tuple[int, ...]
+    client: tuple[int, ...]
+    dependencies: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, list[int]]:
+        """The stored form (run.json's and each trial's ``cpus``)."""
+        return {"server": list(self.server), "client": list(self.client), "dependencies": list(self.dependencies)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Sequence[int] | None]) -> CpuPlan:
+        """The mirror of :meth:`to_dict` (a role not stored reads as no CPU)."""
+        return cls(*(tuple(int(c) for c in d.get(role) or ()) for role in ("server", "client", "dependencies")))
+
 
 #: The custom resource marking a node as a load host (one unit per node).
 LOAD_RESOURCE = "benchlib_load"

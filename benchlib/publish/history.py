@@ -42,7 +42,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchlib.core.errors import StorageError
 from benchlib.store.results import Run, open_run, parse_utc, runs_started_between
+from benchlib.store.runstore import RunStore
 
 __all__ = ["KeptReport", "KeptRun", "keep_report", "keep_run", "kept_runs", "runs_made", "runs_section",
            "scrub_paths"]
@@ -249,15 +251,15 @@ def kept_runs(reports_dir: str | Path) -> list[KeptRun]:
     for run_json in Path(reports_dir).glob("*/*/run.json"):
         folder = run_json.parent
         try:
-            run = json.loads(run_json.read_text(encoding="utf-8"))
-            started: _dt.datetime | None = parse_utc(str(run["provenance"]["collected_utc"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            run, started = {}, None
+            record = RunStore(folder).read_run()
+        except StorageError:
+            record = None
         files = tuple(str(p.relative_to(folder)) for p in
                       [folder / "run.json", *sorted((folder / "derived").glob("*.json")), folder / "summaries.csv"]
                       if p.is_file())
-        out.append(KeptRun(folder.parent.name, folder.name, folder, started,
-                           str(run.get("status") or "") if isinstance(run, dict) else "", _report_of(folder), files,
+        out.append(KeptRun(folder.parent.name, folder.name, folder,
+                           record.provenance.started if record is not None else None,
+                           record.status if record is not None else "", _report_of(folder), files,
                            (folder / "trials").is_dir()))
     oldest = _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
     out.sort(key=lambda k: (k.started_utc or oldest, k.run_id), reverse=True)

@@ -203,8 +203,8 @@ def _progress_relay(show: Callable[[str], None] | None,
             while True:
                 line = fh.readline()
                 if line:
-                    text, run_left = parse_line(line.rstrip("\n"))
-                    show(text + (left(run_left) if left is not None and run_left is not None else ""))
+                    got = parse_line(line.rstrip("\n"))
+                    show(got.text + (left(got.left_s) if left is not None and got.left_s is not None else ""))
                 elif stop.is_set():
                     return
                 else:
@@ -524,11 +524,13 @@ def not_run_arms(run: NotebookRun) -> list[NotRunArm]:
     out = []
     for folder in run.runs:
         try:
-            data = RunStore(folder).read_run()
+            record = RunStore(folder).read_run()
         except StorageError:
             continue  # the notebook reports an unreadable run itself
-        unavailable = data.get("unavailable") or {}
-        order = [a.get("name") for a in (data.get("parameters") or {}).get("arms", []) if isinstance(a, dict)]
+        if record is None:
+            continue
+        unavailable = record.unavailable
+        order = list(record.arm_names())
         arms = sorted(unavailable, key=lambda a: order.index(a) if a in order else len(order))  # the study's order
         out += [NotRunArm(run.notebook.stem, folder, str(arm), str(unavailable[arm])) for arm in arms]
     return out

@@ -8,10 +8,10 @@ before them, and dependencies (a database) share the service's CPUs.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Sequence
 
 from benchlib.core.errors import ParameterError
+from benchlib.core.placement import CpuPlan
 
 __all__ = ["CpuPlan", "available_cpus", "plan_cpus"]
 
@@ -19,18 +19,6 @@ __all__ = ["CpuPlan", "available_cpus", "plan_cpus"]
 def available_cpus() -> tuple[int, ...]:
     """The CPU ids this process may run on, ascending."""
     return tuple(sorted(os.sched_getaffinity(0)))
-
-
-@dataclass(frozen=True)
-class CpuPlan:
-    """CPU ids for each role. ``server`` and ``client`` never overlap."""
-
-    server: tuple[int, ...]
-    client: tuple[int, ...]
-    dependencies: tuple[int, ...]
-
-    def to_dict(self) -> dict[str, list[int]]:
-        return {"server": list(self.server), "client": list(self.client), "dependencies": list(self.dependencies)}
 
 
 def plan_cpus(

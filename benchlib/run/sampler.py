@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from benchlib.core import settings
 from benchlib.store.records.disturbance import (DEFAULT_BOUNDS, CpuSet, Disturbance, DisturbanceBounds, judge,
                                           with_references)
 
@@ -52,8 +53,6 @@ def bounds_from_settings(environ: Mapping[str, str] | None = None) -> Disturbanc
     """The bounds the runner judges trials by: ``None`` under ``BENCHLIB_DISTURBANCE_RULE=record``
     (measured and reported only), else the defaults with ``BENCHLIB_SERVER_SLOWDOWN_BOUND`` as
     the server canary's bound (unset: none). ``environ``: read instead of ``os.environ``."""
-    from benchlib.core import settings
-
     if settings.DISTURBANCE_RULE.value(environ) != "judge":
         return None
     return replace(DEFAULT_BOUNDS, server_slowdown=settings.SERVER_SLOWDOWN_BOUND.get(environ))

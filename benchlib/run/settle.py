@@ -19,36 +19,12 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
+from benchlib.core import settings
 from benchlib.core.errors import ParameterError
+from benchlib.store.records.run import Settled
 
-__all__ = ["Settled", "check_settle", "loadavg_1min", "settle_env", "wait_for_quiet"]
-
-
-@dataclass(frozen=True)
-class Settled:
-    """What the wait found.
-
-    Attributes
-    ----------
-    threshold: the 1-min load average asked for (below it: quiet).
-    loadavg: the 1-min load average when the wait ended.
-    waited_s: seconds waited. quiet: whether ``loadavg`` is below ``threshold``.
-    """
-
-    threshold: float
-    loadavg: float
-    waited_s: float
-    quiet: bool
-
-    def line(self) -> str:
-        """One line for the progress output."""
-        if self.quiet:
-            return (f"settle: load average {self.loadavg:.2f} < {self.threshold:g} "
-                    f"after {self.waited_s:.0f} s: starting")
-        return (f"settle: load average still {self.loadavg:.2f} (>= {self.threshold:g}) after "
-                f"{self.waited_s:.0f} s: starting anyway (the run stores its load average at start)")
+__all__ = ["Settled", "check_settle", "loadavg_1min", "settle_as_asked", "settle_env", "wait_for_quiet"]
 
 
 def loadavg_1min() -> float:
@@ -82,6 +58,18 @@ def wait_for_quiet(threshold: float, *, max_wait_s: float = 600.0, poll_s: float
     return Settled(threshold=threshold, loadavg=load, waited_s=clock() - start, quiet=load == load and load < threshold)
 
 
+def settle_as_asked(note: Callable[[str], None]) -> Settled | None:
+    """Wait for the load average ``BENCHLIB_SETTLE`` asks for (at most ``BENCHLIB_SETTLE_MAX_S``),
+    saying how it went through ``note``; returns what it found (run.json's ``settle``: the
+    seconds waited are not the run's cost); nothing when unset."""
+    threshold = settings.SETTLE.get()
+    if threshold is None:
+        return None
+    got = wait_for_quiet(threshold, max_wait_s=settings.SETTLE_MAX_S.value())
+    note(got.line())
+    return got
+
+
 @contextlib.contextmanager
 def settle_env(threshold: float | None, max_wait_s: float) -> Iterator[None]:
     """Within the block, ``BENCHLIB_SETTLE`` and ``BENCHLIB_SETTLE_MAX_S`` are set for the
@@ -89,8 +77,6 @@ def settle_env(threshold: float | None, max_wait_s: float) -> Iterator[None]:
     if threshold is None:
         yield
         return
-    from benchlib.core import settings
-
     check_settle(threshold, max_wait_s)
     names = (settings.SETTLE.name, settings.SETTLE_MAX_S.name)
     old = {k: os.environ.get(k) for k in names}

@@ -19,8 +19,10 @@ from typing import Any
 
 from benchlib.core.errors import ParameterError
 from benchlib.stats.verdict import Verdict, VerdictKind
+from benchlib.store.records.run import RunRecord
+from benchlib.store.runstore import RunStore
 
-__all__ = ["StoredVerdicts", "load1", "scale_of", "stored_verdict", "stored_verdicts"]
+__all__ = ["StoredVerdicts", "scale_of", "stored_verdict", "stored_verdicts"]
 
 
 def scale_of(parameters: Mapping[str, object]) -> str:
@@ -28,12 +30,6 @@ def scale_of(parameters: Mapping[str, object]) -> str:
     true (``True`` or the text ``true``/``1``/``yes``, as ``-p full true`` passes it), else ``default``."""
     full = parameters.get("full", False)
     return "full" if full is True or str(full).strip().lower() in ("true", "1", "yes") else "default"
-
-
-def load1(run: Mapping[str, Any]) -> float | None:
-    """The 1-min load average a run's provenance recorded just before it (``None``: not recorded)."""
-    load1 = (((run.get("provenance") or {}).get("loadavg_at_start")) or [None])[0]
-    return float(load1) if load1 is not None else None
 
 
 def _verdict_files(folder: Path) -> dict[str, list[Mapping[str, Any]]]:
@@ -48,11 +44,11 @@ def _verdict_files(folder: Path) -> dict[str, list[Mapping[str, Any]]]:
 
 @dataclass(frozen=True)
 class StoredVerdicts:
-    """What :func:`stored_verdicts` reads: the run's ``run.json`` (``run``), its scale, the
+    """What :func:`stored_verdicts` reads: the run's ``run.json`` (``run``, typed), its scale, the
     verdicts by family (file stem) with its companion runs' folded in, and ``parts``: each
     companion run's id -> its 1-min load average before it."""
 
-    run: Mapping[str, Any]
+    run: RunRecord
     study: str
     run_id: str
     scale: str
@@ -65,29 +61,25 @@ def stored_verdicts(run_folder: str | Path) -> StoredVerdicts:
     companion runs (folders ``<run_id>-<part>`` of the same study and scale, e.g. study 04's
     sweep): one notebook execution's verdict tables, without opening its trials."""
     folder = Path(run_folder)
-    run_json = folder / "run.json"
-    if not run_json.exists():
+    run = RunStore(folder).read_run()
+    if run is None:
         raise ParameterError(f"{folder}: no run.json; give a run folder (data/runs/<study>/<run_id> or "
                              "reports/<study>/<run_id>)")
-    run = json.loads(run_json.read_text(encoding="utf-8"))
-    study = str(run.get("study", folder.parent.name))
-    scale = scale_of(run.get("notebook_parameters") or {})
+    study = run.study or folder.parent.name
+    scale = scale_of(run.notebook_parameters)
     verdicts = _verdict_files(folder)
     if not verdicts:
         raise ParameterError(f"{folder}: no derived/*.json with verdicts (run the study's notebook on it first)")
     parts: dict[str, float | None] = {}
     for other in sorted(folder.parent.glob(f"{folder.name}-*")):
-        other_json = other / "run.json"
-        if not other_json.exists():
-            continue
-        o = json.loads(other_json.read_text(encoding="utf-8"))
-        if str(o.get("study", study)) != study or scale_of(o.get("notebook_parameters") or {}) != scale:
+        o = RunStore(other).read_run() if other.is_dir() else None
+        if o is None or (o.study or study) != study or scale_of(o.notebook_parameters) != scale:
             continue
         extra = {k: v for k, v in _verdict_files(other).items() if k not in verdicts}
         if extra:
             verdicts.update(extra)
-            parts[str(o.get("run_id", other.name))] = load1(o)
-    return StoredVerdicts(run, study, str(run.get("run_id", folder.name)), scale, verdicts, parts)
+            parts[o.run_id or other.name] = o.provenance.loadavg_1min
+    return StoredVerdicts(run, study, run.run_id or folder.name, scale, verdicts, parts)
 
 
 def stored_verdict(d: Mapping[str, Any]) -> Verdict:

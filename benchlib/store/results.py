@@ -14,29 +14,29 @@ studies compute them from :meth:`Run.summaries`.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchlib.core.design import DEFAULT_CROSS_CHECK_BLOCKS
 from benchlib.core.errors import BenchlibError, ParameterError, StorageError
 from benchlib.core.model import NAME_PATTERN, Arm, Condition, CrossCheck, Experiment, Limits, LoadSpec, Stage
+from benchlib.core.placement import CpuPlan
 from benchlib.store.records import PeerReport, TrialRecord
-from benchlib.store.records.plan import PlanRecord
 from benchlib.store.records import rows as R
+from benchlib.store.records.plan import PlanRecord
+from benchlib.store.records.run import Provenance, RunRecord
 from benchlib.store.runstore import RunStore, StoredTrial, default_runs_root
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SUMMARY_VERSION", "Run", "RunStart", "cross_check_summary", "experiment_from_parameters", "open_run",
-           "parse_utc", "runs_started_between", "trial_summary"]
+__all__ = ["SUMMARY_VERSION", "Run", "RunStart", "TrialSummaries", "cross_check_summary", "experiment_from_parameters",
+           "open_run", "parse_utc", "run_from", "runs_started_between", "trial_record", "trial_summary"]
 
 #: Version of :func:`trial_summary`'s columns (keys the summaries cache of a stored run).
 SUMMARY_VERSION = "4: the client's busiest CPU per trial (client_cpu)"
@@ -89,12 +89,48 @@ def trial_summary(trial: TrialRecord) -> dict[str, Any]:
     return row
 
 
-def _record(store: RunStore, t: StoredTrial) -> TrialRecord:
+def trial_record(store: RunStore, t: StoredTrial) -> TrialRecord:
+    """The typed record of a stored trial of ``store``, with its file and its service's log."""
     return TrialRecord.from_meta(t.meta, path=t.path, log_path=store.log_path(t.condition, t.arm, t.block))
 
 
 def _summary_of(t: StoredTrial) -> dict[str, Any]:
     return trial_summary(TrialRecord.from_meta(t.meta, path=t.path))
+
+
+class TrialSummaries:
+    """Per-trial summaries (:func:`trial_summary`) kept in memory, each trial summarized once:
+    what a runner holds while it runs, for its stopping rule and its progress line (a trial run
+    again in its place is a new record, summarized again)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[int, tuple[TrialRecord, dict[str, Any]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def rows(self, trials: Iterable[TrialRecord]) -> list[dict[str, Any]]:
+        """The summary of each of ``trials``, in their order (computed for those not seen yet)."""
+        out = []
+        for t in trials:
+            got = self._rows.get(id(t))
+            if got is None or got[0] is not t:
+                got = self._rows[id(t)] = (t, trial_summary(t))
+            out.append(got[1])
+        return out
+
+    def frame(self, trials: Iterable[TrialRecord]) -> pd.DataFrame:
+        """The summaries of ``trials`` (one row each, in their order), as :meth:`Run.summaries`."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows(trials))
+
+    def save(self, store: RunStore, trials: Sequence[TrialRecord]) -> None:
+        """Write ``store``'s summaries cache (``derived/summaries.parquet``, as :meth:`Run.summaries`
+        keeps it) from the summaries of ``trials``, its stored trials as read (a stored trial
+        not among them is summarized from its file)."""
+        by_path = {t.path: row for t, row in zip(trials, self.rows(trials))}
+        store.summaries(lambda s: by_path[s.path] if s.path in by_path else _summary_of(s), version=SUMMARY_VERSION)
 
 
 # -- the experiment run.json describes ----------------------------------------------------------
@@ -120,9 +156,9 @@ def _cross_check(x: Mapping[str, Any]) -> CrossCheck:
 
 
 def _condition(d: Mapping[str, Any]) -> Condition:
-    x = d.get("cross_check")
+    x = d["cross_check"]
     check = None if x is None else tuple(_cross_check(c) for c in x) if isinstance(x, list) else _cross_check(x)
-    return Condition(d["name"], _load(d["load"]), d.get("endpoint"), check)
+    return Condition(d["name"], _load(d["load"]), d["endpoint"], check)
 
 
 def _arm(d: Mapping[str, Any]) -> Arm:
@@ -134,9 +170,9 @@ def _arm(d: Mapping[str, Any]) -> Arm:
 
 def experiment_from_parameters(params: Mapping[str, Any]) -> Experiment:
     """The :class:`~benchlib.core.model.Experiment` whose run.json ``parameters`` these are (the
-    inverse of :func:`benchlib.run.runner.experiment_parameters`). Keys left out of older runs
-    read as what those runs did: ``repeat_invalid`` 0, ``dependencies`` ``"trial"``, a peer
-    tool in ``"all"`` blocks (the default when no condition has one).
+    inverse of :func:`benchlib.run.runner.experiment_parameters`), as :class:`RunRecord` reads
+    them: complete (older formats are brought up to date as run.json is read,
+    :mod:`benchlib.store.records.run`).
 
     Raises
     ------
@@ -144,18 +180,14 @@ def experiment_from_parameters(params: Mapping[str, Any]) -> Experiment:
     """
     p = dict(params)
     try:
-        conditions = tuple(_condition(c) for c in p["conditions"])
-        # left out when "all", or when no condition has a peer tool (then it does nothing)
-        blocks = p.get("cross_check_blocks", "all" if any(c.cross_check for c in conditions)
-                       else DEFAULT_CROSS_CHECK_BLOCKS)
         return Experiment(
-            study=p["study"], arms=tuple(_arm(a) for a in p["arms"]), conditions=conditions, trials=p.get("trials", 10),
-            seed=p.get("seed", 0), runtime=p.get("runtime", "local"), limits=_limits(p.get("limits")) or Limits(),
-            baseline=p.get("baseline"), between_trials_s=p.get("between_trials_s", 0.5),
-            retry_failed=p.get("retry_failed", False), repeat_invalid=p.get("repeat_invalid", 0),
-            repeat_disturbed=p.get("repeat_disturbed", 2),
-            cross_check_blocks=blocks, dependencies=p.get("dependencies", "trial"),
-            budget_min=p.get("budget_min"), target_mde=p.get("target_mde"), cluster=p.get("cluster"))
+            study=p["study"], arms=tuple(_arm(a) for a in p["arms"]),
+            conditions=tuple(_condition(c) for c in p["conditions"]), trials=p["trials"], seed=p["seed"],
+            runtime=p["runtime"], limits=_limits(p["limits"]) or Limits(), baseline=p["baseline"],
+            between_trials_s=p["between_trials_s"], retry_failed=p["retry_failed"], repeat_invalid=p["repeat_invalid"],
+            repeat_disturbed=p["repeat_disturbed"], cross_check_blocks=p["cross_check_blocks"],
+            dependencies=p["dependencies"], budget_min=p["budget_min"], target_mde=p["target_mde"],
+            cluster=p["cluster"], service_starts=p["service_starts"])
     except (KeyError, TypeError, ValueError, BenchlibError) as exc:
         raise ParameterError(f"run.json's parameters do not describe an experiment ({type(exc).__name__}: "
                              f"{exc})") from None
@@ -175,13 +207,15 @@ class Run:
     trials: every stored trial (set-aside attempts excluded), in execution order.
     unavailable: arms that did not run, with why.
     arms, conditions: names in the experiment's order.
-    parameters, notebook_parameters, cpus, provenance, runtime: as run.json stores them:
-        ``parameters`` the experiment that ran (with a budget: the planned blocks, measured
+    record: run.json, typed (:class:`~benchlib.store.records.run.RunRecord`: parameters,
+        notebook parameters, plan, CPUs, builds, runtime, provenance, how the run ended);
+        ``parameters`` is the experiment that ran (with a budget: the planned blocks, measured
         and warm-up seconds), ``notebook_parameters`` what the notebook was asked (with a
         budget: the parameters that plan again, e.g. the pilot's trial length).
-    run: run.json itself.
     ran, skipped: trials this execution ran and found stored (a run the runner returns; 0
         for a run read from disk).
+    summarized: the summaries a runner holds for the trials it holds (``None``: read and cached
+        on disk, :meth:`summaries`).
     """
 
     study: str
@@ -192,14 +226,10 @@ class Run:
     unavailable: Mapping[str, str] = field(default_factory=dict)
     arms: tuple[str, ...] = ()
     conditions: tuple[str, ...] = ()
-    parameters: Mapping[str, Any] = field(default_factory=dict)
-    notebook_parameters: Mapping[str, Any] = field(default_factory=dict)
-    cpus: Mapping[str, Any] = field(default_factory=dict)
-    provenance: Mapping[str, Any] = field(default_factory=dict)
-    runtime: Mapping[str, Any] = field(default_factory=dict)
-    run: Mapping[str, Any] = field(default_factory=dict)
+    record: RunRecord = field(default_factory=RunRecord)
     ran: int = 0
     skipped: int = 0
+    summarized: TrialSummaries | None = field(default=None, compare=False, repr=False)
 
     @property
     def store(self) -> RunStore:
@@ -208,15 +238,35 @@ class Run:
 
     @property
     def status(self) -> str:
-        """``running`` or ``complete`` as run.json says ("" when it has none)."""
-        return str(self.run.get("status") or "")
+        """``running``, ``complete`` or ``stopped`` as run.json says ("" when it has none)."""
+        return self.record.status
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        """run.json's ``parameters``: the experiment as stored (:attr:`experiment`, typed)."""
+        return self.record.parameters
+
+    @property
+    def notebook_parameters(self) -> Mapping[str, Any]:
+        """What the notebook that made the run was asked (run.json's ``notebook_parameters``)."""
+        return self.record.notebook_parameters
+
+    @property
+    def cpus(self) -> CpuPlan:
+        """The CPUs of each role (no CPU when not recorded)."""
+        return self.record.cpus or CpuPlan((), (), ())
+
+    @property
+    def provenance(self) -> Provenance:
+        """The machine and software at the run's first start."""
+        return self.record.provenance
 
     @property
     def plan(self) -> PlanRecord | None:
         """The design a pilot planned for this run within a budget (run.json's ``pilot``:
         :class:`~benchlib.store.records.plan.PlanRecord`), ``None`` for a run without a budget (or
         one whose main run has not finished)."""
-        return PlanRecord.from_json(self.run.get("pilot"))
+        return self.record.pilot
 
     @property
     def baseline(self) -> str:
@@ -240,7 +290,10 @@ class Run:
 
     def summaries(self) -> pd.DataFrame:
         """Per-trial summaries (one row per stored trial, :func:`trial_summary`), cached in
-        ``derived/summaries.parquet`` (keyed by the trial files and :data:`SUMMARY_VERSION`)."""
+        ``derived/summaries.parquet`` (keyed by the trial files and :data:`SUMMARY_VERSION`);
+        for a run a runner holds, those of its :attr:`trials` it keeps in memory."""
+        if self.summarized is not None:
+            return self.summarized.frame(self.trials)
         return self.store.summaries(_summary_of, version=SUMMARY_VERSION)
 
     def latencies(self, *, max_per_arm: int | None = 200_000, seed: int = 0) -> pd.DataFrame:
@@ -322,6 +375,30 @@ def _find(path_or_id: str | Path, root: Path | None) -> Path:
     return found[0]
 
 
+def run_from(store: RunStore, record: RunRecord, trials: Iterable[TrialRecord], *,
+             experiment: Experiment | None = None, unavailable: Mapping[str, str] | None = None,
+             summarized: TrialSummaries | None = None) -> Run:
+    """The :class:`Run` of ``store`` with its run.json ``record`` and the ``trials`` given
+    (sorted in execution order): :func:`open_run` reads them from disk, a runner gives those
+    it holds. ``experiment``: the experiment as run (default: the one ``record``'s parameters
+    describe, ``None`` when they do not); ``unavailable``: the arms that did not run (default:
+    the record's); ``summarized``: the summaries the caller keeps (:attr:`Run.summarized`)."""
+    if experiment is None and record.parameters:
+        try:
+            experiment = experiment_from_parameters(record.parameters)
+        except ParameterError:
+            experiment = None  # a folder written by hand: its names still read from the parameters
+    if experiment is not None:
+        arms = tuple(a.name for a in experiment.arms)
+        conds = tuple(c.name for c in experiment.conditions)
+    else:
+        arms, conds = record.arm_names(), record.condition_names()
+    ordered = tuple(sorted(trials, key=lambda t: (t.seq, str(t.path))))
+    return Run(study=store.study, run_id=store.run_id, path=store.path, trials=ordered, experiment=experiment,
+               unavailable=dict(unavailable if unavailable is not None else record.unavailable), arms=arms,
+               conditions=conds, record=record, summarized=summarized)
+
+
 def open_run(path_or_id: str | Path | RunStore, *, root: str | Path | None = None,
              experiment: Experiment | None = None, unavailable: Mapping[str, str] | None = None) -> Run:
     """The stored run ``path_or_id`` names, read.
@@ -338,34 +415,16 @@ def open_run(path_or_id: str | Path | RunStore, *, root: str | Path | None = Non
     Raises
     ------
     StorageError  no such run (the message lists the runs stored), a run id stored in several
-        studies (naming them), a folder that is not a run, or an unreadable trial file.
+        studies (naming them), a folder that is not a run, an unreadable run.json or trial file.
     """
     if isinstance(path_or_id, RunStore):
         path = path_or_id.path
     else:
         path = _find(path_or_id, Path(root) if root is not None else None)
     store = RunStore(path)
-    run = store.read_run()
-    params = run.get("parameters") or {}
-    if experiment is None and params:
-        try:
-            experiment = experiment_from_parameters(params)
-        except ParameterError:
-            experiment = None  # a folder written by hand: its names still read from the parameters
-    if experiment is not None:
-        arms = tuple(a.name for a in experiment.arms)
-        conds = tuple(c.name for c in experiment.conditions)
-    else:
-        arms = tuple(str(a.get("name")) for a in params.get("arms") or ())
-        conds = tuple(str(c.get("name")) for c in params.get("conditions") or ())
-    return Run(
-        study=store.study, run_id=store.run_id, path=store.path,
-        trials=tuple(_record(store, t) for t in store.trials()), experiment=experiment,
-        unavailable=dict(unavailable if unavailable is not None else run.get("unavailable") or {}),
-        arms=arms, conditions=conds, parameters=params, notebook_parameters=run.get("notebook_parameters") or {},
-        cpus=run.get("cpus") or {}, provenance=run.get("provenance") or {}, runtime=run.get("runtime") or {},
-        run=run,
-    )
+    record = store.read_run() or RunRecord()
+    return run_from(store, record, [trial_record(store, t) for t in store.trials()], experiment=experiment,
+                    unavailable=unavailable)
 
 
 # -- runs by the time they started ------------------------------------------------------------
@@ -402,14 +461,14 @@ def runs_started_between(runs_root: str | Path, start: _dt.datetime, end: _dt.da
     Folders without a readable run.json or provenance time are left out."""
     found = []
     for run_json in sorted(Path(runs_root).glob("*/*/run.json")):
+        store = RunStore(run_json.parent)
         try:
-            doc = json.loads(run_json.read_text(encoding="utf-8"))
-            prov = doc.get("provenance", {})
-            when = parse_utc(prov["collected_utc"])
-            waited = float((doc.get("settle") or {}).get("waited_s") or 0.0)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            record = store.read_run()
+        except StorageError:
             continue
-        if start <= when <= end:
-            load = prov.get("loadavg_at_start") or [None]
-            found.append(RunStart(RunStore(run_json.parent), when, load[0], waited))
+        when = record.provenance.started if record is not None else None
+        if record is None or when is None or not start <= when <= end:
+            continue
+        waited = record.settle.waited_s if record.settle is not None else 0.0
+        found.append(RunStart(store, when, record.provenance.loadavg_1min, waited if math.isfinite(waited) else 0.0))
     return found

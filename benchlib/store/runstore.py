@@ -3,7 +3,7 @@
 Layout (see docs/architecture.md)::
 
     <root>/<study>/<run_id>/
-      run.json                                         parameters, plan, provenance, schema version
+      run.json                                         parameters, plan, provenance (a RunRecord)
       trials/<condition>/<arm>/b<block:03d>.parquet    one trial: its rows + metadata
       logs/<condition>/<arm>/b<block:03d>.log          the service's log during that trial
       derived/summaries.parquet                        per-trial summaries (recomputable)
@@ -26,7 +26,7 @@ import datetime as _dt
 import json
 import os
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
@@ -44,6 +44,7 @@ from benchlib.core.schema import (
     ROW_DTYPE,
     SCHEMA_VERSION,
 )
+from benchlib.store.records.run import RunRecord
 
 __all__ = ["RunStore", "StoredTrial", "default_runs_root", "new_run_id", "rows_to_table", "table_to_rows"]
 
@@ -219,36 +220,50 @@ class RunStore:
     def study(self) -> str:
         return self.path.parent.name
 
-    def read_run(self) -> dict[str, Any]:
-        """The run's ``run.json`` ({} when not written yet)."""
+    def read_run(self) -> RunRecord | None:
+        """The run's ``run.json``, typed (any format so far, brought to the current one:
+        :mod:`benchlib.store.records.run`); ``None`` when not written yet.
+
+        Raises
+        ------
+        StorageError  an unreadable file, or a format or schema version this benchlib does not
+            read, naming the file.
+        """
         p = self.path / "run.json"
         if not p.exists():
-            return {}
+            return None
         try:
-            data: dict[str, Any] = json.loads(p.read_text())
+            data = json.loads(p.read_text())
         except (ValueError, OSError) as exc:
             raise StorageError(f"{p}: unreadable run.json ({type(exc).__name__}: {exc})") from None
         if not isinstance(data, dict):
             raise StorageError(f"{p}: expected a JSON object, got {type(data).__name__}")
-        version = data.get("schema_version")
-        if version not in READABLE_SCHEMA_VERSIONS:
-            raise StorageError(f"{p}: schema_version {version!r}; this benchlib reads "
-                               f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))}")
-        return data
+        return RunRecord.from_json(data, where=str(p))
 
-    def write_run(self, data: Mapping[str, Any]) -> None:
-        """Write ``run.json`` atomically (``schema_version`` is added)."""
-        payload = {"schema_version": SCHEMA_VERSION, **dict(data)}
-        _atomic_write_bytes(self.path / "run.json",
-                            json.dumps(payload, indent=1, sort_keys=True, default=str).encode() + b"\n")
+    def write_run(self, record: RunRecord) -> RunRecord:
+        """Write ``run.json`` atomically (:meth:`RunRecord.to_json`); returns the record as a
+        reader reads it back."""
+        p = self.path / "run.json"
+        text = json.dumps(record.to_json(), indent=1, sort_keys=True, default=str)
+        _atomic_write_bytes(p, text.encode() + b"\n")
+        return RunRecord.from_json(json.loads(text), where=str(p))
 
-    def update_run(self, **changes: Any) -> dict[str, Any]:
-        """Merge ``changes`` into ``run.json`` and write it back."""
-        data = self.read_run()
-        data.update(changes)
-        data.pop("schema_version", None)
-        self.write_run(data)
-        return data
+    def update_run(self, **changes: Any) -> RunRecord:
+        """Change fields of the stored :class:`RunRecord` (e.g. ``status="complete"``) and
+        write it back; returns the record written.
+
+        Raises
+        ------
+        StorageError  no run.json yet (write one first), or a field :class:`RunRecord` does not have.
+        """
+        record = self.read_run()
+        if record is None:
+            raise StorageError(f"{self.path}: no run.json to update")
+        try:
+            record = replace(record, **changes)
+        except TypeError as exc:
+            raise StorageError(f"{self.path}: run.json has no such field ({exc})") from None
+        return self.write_run(record)
 
     # -- trials ----------------------------------------------------------------------------
     def trial_path(self, condition: str, arm: str, block: int) -> Path:
@@ -275,9 +290,10 @@ class RunStore:
         os.replace(p, dest)
         return dest
 
-    def write_trial(self, rows: np.ndarray, meta: Mapping[str, Any], *, hosts: np.ndarray | None = None) -> Path:
+    def write_trial(self, rows: np.ndarray, meta: Mapping[str, Any], *, hosts: np.ndarray | None = None) -> StoredTrial:
         """Store one trial (rows + metadata); ``meta`` must name condition, arm and block;
-        ``hosts``: each row's load host (default 0: one machine).
+        ``hosts``: each row's load host (default 0: one machine). Returns the trial as stored
+        (its file, and its metadata as a reader reads it back).
 
         Raises StorageError if that trial is already stored (trials are never rewritten).
         """
@@ -290,14 +306,13 @@ class RunStore:
         path = self.trial_path(str(meta["condition"]), str(meta["arm"]), int(meta["block"]))
         if path.exists():
             raise StorageError(f"{path} already exists; stored trials are never rewritten")
-        table = rows_to_table(rows, {
-            _META_TRIAL: json.dumps(dict(meta), sort_keys=True, default=str).encode(),
-            _META_VERSION: str(SCHEMA_VERSION).encode(),
-        }, hosts=hosts)
+        text = json.dumps(dict(meta), sort_keys=True, default=str)
+        table = rows_to_table(rows, {_META_TRIAL: text.encode(), _META_VERSION: str(SCHEMA_VERSION).encode()},
+                              hosts=hosts)
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd", write_page_checksum=True)
         _atomic_write_bytes(path, sink.getvalue().to_pybytes())
-        return path
+        return StoredTrial(path, json.loads(text))
 
     def trials(self, *, verify: bool = False) -> list[StoredTrial]:
         """Every stored trial (set-aside failures excluded), in execution order (``seq``).

@@ -13,6 +13,9 @@ import pytest
 
 from benchlib.analysis.pilot import design_section, design_table, main, pilot_windows, plan_from_run, trial_costs
 from benchlib.analysis.questions import Family, run_family
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.run.resume import experiment_parameters
+from benchlib.store.records.run import RunRecord
 from benchlib.store.results import open_run
 from benchlib.stats import summarize_trial
 from benchlib.stats.simulate import trial_latencies_ms, trial_rows
@@ -37,9 +40,9 @@ def count_run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _write_run(path: Path, load: dict, seed: int = 9, run_id: str = "r") -> Path:
     store = RunStore(path)
-    store.write_run({"parameters": {"arms": [{"name": "a"}, {"name": "b"}], "baseline": "a", "trials": 10,
-                                    "between_trials_s": 0.0, "conditions": [{"name": "main", "load": load}]},
-                     "unavailable": {}, "study": "s", "run_id": run_id})
+    exp = Experiment("s", (Arm("a", "a"), Arm("b", "b")), (Condition("main", LoadSpec(**load)),), trials=10,
+                     baseline="a", between_trials_s=0.0)
+    store.write_run(RunRecord(study="s", run_id=run_id, parameters=experiment_parameters(exp)))
     rng = np.random.default_rng(seed)
     t0 = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
     seq = 0

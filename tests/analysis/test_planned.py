@@ -57,7 +57,7 @@ def test_pilot_plan_and_settled_arms_stop(services: Path, tmp_path: Path) -> Non
     floor = got.plan.floor
     assert floor is not None and floor.metric == "p50_ms" and floor.arm.startswith("main/") and floor.rate_rps > 0
     assert got.plan.duration_s >= floor.duration_s
-    assert got.run.store.read_run()["pilot"]["run_id"] == "p1" + PILOT_SUFFIX
+    assert got.run.store.read_run().pilot.pilot_run_id == "p1" + PILOT_SUFFIX
     # the analysis: b equal to a is decided; c is not decidable within the budget
     design = got.stopping.design
     assert design is not None and design.target_mde == pytest.approx(0.05)

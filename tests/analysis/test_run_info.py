@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from benchlib.analysis.run_info import parameters_markdown, timeline_markdown, trial_windows
+from benchlib.store.records.run import RunRecord
 from benchlib.store.results import open_run
 from benchlib.core.schema import ERROR_CODES, PHASE_CODES, ROW_DTYPE
 from benchlib.store.runstore import RunStore
@@ -28,10 +29,10 @@ def _rows(n: int, seconds: float, warm_s: float, latency_ms: float) -> np.ndarra
 
 def _run(root: Path, out_dir: str) -> Path:
     store = RunStore.open("00_quickstart", "r1", root=root)
-    store.write_run({"study": "00_quickstart", "run_id": "r1", "status": "complete",
+    store.write_run(RunRecord.from_json({"study": "00_quickstart", "run_id": "r1", "status": "complete",
                      "parameters": {"arms": [{"name": "a"}], "conditions": [{"name": "main"}]},
                      "notebook_parameters": {"trials": 2, "runtime": "local", "out_dir": out_dir, "progress": False},
-                     "provenance": {"cpu_count": 2}})
+                     "provenance": {"cpu_count": 2}}))
     for block, latency in ((0, 1.0), (1, 4.0)):
         store.write_trial(_rows(3000, 3.0, 1.0, latency), {"record_version": 2, "condition": "main", "arm": "a",
                                                            "block": block, "seq": block, "status": "ok"})

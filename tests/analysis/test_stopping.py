@@ -154,7 +154,7 @@ def test_the_run_ends_when_every_question_is_settled(tmp_path: Path, monkeypatch
 
     res, stopping = _fake_run(tmp_path, monkeypatch, ("a", "b"), [FAST])
     first = stopping.design.looks[0]
-    assert res.run["stopped_after_blocks"] == first
+    assert res.record.stopped_after_blocks == first
     assert {t.block for t in res.store.trials()} == set(range(first))
     saved = saved_trials(res)
     assert saved["trials"] == 2 * (12 - first) and saved["planned"] == 24

@@ -13,6 +13,8 @@ import pandas as pd
 import pytest
 
 from benchlib.runtime import logs
+from benchlib.core.placement import CpuPlan
+from benchlib.store.records.run import RunRecord
 from benchlib.analysis import (client_cpu_table, client_limited, limits_table, log_lines_table, measured_minutes,
                                repeats_table, server_cpu_table, server_unsaturated, short_reasons, status_table,
                                warmup_table)
@@ -98,8 +100,9 @@ def test_status_repeats_limits_and_minutes_come_from_the_records() -> None:
 
 def test_warmup_log_lines_and_peer_tables_read_the_stored_trials(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "s" / "r")
-    store.write_run({"parameters": {"arms": [{"name": "a"}, {"name": "b"}], "conditions": [{"name": "closed"}]},
-                     "unavailable": {}})
+    store.write_run(RunRecord.from_json({
+        "parameters": {"arms": [{"name": "a"}, {"name": "b"}], "conditions": [{"name": "closed"}]},
+        "unavailable": {}}))
     measured = [2.0] * 90 + [10.0] * 10
     for seq, (block, arm, order) in enumerate(((0, "a", "after"), (1, "a", "before"), (0, "b", "after"))):
         meta = _meta(arm, block, seq=seq, load={"requests": {"measure": 100, "warmup": 5, "total": 105},
@@ -217,14 +220,14 @@ def test_server_cpu_table_gives_the_cost_per_request_and_names_the_servers_with_
     rows.append({"condition": "closed", "arm": "nocpu", "block": 0, "valid": True, "server_cpu_us_per_req": math.nan,
                  "server_cpu_frac": math.nan})
     run = Run("s", "r", Path("."), (), arms=("idle", "busy", "nocpu"), conditions=("closed",),
-                    cpus={"server": [1], "client": [0]})
+              record=RunRecord(cpus=CpuPlan((1,), (0,), (1,))))
     table = server_cpu_table(run, pd.DataFrame(rows))
     assert list(table["arm"]) == ["idle", "busy"]  # the run's arm order; no samples, no row; invalid trials left out
     busy = table.set_index("arm").loc["busy"]
     assert busy["trials"] == 6 and busy["server CPUs busy (share of 1), median"] == 0.96
     assert busy["server CPU per request (µs), median [CI]"] == "20.5 [20, 21] (96.9% CI)" and busy["trials below 90%"] == 0
     assert server_unsaturated(table) == ["idle"]
-    two = Run("s", "r", Path("."), (), arms=("idle", "busy"), cpus={"server": [0, 1], "client": [0, 1]})
+    two = Run("s", "r", Path("."), (), arms=("idle", "busy"), record=RunRecord(cpus=CpuPlan((0, 1), (0, 1), (0, 1))))
     shared = server_cpu_table(two, pd.DataFrame(rows)).set_index("arm")
     assert shared.loc["busy", "server CPUs busy (share of 2), median"] == 0.48 and server_unsaturated(
         shared.reset_index()) == ["idle", "busy"]

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from benchlib.run.cluster.clock import ClockOffset, ClockSample, estimate_offset, start_skew
+from benchlib.store.records.run import RunRecord
 from benchlib.run.cluster.merge import HostInfo, HostOutcome, merge_hosts
 from benchlib.core.placement import ClusterSpec, parse_cluster
 from benchlib.core.errors import ParameterError
@@ -41,8 +42,10 @@ def _exp(**kw: object) -> Experiment:
 
 
 def test_experiment_takes_cluster_and_older_runs_keep_their_parameters() -> None:
-    assert "cluster" not in experiment_parameters(_exp())  # runs stored before it still resume
+    assert experiment_parameters(_exp())["cluster"] is None
     assert experiment_parameters(_exp(cluster="local:2"))["cluster"] == "local:2"
+    older = {k: v for k, v in experiment_parameters(_exp()).items() if k != "cluster"}  # stored before it
+    assert RunRecord.from_json({"parameters": older}).parameters == experiment_parameters(_exp())  # still resumes
     with pytest.raises(ParameterError, match="cluster must be one of"):
         _exp(cluster="everywhere")
 
@@ -228,7 +231,7 @@ def test_the_report_shows_the_load_hosts_section_only_when_a_trial_had_several_h
 
     def run(*trials: object) -> Run:
         return Run("s", "r", Path("."), tuple(trials), arms=("a",), conditions=("closed",),  # type: ignore[arg-type]
-                   parameters={"cluster": "local:2"})
+                   experiment=_exp(cluster="local:2"))
 
     assert not load_hosts_section(run(_trial(0, 0), _trial(1, 0)))  # one machine: no section
     assert not load_hosts_section(run(_trial(0, 1)))  # one load host: nothing to compare

@@ -23,15 +23,15 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("ray")
 
 from benchlib.run.cluster.session import _proc_table, require_ray  # noqa: E402
+from benchlib.run.events import Note, Progress, TrialEvent  # noqa: E402
 from benchlib.core.errors import HostLost  # noqa: E402
 from benchlib.core.model import Arm, Condition, Experiment, LoadSpec  # noqa: E402
 from benchlib.run.runner import run_experiment  # noqa: E402
@@ -116,13 +116,13 @@ class _Watch:
     """The run's progress events, and the processes of the run seen when the fault was made."""
 
     def __init__(self) -> None:
-        self.events: list[Mapping[str, Any]] = []
+        self.events: list[Progress] = []
         self.before = _tree()
         self.seen: set[int] = set()
-        self.hook: Callable[[Mapping[str, Any]], None] | None = None
+        self.hook: Callable[[Progress], None] | None = None
 
-    def __call__(self, ev: Mapping[str, Any]) -> None:
-        self.events.append(dict(ev))
+    def __call__(self, ev: Progress) -> None:
+        self.events.append(ev)
         if self.hook is not None:
             self.hook(ev)
 
@@ -130,10 +130,10 @@ class _Watch:
         self.seen |= _tree() - self.before
 
     def notes(self) -> list[str]:
-        return [str(e["text"]) for e in self.events if e.get("event") == "note"]
+        return [e.event.text for e in self.events if isinstance(e.event, Note)]
 
-    def trials(self) -> list[Mapping[str, Any]]:
-        return [e for e in self.events if e.get("event") == "trial"]
+    def trials(self) -> list[TrialEvent]:
+        return [e.event for e in self.events if isinstance(e.event, TrialEvent) and e.kind == "trial"]
 
     def left(self, within_s: float = 30.0) -> set[int]:
         """The run's processes still alive (waiting up to ``within_s`` for them to end)."""
@@ -146,12 +146,12 @@ class _Watch:
             time.sleep(0.2)
 
 
-def _first_trial_of_block(block: int, act: Callable[[], None]) -> Callable[[Mapping[str, Any]], None]:
+def _first_trial_of_block(block: int, act: Callable[[], None]) -> Callable[[Progress], None]:
     """A progress hook that calls ``act`` once, after the first trial of ``block`` is stored."""
     done: list[bool] = []
 
-    def hook(ev: Mapping[str, Any]) -> None:
-        if ev.get("event") == "trial" and ev.get("block") == block and not done:
+    def hook(ev: Progress) -> None:
+        if isinstance(ev.event, TrialEvent) and ev.kind == "trial" and ev.event.block == block and not done:
             done.append(True)
             act()
     return hook
@@ -205,7 +205,7 @@ def test_a_load_node_lost_between_trials_runs_its_block_again_on_the_host_left(t
                         r"still alive: 1 \(Ray node [0-9a-f]{8}, benchlib_host_0\); block b1 runs again in full on "
                         r"them \(1 trial\(s\) set aside\)", note), note
     data = run.store.read_run()
-    assert data["status"] == "complete" and [x["line"] for x in data["host_losses"]] == [note]
+    assert data.status == "complete" and [x.line for x in data.host_losses] == [note]
     # blocks never mix host sets: b0 from both load hosts, b1 (all of it) from the one left
     assert sorted((t.block, len(t.load.extra["cluster"]["hosts"])) for t in run.trials) == [(0, 2), (0, 2), (1, 1), (1, 1)]
     assert all(t.status in ("ok", "invalid") for t in run.trials), [t.reason for t in run.trials]
@@ -230,17 +230,17 @@ def test_a_load_nodes_raylet_killed_mid_trial_fails_that_trial_and_its_block_run
                          out_dir=tmp_path / "runs", progress=watch)
     assert killed, "the load host on node 2 was never seen running"
     first, again = watch.trials()
-    assert first["status"] == "failed"
-    assert re.fullmatch(rf"LoadGenError: {HOST} failed: its node died \({NODE2}\)", first["reason"]), first["reason"]
+    assert first.status == "failed"
+    assert re.fullmatch(rf"LoadGenError: {HOST} failed: its node died \({NODE2}\)", first.reason), first.reason
     (aside,) = _set_aside(run.store.path)  # the failed trial, with the other host's rows
     rows, hosts = _rows_and_hosts(aside)
     assert rows > 0 and len(hosts) == 1
     (note,) = watch.notes()
-    assert note.startswith(first["reason"].removeprefix("LoadGenError: ").replace(" failed: ", " lost: "))
+    assert note.startswith(first.reason.removeprefix("LoadGenError: ").replace(" failed: ", " lost: "))
     assert note.endswith("block b0 runs again in full on them (1 trial(s) set aside)")
     (trial,) = run.trials
     assert again["status"] == trial.status and len(trial.load.extra["cluster"]["hosts"]) == 1
-    assert [a.status for a in trial.attempts] == ["failed"] and first["reason"] in str(trial.attempts[0].reason)
+    assert [a.status for a in trial.attempts] == ["failed"] and first.reason in str(trial.attempts[0].reason)
     assert not watch.left()
 
 
@@ -258,7 +258,7 @@ def test_a_load_actor_killed_mid_trial_fails_that_trial_and_the_run_goes_on(tmp_
     assert len(b0.rows()) == kept["rows"] > 0 and set(b0.hosts().tolist()) == {kept["host"]}
     # its node lives: the same two hosts send the next block's load, nothing set aside, no loss
     assert b1.status in ("ok", "invalid") and len(b1.load.extra["cluster"]["hosts"]) == 2, b1.reason
-    assert not watch.notes() and not _set_aside(run.store.path) and "host_losses" not in run.store.read_run()
+    assert not watch.notes() and not _set_aside(run.store.path) and not run.store.read_run().host_losses
     assert not watch.left()
 
 
@@ -279,9 +279,9 @@ def test_fewer_hosts_than_min_hosts_stop_the_run_in_one_line_and_a_resume_comple
         r"1 stored trial\(s\) kept \(block b1's 1 set aside: it runs again in full on resume\); "
         r"resume with run_id 'r1' on a repaired cluster", line), line
     hit = watch.trials()[-1]
-    assert hit["block"] == 1 and hit["status"] == "failed"
+    assert hit.block == 1 and hit.status == "failed"
     assert re.fullmatch(rf"HostLost: {HOST} lost before its load started: its node died \({NODE2}\)",
-                        hit["reason"]), hit["reason"]
+                        hit.reason), hit.reason
     assert watch.notes()[-1] == line
     run_dir = tmp_path / "runs" / "host-lost-stop" / "r1"
     from benchlib.store.results import open_run
@@ -314,8 +314,8 @@ def test_the_service_node_lost_mid_run_stops_the_run_in_one_line(tmp_path: Path)
         rf"{service}: the run stops; 1 stored trial\(s\) kept \(block b1's 1 set aside: it runs again in full on "
         r"resume\); resume with run_id 'r1' on a repaired cluster", line), line
     hit = watch.trials()[-1]
-    assert hit["block"] == 1 and hit["status"] == "failed"
-    assert re.fullmatch(rf"service died during the trial \({service}\)", hit["reason"]), hit["reason"]
+    assert hit.block == 1 and hit.status == "failed"
+    assert re.fullmatch(rf"service died during the trial \({service}\)", hit.reason), hit.reason
     run_dir = tmp_path / "runs" / "service-lost" / "r1"
     (aside,) = _set_aside(run_dir)
     rows, hosts = _rows_and_hosts(aside)  # the hit trial's rows (its errors after the loss included), kept

@@ -108,7 +108,7 @@ def test_a_trial_with_the_service_on_one_node_and_the_load_from_the_other(free_c
     assert stop["detail"] == "stopped by benchlib" and not stop["died_early"] and stop["exit_code"] in (0, None)
     assert seen and seen[0], "the service never ran under the service actor"
     assert (run.store.path / "logs").is_dir() and any((run.store.path / "logs").iterdir())  # its log, back
-    assert run.store.read_run()["runtime"]["service_node"]["resource"] == "benchlib_host_0"
+    assert run.store.read_run().runtime.raw["service_node"]["resource"] == "benchlib_host_0"
     assert _gone({seen[0]})
 
 

@@ -289,7 +289,7 @@ def database_info(result: Run, *, timeout_s: float = 60.0) -> dict[str, Any]:
         manifest = get_manifest("ferretdb")
         svc = manifest.resolve()
         rt = get_runtime(result.require_experiment().runtime)
-        deps_cpus = tuple(result.cpus.get("dependencies") or plan_cpus().dependencies)
+        deps_cpus = result.cpus.dependencies or plan_cpus().dependencies
         with rt.start(rt.prepare(svc), StartOptions(port=free_port(), cpus=deps_cpus, log_sink="discard",
                                                      run_id=result.run_id)) as h:
             out = subprocess.run([sys.executable, str(manifest.directory / "seed.py"), "info", "--host", h.host,

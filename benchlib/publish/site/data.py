@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from benchlib.analysis.display import metric_words
+from benchlib.core.errors import StorageError
+from benchlib.store.records.run import RunRecord
+from benchlib.store.runstore import RunStore
 from benchlib.publish.history import KeptRun, kept_runs
 
 __all__ = ["SiteRun", "Study", "VerdictRow", "read_studies", "verdict_summary"]
@@ -163,21 +166,17 @@ def _verdict_rows(folder: Path) -> tuple[VerdictRow, ...]:
 
 def _site_run(k: KeptRun) -> SiteRun:
     try:
-        run = json.loads((k.folder / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        run = {}
-    p = run.get("provenance") or {}
-    git = p.get("git") or {}
-    commit = (str(git["sha"])[:12] + ("+" if git.get("dirty") else "")) if git.get("sha") else "–"
+        run = RunStore(k.folder).read_run() or RunRecord()
+    except StorageError:
+        run = RunRecord()
+    p = run.provenance
     machine = ", ".join(x for x in [
-        f"{p.get('cpu_model')} × {p.get('cpu_count')} CPUs" if p.get("cpu_model") else "",
-        f"{p.get('memory_gb')} GB" if p.get("memory_gb") else "", str(p.get("hostname") or "")] if x) or "–"
-    la = p.get("loadavg_at_start")
-    loadavg = " / ".join(f"{float(x):.2f}" for x in la) if isinstance(la, list) and la else "–"
-    params = run.get("notebook_parameters") or {}
-    parameters = ", ".join(f"{n}={v}" for n, v in params.items() if n not in ("out_dir", "progress"))
+        f"{p.cpu_model} × {p.cpu_count} CPUs" if p.cpu_model else "",
+        f"{p.memory_gb} GB" if p.memory_gb else "", p.hostname] if x) or "–"
+    loadavg = " / ".join(f"{x:.2f}" for x in p.loadavg_at_start) if p.loadavg_at_start else "–"
+    parameters = ", ".join(f"{n}={v}" for n, v in run.notebook_parameters.items() if n not in ("out_dir", "progress"))
     started = k.started_utc.strftime("%Y-%m-%d %H:%M UTC") if k.started_utc else "–"
-    return SiteRun(k, started, commit, machine, loadavg, parameters or "–", _verdict_rows(k.folder))
+    return SiteRun(k, started, p.commit or "–", machine, loadavg, parameters or "–", _verdict_rows(k.folder))
 
 
 def _title(report: Path | None, study: str) -> str:
