@@ -32,6 +32,7 @@ from benchlib.stats.sequential import (
     analyse_row,
     budget_mde,
     check_sequential,
+    conditional_power,
     early_stop_estimate,
     first_crossing,
     need_blocks,
@@ -641,10 +642,12 @@ def _adjust_and_decide(
                                     f"smallest possible p {fmt_p(e['min_p'])}")
             if status == "ok" and sequential is not None and "seq_row" in e:
                 kw.update(_early_stop(e, sequential, kw["p_adj"], alpha, m, correction))
-                if sequential.target_mde is not None:  # futility: the MDE reachable by the last look
+                if sequential.target_mde is not None:  # futility: the MDE reachable by the last look, and
+                    # the chance of a decision by then at the effect seen so far
+                    row_alpha = planning_alpha(alpha, m, correction)
                     kw.update(target_mde=sequential.target_mde,
-                              mde_budget=budget_mde(e["seq_row"], sequential,
-                                                    alpha_row=planning_alpha(alpha, m, correction), power=power))
+                              mde_budget=budget_mde(e["seq_row"], sequential, alpha_row=row_alpha, power=power),
+                              conditional_power=conditional_power(e["seq_row"], sequential, alpha_row=row_alpha))
             v = decide(info, **kw)
             verdicts[i] = v
             _fill_row(r, v)

@@ -51,6 +51,7 @@ from benchlib.stats._checks import probability
 from benchlib.stats.estimate import Estimate, tost_pvalue
 from benchlib.stats.exact import _t_cdf, hodges_lehmann_center, min_p_paired, signed_rank, walsh_averages
 from benchlib.stats.multiplicity import best_case_adjusted
+from benchlib.stats.verdict import FUTILITY_POWER
 
 __all__ = [
     "DEFAULT_SHAPE",
@@ -60,7 +61,9 @@ __all__ = [
     "SequentialRow",
     "LookStatus",
     "analyse_row",
+    "FUTILITY_POWER",
     "budget_mde",
+    "conditional_power",
     "early_stop_estimate",
     "first_crossing",
     "plan_sequential",
@@ -502,6 +505,9 @@ class SequentialRow:
     plain:
         The plain Hodges-Lehmann estimate of all the blocks (log scale); ``estimate.effect`` is
         it kept inside the interval ``[estimate.lo, estimate.hi]``.
+    observed:
+        The within-block differences the row rests on (block order, tied blocks left out), for
+        :func:`conditional_power`.
     """
 
     estimate: Estimate
@@ -513,6 +519,7 @@ class SequentialRow:
     drift: bool = False
     z_path: tuple[float, ...] = ()
     plain: float = math.nan
+    observed: np.ndarray = field(default_factory=lambda: np.empty(0), compare=False, repr=False)
 
 
 def _row_counts(blocks: np.ndarray, design: SequentialDesign, blocks_run: int) -> tuple[tuple[int, ...], int]:
@@ -669,7 +676,7 @@ def analyse_row(a: np.ndarray, b: np.ndarray, blocks: np.ndarray, design: Sequen
     e = Estimate(est, lo, hi, float(confidence), tlo, thi, float(p_seq), float(mp), sigma,
                  "sequential Wilcoxon signed-rank", True, False, n_tied, p_tost)
     zp = _z_path(d, counts, done, design.shape) if done and d.size and np.any(d != 0.0) else ()
-    return SequentialRow(e, float(p_fixed), counts, done, int(blocks_run), unplanned, drift, zp, plain)
+    return SequentialRow(e, float(p_fixed), counts, done, int(blocks_run), unplanned, drift, zp, plain, d)
 
 
 def _turned(d: np.ndarray, counts: tuple[int, ...], done: int, crossed: int, lo: float, hi: float) -> bool:
@@ -838,6 +845,37 @@ def budget_mde(row: SequentialRow, design: SequentialDesign, *, alpha_row: float
     s_lo = s * math.sqrt((n - 1) / float(_st.chi2.ppf(confidence, n - 1)))
     u = _mde_units(row.counts, design.shape, float(alpha_row), float(power), len(row.counts))
     return math.expm1(u * s_lo) if math.isfinite(u) else math.inf
+
+
+def conditional_power(row: SequentialRow, design: SequentialDesign, *, alpha_row: float) -> float:
+    """The chance that the row's sequential test rejects "no difference" at ``alpha_row`` by the
+    design's last look, given the blocks so far, if the true shift were the one they show (the
+    plain Hodges-Lehmann estimate) with their spread: the blocks still to come are simulated
+    (:data:`POWER_DRAWS` seeded normal paths, the same for every row) and appended to the row's
+    own, and the test's statistic ``W`` is taken over the looks to come. 1.0 when the row has
+    already rejected; NaN at the last look (nothing is to come) or without a spread."""
+    s = row.estimate.sigma
+    k_looks, done = len(row.counts), row.looks_done
+    if not (1 <= done < k_looks) or not row.z_path or not (math.isfinite(s) and s > 0):
+        return math.nan
+    c = _critical(row.counts, design.shape, float(alpha_row))
+    if not math.isfinite(c):
+        return 0.0
+    cut = c - _TOL * max(1.0, abs(c))
+    w_obs = max(row.z_path)
+    if w_obs >= cut:
+        return 1.0
+    n0 = row.counts[done - 1]
+    theta = row.plain if math.isfinite(row.plain) else row.estimate.effect
+    future = theta + s * _draws(row.counts[-1])[:, : row.counts[-1] - n0]
+    d = row.observed
+    w = _weights(row.counts, design.shape)
+    best = np.full(future.shape[0], w_obs)
+    for k in range(done, k_looks):
+        x = np.concatenate([np.broadcast_to(d[:n0], (future.shape[0], n0)), future[:, : row.counts[k] - n0]],
+                           axis=1)
+        best = np.maximum(best, _z(_rank_p(x)) * w[k])
+    return float(np.mean(best >= cut))
 
 
 def need_blocks(design: SequentialDesign, *, alpha: float, n_comparisons: int, correction: str) -> int | None:
