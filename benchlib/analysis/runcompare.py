@@ -19,6 +19,15 @@ equivalence test (TOST at the margin, Holm-adjusted) puts it inside, and "~ (MDE
 otherwise, where the MDE is the true change the design finds with 80% power, margin included.
 Every comparison says so (:data:`RUN_LEVEL_NOTE`, in the text and the data).
 
+**The run-level variance, where the history has it.** With at least
+:data:`~benchlib.stats.runlevel.MIN_RUNS` runs of the study on run A's machine (run A and the
+comparable runs stored beside it, run B left out: :func:`run_history`), each row's run-level
+variance is estimated from them (:func:`benchlib.stats.runlevel.run_level`) and the row's
+interval, tests and MDE count it (:func:`benchlib.stats.runlevel.across_runs`: Student-t on
+``2 tau^2`` plus the two runs' own trial variance); the comparison says on how many runs it
+rests. With fewer, the false-regression rate is unknown (it grows with the run-level variance
+the trials do not sample), and the MDEs are lower bounds ("MDE ≥ x%"); the note says so.
+
 **Refusals.** Runs that do not measure the same thing are refused with one line naming what
 differs and the valid choices (:class:`NotComparable`, :func:`check_comparable`): another
 study, other arms or conditions (``arms=``/``conditions=``: the ones both runs have), an arm
@@ -49,6 +58,7 @@ from benchlib.stats.fmt import fmt_centre, fmt_p, fmt_pct, fmt_ratio
 from benchlib.stats.metrics import MetricInfo, metric_info
 from benchlib.stats.multiplicity import adjust, best_case_adjusted
 from benchlib.stats.power import mde_shift, min_trials, planning_alpha
+from benchlib.stats.runlevel import MIN_RUNS, RunLevel, across_runs, across_runs_mde, run_level
 from benchlib.stats.comparison import jsonable
 from benchlib.stats.verdict import Verdict, VerdictKind, decide
 
@@ -59,7 +69,8 @@ if TYPE_CHECKING:
     from benchlib.store.results import Run
 
 __all__ = ["ALLOW", "DEFAULT_MARGIN", "RUN_LEVEL_NOTE", "Comparability", "Difference", "NotComparable",
-           "RunComparison", "RunComparisonRow", "RunFacts", "check_comparable", "compare_runs", "compare_summaries"]
+           "RunComparison", "RunComparisonRow", "RunFacts", "check_comparable", "compare_runs", "compare_summaries",
+           "run_history"]
 
 #: The default practical margin (relative): differences between two runs within ±5% are not
 #: attributed to the change. Run-level effects of a few percent are common on one machine from
@@ -79,6 +90,17 @@ RUN_LEVEL_NOTE = (
     "not between runs, so what moves a whole run (the machine that day, other load, its thermal state, the "
     "build) can look like a change. Only a difference beyond the margin (±{margin}) is called faster or "
     "slower; repeat both runs, interleaved, to learn how large run-level effects are here."
+)
+#: What a comparison adds when the history cannot estimate the run-level variance.
+UNKNOWN_RATE_NOTE = (
+    "The false-regression rate is unknown: {runs} run(s) of this study on this machine besides B, {need} "
+    "needed to estimate the run-level variance; the MDEs leave it out and are lower bounds."
+)
+#: What a comparison says when the history estimates the run-level variance.
+ESTIMATED_NOTE = (
+    "Run-level variance estimated from {runs} runs of this study on this machine ({ids}; B left out): the "
+    "intervals, tests and MDEs count it (Student-t on twice the run-level variance plus the two runs' own); only "
+    "a difference beyond the margin (±{margin}) is called faster or slower."
 )
 
 _CORRECTION = "holm"
@@ -212,7 +234,11 @@ class RunComparisonRow:
         test's p-values at the margin (Holm over the table); ``p_tost``/``p_tost_adj`` the
         equivalence test's.
     p_shift: the exact Mann-Whitney p-value of "no shift at all" between the two runs' trials
-        (unadjusted; for reading only: a shift within the margin may be a run-level effect).
+        (unadjusted; for reading only: a shift within the margin may be a run-level effect); with
+        the run-level variance, the Student-t one counting it.
+    run_level: the row's run-level variance from the history
+        (:class:`~benchlib.stats.runlevel.RunLevel`; ``None`` when not estimated: the verdict's
+        MDE is then a lower bound).
     """
 
     condition: str
@@ -222,6 +248,7 @@ class RunComparisonRow:
     b: TrialMedian
     verdict: Verdict
     p_shift: float = math.nan
+    run_level: RunLevel | None = None
 
     @property
     def regression(self) -> bool:
@@ -240,8 +267,10 @@ class RunComparisonRow:
         def centre(m: TrialMedian) -> dict[str, Any]:
             return {"median": m.median, "lo": m.lo, "hi": m.hi, "level": m.level, "n": m.n}
 
+        lv = self.run_level
         return {"condition": self.condition, "arm": self.arm, "metric": self.metric, "a": centre(self.a),
-                "b": centre(self.b), "p_shift": self.p_shift, "verdict": self.verdict.to_dict()}
+                "b": centre(self.b), "p_shift": self.p_shift, "verdict": self.verdict.to_dict(),
+                "run_level": None if lv is None else {"runs": lv.runs, "sd": lv.sd, "within_sd": math.sqrt(lv.within)}}
 
 
 @dataclass(frozen=True)
@@ -256,8 +285,11 @@ class RunComparison:
     alpha, confidence, power: level, intervals' nominal confidence, power the MDE is quoted at.
     correction: ``"holm"``, over every tested row of the table.
     differences: how the runs differ that the comparison accepted (listed, not refused).
-    run_level_note: :data:`RUN_LEVEL_NOTE` with the margin.
+    run_level_note: :data:`RUN_LEVEL_NOTE` with the margin, and what the history gave: the
+        run-level variance estimated from how many runs, or the false-regression rate unknown.
     notes: further notes (invalid trials left out, ties...).
+    history: the runs the run-level variance was estimated from (run ids, A's first; fewer than
+        :data:`~benchlib.stats.runlevel.MIN_RUNS`: not estimated).
     """
 
     a: RunFacts
@@ -271,6 +303,7 @@ class RunComparison:
     differences: tuple[Difference, ...] = ()
     run_level_note: str = ""
     notes: tuple[str, ...] = ()
+    history: tuple[str, ...] = ()
 
     @property
     def verdicts(self) -> tuple[Verdict, ...]:
@@ -298,7 +331,7 @@ class RunComparison:
                           "interval",
                 "decision": "faster/slower: beyond the margin (minimum-effect test, Holm); equivalent: TOST at the "
                             "margin (Holm); ~ otherwise, with the MDE (margin included)",
-                "run_level_note": self.run_level_note,
+                "run_level_note": self.run_level_note, "history": list(self.history),
                 "differences": [{"what": d.what, "a": d.a, "b": d.b, "allowed": d.allowed} for d in self.differences],
                 "notes": list(self.notes), "rows": [r.to_dict() for r in self.rows]}
 
@@ -316,7 +349,10 @@ class RunComparison:
         if self.differences:
             head.append("  differs: " + "; ".join(d.text + (" [allowed]" if d.allowed else "")
                                                   for d in self.differences))
-        head.append(f"  exact Mann-Whitney across the runs' trials, α={self.alpha:g}, Holm over {self.family_size} "
+        how = ("Student-t across the runs with the run-level variance of "
+               f"{len(self.history)} runs" if any(r.run_level is not None for r in self.rows)
+               else "exact Mann-Whitney across the runs' trials")
+        head.append(f"  {how}, α={self.alpha:g}, Holm over {self.family_size} "
                     f"rows, {100 * self.confidence:g}% intervals, margin ±{100 * self.margin:g}%")
         shown = [r for r in self.rows if r.verdict.directional] if only_significant else list(self.rows)
         cells = [("condition", "arm", "metric", "A", "B", "B/A [CI]", "change", "p (Holm)", "verdict")]
@@ -585,8 +621,8 @@ def _values(s: pd.DataFrame, condition: str, arm: str, metric: str, log: bool) -
 def compare_summaries(sa: pd.DataFrame, sb: pd.DataFrame, *, arms: Sequence[str], conditions: Sequence[str],
                       metrics: Sequence[str] = DEFAULT_METRICS, margin: float = DEFAULT_MARGIN, alpha: float = 0.05,
                       confidence: float = 0.95, power: float = 0.8, unavailable_a: Mapping[str, str] | None = None,
-                      unavailable_b: Mapping[str, str] | None = None) -> tuple[tuple[RunComparisonRow, ...],
-                                                                                tuple[str, ...]]:
+                      unavailable_b: Mapping[str, str] | None = None, history: Sequence[pd.DataFrame] = ()
+                      ) -> tuple[tuple[RunComparisonRow, ...], tuple[str, ...]]:
     """The rows of a run comparison from the two runs' per-trial summaries (pure).
 
     Parameters
@@ -599,6 +635,10 @@ def compare_summaries(sa: pd.DataFrame, sb: pd.DataFrame, *, arms: Sequence[str]
     margin: practical margin (relative, in [0, 1)): see the module docstring.
     alpha, confidence, power: level, nominal confidence of the intervals, power of the MDE.
     unavailable_a, unavailable_b: arms that did not run in A / B, with why.
+    history: per-trial summaries of the runs of the study on this machine the run-level variance
+        is estimated from (run A's included, run B's not); with fewer than
+        :data:`~benchlib.stats.runlevel.MIN_RUNS` having a row's valid trials, that row's interval
+        and tests are the exact ones across the two runs' trials and its MDE a lower bound.
 
     Returns
     -------
@@ -639,7 +679,9 @@ def compare_summaries(sa: pd.DataFrame, sb: pd.DataFrame, *, arms: Sequence[str]
                 elif not xa.size or not xb.size or xa.size + xb.size < 3:
                     item["status"] = "omitted" if not xa.size and not xb.size else "too_few"
                 else:
-                    item.update(status="ok", **_row_numbers(xa, xb, log, margin, alpha, confidence))
+                    groups = [np.log(x) if log else x for x in (_values(h, cond, arm, metric, log)[0] for h in history)]
+                    level = run_level(groups) if len(history) >= MIN_RUNS else None
+                    item.update(status="ok", **_row_numbers(xa, xb, log, margin, alpha, confidence, level))
                 for k, bad in (("A", bad_a), ("B", bad_b)):
                     if bad and metric == metrics[0] and "verdict" not in item:
                         notes.append(f"{cond}/{arm}: {bad} invalid trial(s) of run {k} left out")
@@ -665,16 +707,18 @@ def compare_summaries(sa: pd.DataFrame, sb: pd.DataFrame, *, arms: Sequence[str]
             elif it["status"] == "ok":
                 log = info.scale == "log"
                 lmargin = math.log1p(margin) if log else 0.0
-                mde = mde_shift(min(it["a"].n, it["b"].n), it["sigma"], alpha=row_alpha, power=power)
+                mde = (mde_shift(min(it["a"].n, it["b"].n), it["sigma"], alpha=row_alpha, power=power)
+                       if it["level"] is None else across_runs_mde(it["se"], it["df"], alpha=row_alpha, power=power))
                 kw.update(effect=it["effect"], lo=it["lo"], hi=it["hi"], tost_lo=it["tost_lo"], tost_hi=it["tost_hi"],
                           achieved=it["achieved"], p_raw=it["p"], p_adj=float(p_adj[i]), min_p=it["min_p"],
                           best_adjusted=best_case_adjusted(it["min_p"], m, _CORRECTION),
                           mde=lmargin + mde if math.isfinite(mde) else mde,
                           need=min_trials(alpha=alpha, n_comparisons=m, correction=_CORRECTION),
-                          all_equal=it.get("all_equal", math.nan), p_tost=it["tost_p"], p_tost_adj=float(t_adj[i]))
+                          all_equal=it.get("all_equal", math.nan), p_tost=it["tost_p"], p_tost_adj=float(t_adj[i]),
+                          mde_is_lower_bound=it["level"] is None)
             v = decide(info, **kw)
         rows.append(RunComparisonRow(it["condition"], it["arm"], it["metric"], it["a"], it["b"], v,
-                                     float(it.get("p_shift", math.nan))))
+                                     float(it.get("p_shift", math.nan)), it.get("level")))
     if any(it.get("ties") for it in pending):
         notes.append("tied per-trial values: the rank p-values are exact given the ties, the intervals use the "
                      "no-ties critical values (approximate coverage)")
@@ -684,20 +728,26 @@ def compare_summaries(sa: pd.DataFrame, sb: pd.DataFrame, *, arms: Sequence[str]
 
 
 def _row_numbers(xa: np.ndarray, xb: np.ndarray, log: bool, margin: float, alpha: float,
-                 confidence: float) -> dict[str, Any]:
-    """Effect, intervals and p-values of one row (exact rank method, unpaired): ``p`` the
-    minimum-effect test at the margin (ratio metrics; the plain test for differences),
-    ``tost_p`` the equivalence test, ``p_shift`` the plain test of no shift."""
+                 confidence: float, level: RunLevel | None = None) -> dict[str, Any]:
+    """Effect, intervals and p-values of one row (exact rank method, unpaired; with the row's
+    run-level variance ``level``, Student-t across the runs counting it, and ``se``, ``df`` for
+    the MDE): ``p`` the minimum-effect test at the margin (ratio metrics; the plain test for
+    differences), ``tost_p`` the equivalence test, ``p_shift`` the plain test of no shift."""
     if not log and np.all(xa == xa[0]) and np.all(xb == xa[0]):
         return dict(effect=0.0, lo=0.0, hi=0.0, tost_lo=0.0, tost_hi=0.0, achieved=confidence, p=1.0, p_shift=1.0,
-                    tost_p=math.nan, min_p=1.0, sigma=0.0, all_equal=float(xa[0]), ties=False)
+                    tost_p=math.nan, min_p=1.0, sigma=0.0, all_equal=float(xa[0]), ties=False, level=None)
     a, b = (np.log(xa), np.log(xb)) if log else (xa, xb)
     lmargin = math.log1p(margin) if log and margin > 0 else math.nan
+    if level is not None and a.size >= 2 and b.size >= 2:
+        r = across_runs(a, b, level, confidence=confidence, alpha=alpha, margin=lmargin)
+        return dict(effect=r.effect, lo=r.lo, hi=r.hi, tost_lo=r.tost_lo, tost_hi=r.tost_hi, achieved=confidence,
+                    p=r.p, p_shift=r.p_shift, tost_p=r.tost_p, min_p=0.0, sigma=math.nan, se=r.se, df=r.df,
+                    ties=False, level=level)
     est = estimate(a, b, paired=False, method="rank", confidence=confidence, alpha=alpha, margin=lmargin)
     p = est.beyond_p if math.isfinite(lmargin) else est.pvalue
     return dict(effect=est.effect, lo=est.lo, hi=est.hi, tost_lo=est.tost_lo, tost_hi=est.tost_hi,
                 achieved=est.achieved, p=p, p_shift=est.pvalue, tost_p=est.tost_p, min_p=est.min_p, sigma=est.sigma,
-                ties=est.ties)
+                ties=est.ties, level=None)
 
 
 # -- two runs -------------------------------------------------------------------------------------
@@ -705,7 +755,7 @@ def _row_numbers(xa: np.ndarray, xb: np.ndarray, log: bool, margin: float, alpha
 def compare_runs(a: Run, b: Run, *, margin: float = DEFAULT_MARGIN, metrics: Sequence[str] = DEFAULT_METRICS,
                  arms: Sequence[str] | None = None, conditions: Sequence[str] | None = None,
                  allow: Sequence[str] = (), alpha: float = 0.05, confidence: float = 0.95,
-                 power: float = 0.8) -> RunComparison:
+                 power: float = 0.8, history: Sequence[Run] | None = None) -> RunComparison:
     """Run B against run A (see the module docstring).
 
     Parameters
@@ -719,6 +769,9 @@ def compare_runs(a: Run, b: Run, *, margin: float = DEFAULT_MARGIN, metrics: Seq
         ``cpus``).
     alpha, confidence, power: level (Holm over the table), intervals' nominal confidence,
         power at which the MDE is quoted.
+    history: the runs of the study on this machine the run-level variance is estimated from
+        (default: :func:`run_history`, run A and the comparable runs stored beside it); run A is
+        counted whether or not it is given, run B never.
 
     Raises
     ------
@@ -729,8 +782,49 @@ def compare_runs(a: Run, b: Run, *, margin: float = DEFAULT_MARGIN, metrics: Seq
     if not check.comparable:
         raise NotComparable(f"runs not comparable: {check.refusal}", check.differences)
     sa, sb = a.summaries(), b.summaries()
+    runs = run_history(a, b) if history is None else (a, *(h for h in history if h.path not in (a.path, b.path)))
+    frames = [sa, *(h.summaries() for h in runs[1:])] if len(runs) >= MIN_RUNS else []
     rows, notes = compare_summaries(sa, sb, arms=check.arms, conditions=check.conditions, metrics=metrics,
                                     margin=margin, alpha=alpha, confidence=confidence, power=power,
-                                    unavailable_a=a.unavailable, unavailable_b=b.unavailable)
+                                    unavailable_a=a.unavailable, unavailable_b=b.unavailable, history=frames)
+    note = RUN_LEVEL_NOTE.format(margin=f"{100 * margin:g}%")
+    if any(r.run_level is not None for r in rows):
+        note = ESTIMATED_NOTE.format(runs=len(runs), ids=", ".join(h.run_id for h in runs),
+                                     margin=f"{100 * margin:g}%")
+        missing = sum(1 for r in rows if r.run_level is None and r.verdict.kind.value in ("faster", "slower",
+                                                                                        "equivalent", "no_difference"))
+        if missing:
+            note += f" {missing} row(s) without {MIN_RUNS} runs of valid trials: their MDEs are lower bounds."
+    else:
+        note += " " + UNKNOWN_RATE_NOTE.format(runs=len(runs), need=MIN_RUNS)
     return RunComparison(RunFacts.of(a, sa), RunFacts.of(b, sb), rows, margin, alpha, confidence, power, _CORRECTION,
-                         check.listed, RUN_LEVEL_NOTE.format(margin=f"{100 * margin:g}%"), notes)
+                         check.listed, note, notes,
+                         tuple(h.run_id for h in runs) if len(runs) >= MIN_RUNS else ())
+
+
+def run_history(a: Run, b: Run) -> tuple[Run, ...]:
+    """The runs of A's study on A's machine a run-level variance can be estimated from: run A,
+    then every run stored beside it (the same study folder) that is not run B, ran on the same
+    machine (:attr:`RunFacts.machine`) and is comparable with A (:func:`check_comparable`, with
+    the same services' source); runs that cannot be opened are passed over."""
+    from benchlib.core.errors import StorageError
+    from benchlib.store.results import open_run
+
+    machine = RunFacts.of(a).machine
+    out = [a]
+    folder = a.path.parent
+    if not folder.is_dir():
+        return tuple(out)
+    for p in sorted(folder.iterdir()):
+        if p in (a.path, b.path) or not (p / "run.json").is_file():
+            continue
+        try:
+            h = open_run(p)
+        except (UserError, StorageError, ValueError, OSError):
+            continue
+        if h.study != a.study or RunFacts.of(h).machine != machine:
+            continue
+        c = check_comparable(a, h)
+        if c.comparable and not any(d.what.startswith("service source") for d in c.differences):
+            out.append(h)
+    return tuple(out)

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -141,7 +141,8 @@ class Verdict:
         nothing.
     mde_is_lower_bound:
         The MDE ignores a variance component (single-trial mode: only the within-run
-        variance is known), so the true MDE is at least this.
+        variance is known; a run against another without the run-level variance), so the
+        true MDE is at least this ("MDE ≥ x%").
     need, paired:
         For ``INSUFFICIENT``: trials per arm (blocks when ``paired``) the exact test needs.
     n_baseline, n_arm:
@@ -349,7 +350,8 @@ def render(v: Verdict) -> str:
     """The verdict's words, as every table and sentence shows them.
 
     ``faster``, ``slower, within ±2%``, ``slower, possibly within ±2%``, ``equivalent (±2%)``,
-    ``~ (MDE 9.0%)``, ``~ (all trials 0%, MDE 0 pp)``, ``insufficient trials (need ≥ 6 blocks)``,
+    ``~ (MDE 9.0%)``, ``~ (MDE ≥ 14%)`` (a lower bound), ``~ (all trials 0%, MDE 0 pp)``,
+    ``insufficient trials (need ≥ 6 blocks)``,
     ``insufficient trials (need ≥ 4 per arm; between-run variance not estimated, MDE ≥ 1.2%)``,
     ``insufficient trials (19 of 20 trials tied: smallest possible p 1.00)``,
     ``not decidable within the budget: MDE 14% > target 5%``,
@@ -427,7 +429,7 @@ def _render(v: Verdict) -> str:
     if math.isfinite(v.all_equal):
         bits.append(f"all trials {fmt_value(v.all_equal, v.unit)}")
     if not math.isnan(v.mde):
-        bits.append(f"MDE {fmt_mde(v)}")
+        bits.append(f"MDE {'≥ ' if v.mde_is_lower_bound else ''}{fmt_mde(v)}")
     return f"~ ({', '.join(bits)})" if bits else "~"
 
 
@@ -472,6 +474,7 @@ def decide(
     target_mde: float = _NAN,
     mde_budget: float = _NAN,
     conditional_power: float = _NAN,
+    mde_is_lower_bound: bool = False,
 ) -> Verdict:
     """Decide one row's verdict from its numbers.
 
@@ -522,7 +525,28 @@ def decide(
         by the last look at the effect seen so far; NaN at the last look) is not at least
         :data:`FUTILITY_POWER` is ``UNDECIDABLE`` (futility)
         instead of "~" or "insufficient"; NaN (default): no target.
+    mde_is_lower_bound:
+        The MDE leaves out a variance component the design cannot estimate (a run against
+        another without the run-level variance): the verdict says "MDE ≥ x%".
     """
+    v = _decide(info, status=status, alpha=alpha, margin=margin, correction=correction, family_size=family_size,
+                power=power, effect=effect, lo=lo, hi=hi, tost_lo=tost_lo, tost_hi=tost_hi, achieved=achieved,
+                p_raw=p_raw, p_adj=p_adj, min_p=min_p, best_adjusted=best_adjusted, mde=mde, need=need, paired=paired,
+                n_baseline=n_baseline, n_arm=n_arm, n_tied=n_tied, all_equal=all_equal, arm=arm, baseline=baseline,
+                labels=labels, blocks_run=blocks_run, blocks_max=blocks_max, reason=reason, drift=drift, p_tost=p_tost,
+                p_tost_adj=p_tost_adj, effect_unadjusted=effect_unadjusted, look=look, looks=looks,
+                target_mde=target_mde, mde_budget=mde_budget, conditional_power=conditional_power)
+    return replace(v, mde_is_lower_bound=True) if mde_is_lower_bound and not v.mde_is_lower_bound else v
+
+
+def _decide(info: MetricInfo, *, status: str, alpha: float, margin: float, correction: str, family_size: int,
+            power: float, effect: float, lo: float, hi: float, tost_lo: float, tost_hi: float, achieved: float,
+            p_raw: float, p_adj: float, min_p: float, best_adjusted: float, mde: float, need: int | None, paired: bool,
+            n_baseline: int, n_arm: int, n_tied: int, all_equal: float, arm: str, baseline: str,
+            labels: Mapping[str, Any] | None, blocks_run: int, blocks_max: int, reason: str, drift: bool,
+            p_tost: float, p_tost_adj: float, effect_unadjusted: float, look: int, looks: int, target_mde: float,
+            mde_budget: float, conditional_power: float) -> Verdict:
+    """:func:`decide`'s rules (its parameters)."""
     log = info.scale == "log"
     base = dict(
         arm=arm, baseline=baseline, metric=info.name, labels=dict(labels or {}), better=info.better,
