@@ -201,7 +201,7 @@ RUNS_FILE: Setting[Path] = Setting(
     "BENCHLIB_RUNS_FILE", "path", "unset (not recorded)",
     "`benchlib run` and `report` set it for the notebook's kernel: the runner appends the folder of every "
     "run it executes, one per line, so that their closing summary can read the runs' not-run arms.",
-    "a file path", "benchlib.run.runner (set by benchlib.publish.report)", _path)
+    "a file path", "benchlib.run.hooks (set by benchlib.publish.report)", _path)
 
 STOP_GRACE_S: Setting[float] = Setting(
     "BENCHLIB_STOP_GRACE_S", "seconds", "60",
@@ -295,7 +295,7 @@ DISTURBANCE_RULE: Setting[str] = Setting(
     "canary: docs/statistics.md \"Disturbed trials\"): `judge` marks a trial disturbed beyond the bounds invalid and "
     "repeats it; `record` stores and reports the measure but never invalidates a trial (the test suite's default: "
     "its tests assert what the code decides, not how busy the machine's host was).",
-    "judge, record", "benchlib.run.runner", _disturbance_rule, fallback=lambda: "judge")
+    "judge, record", "benchlib.run.sampler", _disturbance_rule, fallback=lambda: "judge")
 
 SERVER_SLOWDOWN_BOUND: Setting[float] = Setting(
     "BENCHLIB_SERVER_SLOWDOWN_BOUND", "number", "unset (recorded and reported only)",
@@ -303,18 +303,18 @@ SERVER_SLOWDOWN_BOUND: Setting[float] = Setting(
     "ordinary): under `BENCHLIB_DISTURBANCE_RULE=judge` a trial above it is disturbed and repeated. Off by default, "
     "because the canary shares the service's CPU and the service might move it (docs/statistics.md \"The service's "
     "CPU has a speed of its own\"): set it where a run has shown that the slow state does not depend on the arm.",
-    "a ratio from 1.01 to 10", "benchlib.run.runner", _seconds(1.01, 10.0))
+    "a ratio from 1.01 to 10", "benchlib.run.sampler", _seconds(1.01, 10.0))
 
 SETTLE: Setting[float] = Setting(
     "BENCHLIB_SETTLE", "number", "none",
     "A 1-min load average: a run waits, after its builds and just before its first trial, until the machine's load "
     "average is below it (for runs meant to be cited; `benchlib run/report --settle LOAD` sets it). The run's stored "
     "load average at start is taken after the wait.",
-    "a load average from 0.01 to 64", "benchlib.run.runner", _seconds(0.01, 64.0))
+    "a load average from 0.01 to 64", "benchlib.run.settle", _seconds(0.01, 64.0))
 
 SETTLE_MAX_S: Setting[float] = Setting(
     "BENCHLIB_SETTLE_MAX_S", "seconds", "600", "The longest wait for `BENCHLIB_SETTLE`; then the run starts anyway "
-    "and says so (`--settle-max`).", "seconds from 0 to 86400", "benchlib.run.runner", _seconds(0.0, 86400.0),
+    "and says so (`--settle-max`).", "seconds from 0 to 86400", "benchlib.run.settle", _seconds(0.0, 86400.0),
     fallback=lambda: 600.0)
 MAX_BETWEEN_TRIALS_S: Setting[float] = Setting(
     "BENCHLIB_MAX_BETWEEN_TRIALS_S", "seconds", "unset (each experiment's own `between_trials_s`)",

@@ -42,7 +42,7 @@ from benchlib.core import provenance as _provenance
 from benchlib.core import settings
 from benchlib.core.design import PlannedTrial, plan_trials
 from benchlib.core.errors import HostLost
-from benchlib.core.model import Condition, Experiment
+from benchlib.core.model import Experiment
 from benchlib.core.placement import CpuPlan, parse_cluster
 from benchlib.core.signals import interrupt_on_signals
 from benchlib.loadgen.launch import run_load

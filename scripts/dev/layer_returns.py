@@ -38,7 +38,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 from types import FrameType
-from typing import Any, Callable
+from typing import Any
 
 LAYERS: tuple[str, ...] = ("core", "stats", "loadgen", "runtime", "store", "run", "analysis", "publish")
 

@@ -239,7 +239,7 @@ def test_a_load_nodes_raylet_killed_mid_trial_fails_that_trial_and_its_block_run
     assert note.startswith(first.reason.removeprefix("LoadGenError: ").replace(" failed: ", " lost: "))
     assert note.endswith("block b0 runs again in full on them (1 trial(s) set aside)")
     (trial,) = run.trials
-    assert again["status"] == trial.status and len(trial.load.extra["cluster"]["hosts"]) == 1
+    assert again.status == trial.status and len(trial.load.extra["cluster"]["hosts"]) == 1
     assert [a.status for a in trial.attempts] == ["failed"] and first.reason in str(trial.attempts[0].reason)
     assert not watch.left()
 

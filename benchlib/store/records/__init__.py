@@ -13,10 +13,13 @@
 * :mod:`benchlib.store.records.peer`: :class:`PeerReport` (a peer tool's report, normalized) and the
   per-tool adapters;
 * :mod:`benchlib.store.records.rows`: which requests count (measured, warm-up, successful) and their
-  latencies.
+  latencies;
+* :mod:`benchlib.store.records.run`: :class:`~benchlib.store.records.run.RunRecord`, a run's
+  ``run.json`` (written and read only through it).
 
 Readers accept every format stored so far and keep the stored dictionaries (``meta``,
-``raw``): nothing is migrated, nothing is lost.
+``raw``): nothing is lost. A trial's metadata is read as it is; an older run.json is brought
+to the current format as it is read (``update_to_<N>``), its file left as it is.
 """
 
 from __future__ import annotations
