@@ -228,6 +228,11 @@ class BudgetPlan:
     looks:
         The sequential looks (block counts) the chosen design is analysed at; ``()``: the
         fixed test.
+    outside_minutes:
+        What the main run is expected to spend outside its trials' cycles, which the cost
+        model (trial timestamps) does not see: its start (builds, services' preparation, a
+        settle wait), the analysis at its looks, the report after it; given by the caller
+        (:func:`plan_within_budget`'s ``outside_minutes``) and counted against the budget.
     """
 
     budget_min: float
@@ -246,6 +251,23 @@ class BudgetPlan:
     notes: tuple[str, ...] = ()
     floor: LengthFloor | None = None
     looks: tuple[int, ...] = ()
+    outside_minutes: float = 0.0
+
+    @property
+    def total_minutes(self) -> float:
+        """What the plan will take in all (minutes): the pilot, the main run's trials (the cost
+        model) and what the cost model does not see (``outside_minutes``)."""
+        return self.pilot_minutes + self.minutes + self.outside_minutes
+
+    def forecast(self) -> str:
+        """One line, for before the main run starts: what the plan will take against the budget."""
+        outside = (f" + {self.outside_minutes:.1f} min outside the trials (start, looks, report)"
+                   if self.outside_minutes > 0 else " (the time outside the trials not counted)")
+        over = self.total_minutes - self.budget_min
+        verdict = (f"{over:.1f} min over the {self.budget_min:g} min budget" if over > 0.05 else
+                   f"within the {self.budget_min:g} min budget")
+        return (f"The plan will take about {self.total_minutes:.1f} min: the pilot {self.pilot_minutes:.1f} min + "
+                f"{self.trials} blocks of {self.duration_s:.3g} s trials, {self.minutes:.1f} min{outside}; {verdict}.")
 
     @property
     def worst_mde(self) -> float:
@@ -260,7 +282,8 @@ class BudgetPlan:
                 "mde": dict(self.mde), "reaches": self.reaches, "notes": list(self.notes),
                 "min_duration_s": self.floor.duration_s if self.floor is not None else 0.0,
                 "min_duration_metric": self.floor.metric if self.floor is not None else "",
-                "warmup_why": self.warmup.why if self.warmup is not None else "", "looks": list(self.looks)}
+                "warmup_why": self.warmup.why if self.warmup is not None else "", "looks": list(self.looks),
+                "outside_minutes": self.outside_minutes}
 
     def markdown(self, achieved: Mapping[str, float] | None = None) -> str:
         """The design section's paragraph: the pilot's estimate, the plan chosen, and (given
@@ -288,6 +311,7 @@ class BudgetPlan:
                      + ("the target is reached on every row." if self.reaches else
                         "**the target is not reached within the budget**: the rows out of reach stop as "
                         "\"not decidable within the budget\"."))
+        lines.append(self.forecast())
         if self.warmup is not None:
             lines.append(f"Warm-up: {self.warmup.why}.")
         if achieved:
@@ -320,6 +344,7 @@ def plan_within_budget(
     request_safety: float = REQUEST_SAFETY,
     looks: Callable[[int], SequentialDesign | None] | None = None,
     families: Mapping[tuple[str, str, str, str], int] | None = None,
+    outside_minutes: float = 0.0,
 ) -> BudgetPlan:
     """Choose blocks, measured seconds and warm-up for ``target_mde`` (relative) within what
     the pilot left of ``budget_min`` minutes.
@@ -343,6 +368,11 @@ def plan_within_budget(
     :attr:`~benchlib.stats.variance.PairComponents.row`) make the MDEs those of the analysis
     the run will get (:func:`~benchlib.stats.variance.plan_design`).
 
+    ``outside_minutes``: what the main run will spend outside its trials' cycles (its start,
+    the analysis at its looks, the report), which the cost model does not see; counted against
+    the budget with ``pilot_minutes`` (which should be all the study has spent so far: the pilot's
+    start and the planning too), so that the plan keeps the budget (:meth:`BudgetPlan.forecast`).
+
     Raises
     ------
     ParameterError
@@ -359,10 +389,13 @@ def plan_within_budget(
     if not comps:
         raise ParameterError("the pilot gave no variance components (no complete valid blocks with windows); "
                              "valid: a pilot of at least 3 blocks whose trials ran")
-    left = float(budget_min) - float(pilot_minutes)
+    if isinstance(outside_minutes, bool) or not (math.isfinite(outside_minutes) and outside_minutes >= 0):
+        raise ParameterError(f"outside_minutes must be a number of minutes of at least 0, got {outside_minutes!r}")
+    left = float(budget_min) - float(pilot_minutes) - float(outside_minutes)
     if left <= 0:
-        raise ParameterError(f"the pilot took {pilot_minutes:.1f} min of the {budget_min:g} min budget: nothing left "
-                             "to plan; valid: a larger budget_min")
+        raise ParameterError(f"the pilot took {pilot_minutes:.1f} min of the {budget_min:g} min budget"
+                             + (f" and {outside_minutes:.1f} min are expected outside the main run's trials"
+                                if outside_minutes else "") + ": nothing left to plan; valid: a larger budget_min")
     warm = warmup.warmup_s if warmup is not None else None
     # a trial costs at least its warm-up and measured phase: a fixed cost below 0 (timestamps of
     # one-second resolution over short trials) is taken as 0
@@ -409,4 +442,4 @@ def plan_within_budget(
                       int(ch.blocks), float(ch.duration_s),
                       float(warm if warm is not None else cost.arms[0].warmup_s),
                       float(ch.minutes), dict(ch.mde), reaches, plan, warmup, tuple(notes), floor,
-                      tuple(analysis.looks) if analysis is not None else ())
+                      tuple(analysis.looks) if analysis is not None else (), float(outside_minutes))

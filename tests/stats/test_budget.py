@@ -171,3 +171,23 @@ def test_the_plan_and_the_design_section_predict_one_mde_that_of_the_test_the_ru
     assert fam.mde["p50_ms"] == pytest.approx(max(rows)) and fam.trials >= seq.trials
     assert "the sequential test over its looks at" in seq.markdown() and "the fixed test" in fixed.markdown()
     assert seq.to_dict()["looks"] == list(seq.looks)
+
+
+def test_the_plan_counts_what_its_cost_model_misses_and_says_what_it_will_take():
+    """Issue 39, item 8 (the code's part): budget_min ran over because the cost model sees only
+    the trials' cycles. What the main run spends outside them is counted against the budget, and
+    the plan says before the run what it will take in all."""
+    comps = [_comp(0.3, 0.0004)]  # noisy: the plan takes what the budget allows
+    kw = dict(budget_min=6, target_mde=0.05, pilot_minutes=1.0, pilot_blocks=3, source="x")
+    blind = plan_within_budget(comps, COST, **kw)
+    counted = plan_within_budget(comps, COST, outside_minutes=2.0, **kw)
+    assert blind.minutes <= 5.0 + 1e-9 and counted.minutes <= 3.0 + 1e-9 and counted.trials < blind.trials
+    assert counted.total_minutes == pytest.approx(1.0 + counted.minutes + 2.0) and counted.total_minutes <= 6.0 + 1e-9
+    assert counted.forecast().startswith(f"The plan will take about {counted.total_minutes:.1f} min: the pilot 1.0 min")
+    assert "+ 2.0 min outside the trials" in counted.forecast() and "within the 6 min budget" in counted.forecast()
+    assert "not counted" in blind.forecast() and counted.forecast() in counted.markdown()
+    assert counted.to_dict()["outside_minutes"] == 2.0
+    with pytest.raises(ParameterError, match="nothing left to plan"):
+        plan_within_budget(comps, COST, outside_minutes=5.0, **kw)
+    with pytest.raises(ParameterError, match="outside_minutes must be"):
+        plan_within_budget(comps, COST, outside_minutes=-1.0, **kw)
