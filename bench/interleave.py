@@ -60,8 +60,8 @@ import pandas as pd  # noqa: E402
 
 from benchlib.run.cpus import plan_cpus  # noqa: E402
 from benchlib.loadgen.engine import EngineConfig, records_to_rows, tune_socket_limits  # noqa: E402
-from benchlib.loadgen.slices import (SlicedEngine, SlicePlan, de_bruijn_pairs, plan_slices, slice_cpu,  # noqa: E402
-                                     until_ns)
+from benchlib.core.slicing import SlicePlan, de_bruijn_pairs, plan_slices, slice_cpu  # noqa: E402
+from benchlib.loadgen.slices import SlicedEngine, until_ns  # noqa: E402
 from benchlib.loadgen.launch import _worker_configs  # noqa: E402
 from benchlib.runtime.manifest import get_manifest  # noqa: E402
 from benchlib.core.model import LoadSpec, Target  # noqa: E402

@@ -21,7 +21,7 @@ from benchlib.core.placement import CpuPlan
 from benchlib.core.schema import ROW_DTYPE
 from benchlib.run.resume import check_same_design, experiment_parameters
 from benchlib.store.records.plan import PlanRecord
-from benchlib.store.records.run import (RUN_RECORD_VERSION, Build, HostLoss, Provenance, RunRecord, RuntimeFacts,
+from benchlib.store.records.run import (RUN_RECORD_VERSION, Build, DesignChange, HostLoss, Provenance, RunRecord, RuntimeFacts,
                                         Settled, update)
 from benchlib.store.results import Run, open_run
 from benchlib.store.runstore import RunStore
@@ -107,6 +107,7 @@ def test_each_format_s_own_facts_read_as_typed_fields(tmp_path: Path) -> None:
     assert exp.conditions[0].cross_check == model.CrossCheck("wrk", (("threads", 1), ("connections", 8)), ("go",))
     assert arms.provenance.commit == "6224eff0c2b9+"
 
+    assert all(r.require_experiment().interleave is None for r in runs.values())  # before format 3: one arm a trial
     ruled = runs["2026-12-03-stopped-by-rule"]
     exp = ruled.require_experiment()
     assert ruled.record.stopped_after_blocks == 2 and exp.trials == 4 and exp.cross_check_blocks == 2
@@ -154,7 +155,7 @@ def test_a_newer_format_or_schema_is_one_clear_line(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "s" / "r")
     store.write_run(RunRecord(study="s", run_id="r"))
     doc = json.loads((store.path / "run.json").read_text())
-    for key, value, words in (("record_version", 3, r"record_version 3; this benchlib reads formats 1 to 2 \(a newer "
+    for key, value, words in (("record_version", 4, r"record_version 4; this benchlib reads formats 1 to 3 \(a newer "
                                                       r"benchlib wrote it: update benchlib to read it\)"),
                               ("schema_version", 9, r"schema_version 9; this benchlib reads 1, 2")):
         (store.path / "run.json").write_text(json.dumps({**doc, key: value}))
@@ -172,6 +173,7 @@ def test_a_record_written_reads_back_the_same_and_keeps_what_it_does_not_know(tm
         runtimes={"local": RuntimeFacts.from_json({"runtime": "local"})},
         provenance=Provenance.from_json({"collected_utc": "2026-12-07T01:00:00+00:00", "git": {"sha": "f" * 40}}),
         settle=Settled(0.3, 0.2, 5.0, True), host_losses=(HostLoss("2026-12-07T01:02:03Z", 1, "lost", stopped=True),),
+        design_changes=(DesignChange("closed", 0, "arm b: carry-over 4.1% above 2%"),),
         stopped_after_blocks=3, finished_utc="2026-12-07T01:05:00Z", extra={"from_a_later_version": [1, 2]})
     store = RunStore(tmp_path / "s" / "r")
     assert store.write_run(record) == record == store.read_run()
@@ -181,13 +183,14 @@ def test_a_record_written_reads_back_the_same_and_keeps_what_it_does_not_know(tm
     assert store.read_run() is not None and RunStore(tmp_path / "none").read_run() is None
 
 
-#: The fields format 2 stores of each part of the experiment. A field added to the model is a
+#: The fields format 3 stores of each part of the experiment. A field added to the model is a
 #: new format: bump RUN_RECORD_VERSION, add update_to_<N> (filling the key in older runs with
 #: what they did) and list the field here.
-FORMAT_2_FIELDS = {
+FORMAT_3_FIELDS = {
     "Experiment": ("study", "arms", "conditions", "trials", "seed", "runtime", "limits", "baseline", "between_trials_s",
                    "retry_failed", "repeat_invalid", "repeat_disturbed", "cross_check_blocks", "dependencies",
-                   "budget_min", "target_mde", "cluster", "service_starts"),
+                   "budget_min", "target_mde", "cluster", "service_starts", "interleave"),
+    "Interleave": ("slice_ms", "gap_ms", "carry_over_pct"),
     "Arm": ("name", "service", "variant", "endpoint", "log_sink", "env", "runtime", "limits", "front", "front_variant"),
     "Condition": ("name", "load", "endpoint", "cross_check"),
     "LoadSpec": ("model", "connections", "duration_s", "requests", "rate_rps", "arrival", "stages", "warmup_s",
@@ -198,9 +201,9 @@ FORMAT_2_FIELDS = {
 
 
 def test_the_stored_format_and_the_experiment_s_fields_agree() -> None:
-    assert RUN_RECORD_VERSION == 2, "a new run.json format: list its fields in FORMAT_2_FIELDS' successor"
-    got = {name: tuple(f.name for f in fields(getattr(model, name))) for name in FORMAT_2_FIELDS}
-    assert got == FORMAT_2_FIELDS, (
+    assert RUN_RECORD_VERSION == 3, "a new run.json format: list its fields in FORMAT_3_FIELDS' successor"
+    got = {name: tuple(f.name for f in fields(getattr(model, name))) for name in FORMAT_3_FIELDS}
+    assert got == FORMAT_3_FIELDS, (
         "the experiment's fields changed: runs stored before would no longer resume. Bump RUN_RECORD_VERSION in "
         "benchlib/store/records/run.py and add update_to_<N> filling the new key in older runs with what they did")
 

@@ -169,7 +169,7 @@ def test_the_host_column_round_trips_and_a_version_1_trial_reads_as_host_0(tmp_p
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from benchlib.core.schema import HOST_COLUMN, SCHEMA_VERSION
+    from benchlib.core.schema import HOST_COLUMN, SCHEMA_VERSION, SLICE_COLUMN
 
     store = RunStore.open("study", "r1", root=tmp_path)
     rows = _rows(100)
@@ -179,13 +179,13 @@ def test_the_host_column_round_trips_and_a_version_1_trial_reads_as_host_0(tmp_p
     t0, t1 = store.trials()
     assert np.array_equal(t0.rows(), rows) and np.array_equal(t0.hosts(), hosts)
     assert not t1.hosts().any() and len(t1.hosts()) == 100
-    assert SCHEMA_VERSION == 2
-    # a trial as schema version 1 wrote it: no host column, version "1"; a run.json of version 1
+    assert SCHEMA_VERSION == 3
+    # a trial as schema version 1 wrote it: no host (nor slice) column, version "1"; a run.json of version 1
     path = t1.path
     table = pq.read_table(path)
     md = dict(table.schema.metadata)
     md[b"benchlib.schema_version"] = b"1"
-    old = table.drop_columns([HOST_COLUMN]).replace_schema_metadata(md)
+    old = table.drop_columns([HOST_COLUMN, SLICE_COLUMN]).replace_schema_metadata(md)
     path.unlink()
     pq.write_table(old, path, write_page_checksum=True)
     run_json = tmp_path / "study" / "r1" / "run.json"
@@ -194,5 +194,21 @@ def test_the_host_column_round_trips_and_a_version_1_trial_reads_as_host_0(tmp_p
     (_, old_trial) = store.trials(verify=True)
     assert np.array_equal(old_trial.rows(), rows) and old_trial.hosts().dtype == np.uint16
     assert not old_trial.hosts().any()
+    assert (old_trial.slices() == 65535).all() and len(old_trial.slices()) == 100  # before version 3: alone
     with pytest.raises(StorageError, match=r"bad.*hosts must have one entry per row|hosts must have one entry"):
         store.write_trial(rows, {"condition": "main", "arm": "a", "block": 2}, hosts=hosts[:5])
+
+
+def test_the_slice_column_round_trips_and_a_trial_without_it_ran_alone(tmp_path: Path) -> None:
+    from benchlib.core.schema import NO_SLICE
+
+    store = RunStore.open("study", "r1", root=tmp_path)
+    rows = _rows(50)
+    slices = (np.arange(50) // 10).astype(np.uint16)
+    store.write_trial(rows, {"condition": "main", "arm": "a", "block": 0}, slices=slices)
+    store.write_trial(rows, {"condition": "main", "arm": "b", "block": 0})
+    by_arm = {t.arm: t for t in store.trials()}
+    assert np.array_equal(by_arm["a"].slices(), slices) and np.array_equal(by_arm["a"].rows(), rows)
+    assert (by_arm["b"].slices() == NO_SLICE).all()
+    with pytest.raises(StorageError, match="slices must have one entry per row"):
+        store.write_trial(rows, {"condition": "main", "arm": "a", "block": 1}, slices=slices[:3])

@@ -29,7 +29,9 @@ from benchlib.core.errors import LoadSpecError, ParameterError
 from benchlib.core.design import DEFAULT_CROSS_CHECK_BLOCKS, check_cross_check_blocks
 
 __all__ = [
+    "Interleave",
     "MAX_SECONDS",
+    "SLICE_MS_RANGE",
     "NAME_PATTERN",
     "check_name",
     "Arm",
@@ -588,6 +590,41 @@ DEPENDENCY_SCOPES = ("trial", "block")
 SERVICE_STARTS = ("trial", "cell")
 
 
+#: :attr:`Interleave.slice_ms`'s bounds (ms): a slice long enough for a request and its
+#: response at the slowest loads benchlib runs, short against the seconds a machine keeps a
+#: speed state.
+SLICE_MS_RANGE = (5.0, 2000.0)
+
+
+@dataclass(frozen=True)
+class Interleave:
+    """Arms side by side: every arm of a condition measured inside one trial, the load
+    alternating between the arms' fresh instances in slices (``docs/statistics.md``, "Arms side
+    by side"; :mod:`benchlib.loadgen.slices`).
+
+    Attributes
+    ----------
+    slice_ms: one slice (ms; 50 by default, the length the measurement chose).
+    gap_ms: the idle gap after each slice (ms), in which requests still in flight complete.
+    carry_over_pct: the largest carry-over (an arm's CPU in the other arms' slices beyond its
+        idle rate, % of its CPU in its own) a condition may show in its first block; above it,
+        or with an instance whose CPU cannot be read, the condition runs in the sequential
+        design from then on (its first block again), and the report says so.
+    """
+
+    slice_ms: float = 50.0
+    gap_ms: float = 5.0
+    carry_over_pct: float = 2.0
+
+    def __post_init__(self) -> None:
+        lo, hi = SLICE_MS_RANGE
+        for name, low, high in (("slice_ms", lo, hi), ("gap_ms", 0.0, hi), ("carry_over_pct", 0.0, 100.0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not low <= v <= high:
+                raise ParameterError(f"Interleave.{name} must be a number from {low:g} to {high:g}; got {_got(v)}")
+            _set(self, name, float(v))
+
+
 @dataclass(frozen=True)
 class Experiment:
     """Arms x conditions x a blocked design: everything one study run executes.
@@ -636,6 +673,11 @@ class Experiment:
         (the services run on the node carrying that Ray resource, e.g. ``"local:3?service=
         benchlib_host_0"``, the load from the other nodes; ``&server_cpus=all`` pins them to all
         its CPUs); see :mod:`benchlib.run.cluster` and ``docs/cluster.md`` (needs ``benchlib[cluster]``).
+    interleave: ``None`` (default): each trial measures one arm (the sequential design);
+        :class:`Interleave`: each trial measures every arm of a condition side by side, the load
+        alternating between their fresh instances in short slices, so that slow changes of the
+        machine (a CPU switching speed for seconds) fall on every arm alike. HTTP/1.1 loads
+        bounded by time only, on this machine (no cluster), without ``service_starts="cell"``.
     service_starts: ``"trial"`` (default): every trial starts the arm's service (its front and
         dependencies) afresh and stops it after, so trials are independent. ``"cell"``: one start
         per (condition, arm), kept running for all that cell's trials and stopped when the run
@@ -663,6 +705,7 @@ class Experiment:
     target_mde: float | None = None
     cluster: str | None = None
     service_starts: str = "trial"
+    interleave: Interleave | None = None
 
     def __post_init__(self) -> None:
         check_name("study name", self.study)
@@ -678,6 +721,7 @@ class Experiment:
                 _set(self, name, float(v))
         _choice("Experiment", "dependencies", self.dependencies, DEPENDENCY_SCOPES, ParameterError)
         _choice("Experiment", "service_starts", self.service_starts, SERVICE_STARTS, ParameterError)
+        self._check_interleave()
         _set(self, "cross_check_blocks", check_cross_check_blocks(self.cross_check_blocks))
         _choice("Experiment", "runtime", self.runtime, RUNTIME_NAMES, ParameterError)
         _set(self, "trials", _int("Experiment", "trials", self.trials, low=1, error=ParameterError))
@@ -716,6 +760,32 @@ class Experiment:
     @property
     def baseline_arm(self) -> str:
         return self.baseline or self.arms[0].name
+
+    def _check_interleave(self) -> None:
+        """An interleaved design runs HTTP/1.1 loads bounded by time on this machine: anything
+        else is refused here, in one line naming the way out."""
+        il = self.interleave
+        if il is None:
+            return
+        if isinstance(il, Mapping):  # as run.json stores it
+            _set(self, "interleave", il := Interleave(**il))
+        if not isinstance(il, Interleave):
+            raise ParameterError(f"Experiment.interleave must be Interleave(...) or None; got {_got(il)}")
+        way_out = "use interleave=None (the sequential design)"
+        if self.cluster is not None:
+            raise ParameterError(f"an interleaved design measures every arm on this machine; cluster={self.cluster!r} "
+                                 f"sends the load from other hosts: {way_out}")
+        if self.service_starts != "trial":
+            raise ParameterError(f"an interleaved design starts every arm afresh per trial; {way_out} with "
+                                 "service_starts=\"cell\"")
+        for c in self.conditions:
+            ld = c.load
+            if ld.protocol != "http1":
+                raise ParameterError(f"condition {c.name!r}: an interleaved design runs HTTP/1.1 loads only (this one is "
+                                     f"{ld.protocol}); {way_out}")
+            if ld.requests is not None or ld.warmup_requests or ld.stages:
+                raise ParameterError(f"condition {c.name!r}: an interleaved design needs a load bounded by time "
+                                     f"(duration_s, warmup_s), not by a request count or stages; {way_out}")
 
     def arm(self, name: str) -> Arm:
         for a in self.arms:

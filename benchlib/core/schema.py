@@ -34,15 +34,18 @@ __all__ = [
     "SCHEMA_HISTORY",
     "READABLE_SCHEMA_VERSIONS",
     "HOST_COLUMN",
+    "NO_SLICE",
+    "SLICE_COLUMN",
+    "SLICE_DTYPE",
     "HOST_DTYPE",
 ]
 
 #: Version of the stored trial and run formats. Bump it, and add a line to
 #: :data:`SCHEMA_HISTORY`, whenever a stored column or run.json field changes meaning.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Every stored version this benchlib reads (older runs are read as they are, never migrated).
-READABLE_SCHEMA_VERSIONS: tuple[int, ...] = (1, 2)
+READABLE_SCHEMA_VERSIONS: tuple[int, ...] = (1, 2, 3)
 
 SCHEMA_HISTORY = """\
 1 - (benchlib 0.1) first version: rows t_intended_ns, t_sent_ns, t_done_ns, status, error,
@@ -58,7 +61,19 @@ SCHEMA_HISTORY = """\
     trial is read with ``host`` 0 for every row. The in-memory row (:data:`ROW_DTYPE`) is
     unchanged: the host is a column of the stored trial, beside the rows
     (``LoadResult.hosts``, ``StoredTrial.hosts()``).
+3 - stored trials gain the column ``slice`` (uint16): in an interleaved trial (several arms
+    measured side by side, each arm's rows stored as its own trial), the index of the arm's
+    slice the request was due in (its windows: the trial metadata's ``interleave``);
+    :data:`NO_SLICE` (65535) for a request of a trial that measured its arm alone, and for
+    every row of a trial stored before version 3.
 """
+
+#: The stored trial's column with the index of the arm's slice each request was due in (schema
+#: version 3; :data:`NO_SLICE` outside an interleaved trial).
+SLICE_COLUMN = "slice"
+#: Its type, and its value for a request not in an interleaved trial.
+SLICE_DTYPE = np.dtype(np.uint16)
+NO_SLICE = 65535
 
 #: The stored trial's column naming the load host of each request (schema version 2).
 HOST_COLUMN = "host"

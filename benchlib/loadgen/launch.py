@@ -25,7 +25,8 @@ from benchlib.core.errors import LoadGenError, LoadSpecError
 from benchlib.loadgen import guard
 from benchlib.loadgen.shares import HostShare, split_evenly
 from benchlib.loadgen.preflight import check_client_cpus, validate
-from benchlib.loadgen.slices import SlicePlan, check_sliceable
+from benchlib.core.slicing import SlicePlan
+from benchlib.loadgen.slices import check_sliceable
 from benchlib.core.model import LoadSpec, Target
 from benchlib.core.signals import parent_death_signal_setter
 from benchlib.core.schema import ERROR_NAMES, PHASE_CODES, ROW_DTYPE

@@ -20,10 +20,11 @@ with the same :class:`~benchlib.run.services.RunServices` and stores one record 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import Any, Protocol
 
@@ -31,18 +32,21 @@ import numpy as np
 
 from benchlib.core.design import PlannedTrial, cross_check_blocks
 from benchlib.core.errors import BenchlibError, ContractError, ParameterError, ServiceStartError
-from benchlib.core.model import CROSS_CHECK_TOOLS, Condition, CrossCheck, Experiment, LoadSpec, Target
+from benchlib.core.model import CROSS_CHECK_TOOLS, Arm, Condition, CrossCheck, Experiment, LoadSpec, Target
 from benchlib.core.placement import CpuPlan
 from benchlib.core.schema import ROW_DTYPE
-from benchlib.loadgen.launch import LoadResult
+from benchlib.core.slicing import plan_slices, slice_cpu
+from benchlib.loadgen.launch import LoadResult, run_interleaved
 from benchlib.run.sampler import DisturbanceSampler, bounds_from_settings
-from benchlib.run.services import RunServices
+from benchlib.run.services import ArmServices, RunServices
+from benchlib.run.sidebyside import BoundaryReader, InterleavedLoadFunction, arm_counter, idle_rates, slice_of_rows
 from benchlib.runtime.base import ServiceHandle, handle_ports
 from benchlib.runtime.contract import verify
 from benchlib.runtime.manifest import Endpoint
 from benchlib.store.records import (TRIAL_RECORD_VERSION, Attempt, DependencyRecord, EnforcedLimits, FrontRecord,
                                     LoadMeta, ServiceLog, TrialRecord, peer_report)
 from benchlib.store.records.disturbance import Disturbance, DisturbanceBounds
+from benchlib.store.records.interleave import InterleaveRecord
 from benchlib.store.records.trial import utc_now
 from benchlib.store.results import trial_record
 from benchlib.store.runstore import RunStore
@@ -144,7 +148,9 @@ class TrialExecutor:
     ----------
     experiment, cpus, store: the experiment, where its services and load run, its folder.
     services: the run's services (:class:`~benchlib.run.services.RunServices`).
-    load, cross_check: the seams that run a trial's load and its peer tool.
+    load, cross_check: the seams that run a trial's load and its peer tool; load_interleaved: the
+        seam that runs an interleaved trial's load (default
+        :func:`benchlib.loadgen.launch.run_interleaved`).
     check_blocks: the blocks the conditions' peer tools run in (``Experiment.cross_check_blocks``).
     disturbances: what the machine did to each attempt so far (the disturbance rule's references).
     disturbance_bounds: the disturbance rule's bounds (``None``: measured and reported, never
@@ -152,8 +158,9 @@ class TrialExecutor:
     """
 
     def __init__(self, experiment: Experiment, services: RunServices, load: LoadFunction,
-                 cross_check: CrossCheckFunction) -> None:
+                 cross_check: CrossCheckFunction, load_interleaved: InterleavedLoadFunction | None = None) -> None:
         self.experiment = experiment
+        self.load_interleaved: InterleavedLoadFunction = load_interleaved or run_interleaved
         self.services = services
         self.cpus: CpuPlan = services.cpus
         self.store: RunStore = services.store
@@ -179,48 +186,105 @@ class TrialExecutor:
             return {"tool": check.tool, "order": order, "error": f"ParameterError: {exc}"}
         return self.cross_check(fitted, url, self.cpus.client, order=order)
 
-    def store_trial(self, rows: np.ndarray, record: TrialRecord, hosts: np.ndarray | None = None) -> TrialRecord:
-        """Store one trial (its rows, its record; ``hosts``: each row's load host) and return
-        its record as a reader reads it back (its file, its log, its metadata as stored)."""
-        return trial_record(self.store, self.store.write_trial(rows, record.to_meta(), hosts=hosts))
+    def store_trial(self, rows: np.ndarray, record: TrialRecord, hosts: np.ndarray | None = None, *,
+                    slices: np.ndarray | None = None) -> TrialRecord:
+        """Store one trial (its rows, its record; ``hosts``: each row's load host; ``slices``:
+        each row's slice in an interleaved trial) and return its record as a reader reads it
+        back (its file, its log, its metadata as stored)."""
+        return trial_record(self.store, self.store.write_trial(rows, record.to_meta(), hosts=hosts, slices=slices))
+
+    def _record(self, planned: PlannedTrial, attempts: Sequence[Attempt]) -> TrialRecord:
+        """The record of ``planned`` before it runs: where it sits, what it runs, where."""
+        exp = self.experiment
+        arm = exp.arm(planned.arm)
+        return TrialRecord(
+            condition=planned.condition, arm=planned.arm, block=planned.block, position=planned.position,
+            seq=planned.seq, service=arm.service, variant=arm.variant or "", log_sink=arm.log_sink,
+            runtime=self.services.runtime_for(arm).name, limits=asdict(arm.limits or exp.limits),
+            cpus={k: tuple(v) for k, v in self.cpus.to_dict().items()}, started=utc_now(), attempts=tuple(attempts),
+            version=TRIAL_RECORD_VERSION)
+
+    def _started_fields(self, rec: TrialRecord, started: ArmServices, condition: Condition,
+                        got: dict[str, Any]) -> tuple[Endpoint, FrontRecord | None]:
+        """What the record takes from the arm's started services (enforced limits, ports,
+        dependencies, front, endpoint) into ``got``; the endpoint loaded and the front's record."""
+        arm = self.experiment.arm(rec.arm)
+        handle, svc, deps, front = started.handle, started.service, started.dependencies, started.front
+
+        def enforced(h: ServiceHandle) -> EnforcedLimits | None:
+            return EnforcedLimits.from_dict(dict(h.enforced), runtime=rec.runtime)
+
+        got.update(variant=svc.variant, enforced=enforced(handle))
+        if len(handle_ports(handle)) > 1:
+            got["ports"] = tuple(handle_ports(handle))
+        shared = self.experiment.dependencies == "block"
+        got["dependencies"] = {d.name: DependencyRecord(
+            port=d.port, enforced=enforced(d), shared="block" if shared else "",
+            reset_s=self.services.dep_reset_s.get(d.name) if shared else None) for d in deps}
+        front_rec: FrontRecord | None = None
+        if front is not None and started.front_service is not None:
+            front_rec = FrontRecord(service=str(arm.front), variant=started.front_service.variant,
+                                    port=front.port, enforced=enforced(front))
+            got["front"] = front_rec
+        endpoint = svc.endpoint(condition.endpoint or arm.endpoint)
+        got["endpoint"] = {"name": endpoint.name, "method": endpoint.method, "path": endpoint.path,
+                           "protocol": endpoint.protocol}
+        return endpoint, front_rec
+
+    def _stopped_fields(self, rec: TrialRecord, started: ArmServices, front_rec: FrontRecord | None,
+                        got: dict[str, Any]) -> str | None:
+        """Stop the arm's front, then its service, recording their samples, stop and log into
+        ``got``; the reason the trial failed when one of them had died during it (else ``None``)."""
+        arm = self.experiment.arm(rec.arm)
+        handle, front = started.handle, started.front
+        alive = handle.alive()
+        front_alive = front.alive() if front is not None else True
+        got["resources"] = tuple(handle.resource_samples())
+        front_stop = None
+        if front is not None and front_rec is not None:  # the front first: it forwards to the service
+            front_resources = tuple(front.resource_samples())
+            front_stop = front.stop()
+            got["front"] = replace(front_rec, resources=front_resources, stop=asdict(front_stop), log=ServiceLog(
+                "pipe", getattr(front, "log_lines", None), getattr(front, "log_bytes", None)))
+        stop = handle.stop()
+        got["stop"] = asdict(stop)
+        got["service_log"] = ServiceLog(arm.log_sink, getattr(handle, "log_lines", None),
+                                        getattr(handle, "log_bytes", None))
+        if not alive:
+            got["log_tail"] = handle.logs_tail(40)
+            return f"service died during the trial ({stop.detail})"
+        if not front_alive and front is not None and front_stop is not None:
+            got["log_tail"] = front.logs_tail(40)
+            return f"front {arm.front} died during the trial ({front_stop.detail})"
+        return None
+
+    @staticmethod
+    def _judged(result_meta: Mapping[str, Any], disturbance: Disturbance | None) -> tuple[str, str | None]:
+        """A loaded trial's status and reason: the load failed, the guard invalidated it, the
+        machine disturbed it, or ok."""
+        if result_meta.get("failed"):
+            # the load generator failed mid-trial: its rows so far are stored, as evidence
+            return "failed", f"LoadGenError: {result_meta.get('failure')}"
+        if not result_meta.get("valid", True):
+            return "invalid", result_meta.get("invalid_reason") or "load generator marked the trial invalid"
+        if disturbance is not None and disturbance.disturbed:
+            return "invalid", disturbance.verdict
+        return "ok", None
 
     def run_trial(self, planned: PlannedTrial, condition: Condition, attempts: Sequence[Attempt] = ()) -> TrialRecord:
         """Run one planned trial and store it (``attempts``: those set aside before it, kept in
         its record); returns the stored record, as read back."""
         exp = self.experiment
         arm = exp.arm(planned.arm)
-        rt_name = self.services.runtime_for(arm).name
-        rec = TrialRecord(
-            condition=planned.condition, arm=planned.arm, block=planned.block, position=planned.position,
-            seq=planned.seq, service=arm.service, variant=arm.variant or "", log_sink=arm.log_sink, runtime=rt_name,
-            limits=asdict(arm.limits or exp.limits), cpus={k: tuple(v) for k, v in self.cpus.to_dict().items()},
-            started=utc_now(), attempts=tuple(attempts), version=TRIAL_RECORD_VERSION)
+        rec = self._record(planned, attempts)
         rows = np.zeros(0, dtype=ROW_DTYPE)
         hosts: np.ndarray | None = None  # each row's load host (several hosts: benchlib.run.cluster)
         status, reason = "ok", None
         got: dict[str, Any] = {}  # the record's fields as the trial gets them (TrialRecord's names)
-
-        def enforced(h: ServiceHandle) -> EnforcedLimits | None:
-            return EnforcedLimits.from_dict(dict(h.enforced), runtime=rt_name)
-
         try:
             with self.services.start(arm, planned.condition, planned.block) as started:
-                handle, svc, deps, front = started.handle, started.service, started.dependencies, started.front
-                got.update(variant=svc.variant, enforced=enforced(handle))
-                if len(handle_ports(handle)) > 1:
-                    got["ports"] = tuple(handle_ports(handle))
-                shared = exp.dependencies == "block"
-                got["dependencies"] = {d.name: DependencyRecord(
-                    port=d.port, enforced=enforced(d), shared="block" if shared else "",
-                    reset_s=self.services.dep_reset_s.get(d.name) if shared else None) for d in deps}
-                front_rec: FrontRecord | None = None
-                if front is not None and started.front_service is not None:
-                    front_rec = FrontRecord(service=str(arm.front), variant=started.front_service.variant,
-                                            port=front.port, enforced=enforced(front))
-                    got["front"] = front_rec
-                endpoint = svc.endpoint(condition.endpoint or arm.endpoint)
-                got["endpoint"] = {"name": endpoint.name, "method": endpoint.method, "path": endpoint.path,
-                                   "protocol": endpoint.protocol}
+                handle, deps, front = started.handle, started.dependencies, started.front
+                endpoint, front_rec = self._started_fields(rec, started, condition, got)
                 target = started.target
                 target_url = f"http://{target.host}:{target.port}"
                 got["contract"] = verify(target_url, endpoint).to_dict()
@@ -238,15 +302,7 @@ class TrialExecutor:
                     result = self.load(spec, Target(target.host, target.port), client_cpus=self.cpus.client,
                                        seed=exp.seed * 1_000_003 + planned.seq)
                 except BenchlibError:
-                    # the load could not start (e.g. refused): if the service or its front died
-                    # first, the death is the trial's reason, not the refused connection
-                    for who, h in (("service", handle), (f"front {arm.front}", front)):
-                        if h is not None and not h.alive():
-                            stopped = h.stop()
-                            if h is handle:
-                                got["stop"] = asdict(stopped)
-                            got["log_tail"] = h.logs_tail(40)
-                            raise _Died(f"{who} died before the load connected ({stopped.detail})") from None
+                    self._died_first(arm, started, got)
                     raise
                 _sample_now(handle, front)  # ... and as it ends
                 # what the machine did to the trial (outside signals only), judged by one rule for every arm
@@ -259,46 +315,132 @@ class TrialExecutor:
                 rows = result.rows
                 hosts = result.hosts
                 got["load"] = load_meta
-                alive = handle.alive()
-                front_alive = front.alive() if front is not None else True
-                got["resources"] = tuple(handle.resource_samples())
-                if front is not None and front_rec is not None:  # the front first: it forwards to the service
-                    front_resources = tuple(front.resource_samples())
-                    front_stop = front.stop()
-                    got["front"] = replace(front_rec, resources=front_resources, stop=asdict(front_stop), log=ServiceLog(
-                        "pipe", getattr(front, "log_lines", None), getattr(front, "log_bytes", None)))
-                stop = handle.stop()
-                got["stop"] = asdict(stop)
-                got["service_log"] = ServiceLog(arm.log_sink, getattr(handle, "log_lines", None),
-                                                getattr(handle, "log_bytes", None))
-                if not alive:
-                    status = "failed"
-                    reason = f"service died during the trial ({stop.detail})"
-                    got["log_tail"] = handle.logs_tail(40)
-                elif not front_alive and front is not None:
-                    status = "failed"
-                    reason = f"front {arm.front} died during the trial ({front_stop.detail})"
-                    got["log_tail"] = front.logs_tail(40)
-                elif result.meta.get("failed"):
-                    # the load generator failed mid-trial: its rows so far are stored, as evidence
-                    status = "failed"
-                    reason = f"LoadGenError: {result.meta.get('failure')}"
-                elif not result.meta.get("valid", True):
-                    status = "invalid"
-                    reason = result.meta.get("invalid_reason") or "load generator marked the trial invalid"
-                elif got["disturbance"].disturbed:
-                    status = "invalid"
-                    reason = got["disturbance"].verdict
+                died = self._stopped_fields(rec, started, front_rec, got)
+                status, reason = ("failed", died) if died else self._judged(result.meta, got["disturbance"])
         except _Died as exc:
             status, reason = "failed", str(exc)
         except (ServiceStartError, ContractError) as exc:
-            status = "failed"
-            reason = f"{type(exc).__name__}: {exc}"
-            notes = getattr(exc, "__notes__", [])
-            if notes:
-                got["log_tail"] = "\n".join(notes)[-4000:]
+            status, reason = self._start_failure(exc, got)
         except BenchlibError as exc:
             status = "failed"
             reason = f"{type(exc).__name__}: {exc}"
             got["traceback"] = traceback.format_exc()[-4000:]
         return self.store_trial(rows, replace(rec, **got, status=status, reason=reason, finished=utc_now()), hosts)
+
+    @staticmethod
+    def _died_first(arm: Arm, started: ArmServices, got: dict[str, Any]) -> None:
+        """The load could not start (e.g. refused): if the service or its front died first,
+        the death is the trial's reason, not the refused connection (raises :class:`_Died`)."""
+        for who, h in (("service", started.handle), (f"front {arm.front}", started.front)):
+            if h is not None and not h.alive():
+                stopped = h.stop()
+                if h is started.handle:
+                    got["stop"] = asdict(stopped)
+                got["log_tail"] = h.logs_tail(40)
+                raise _Died(f"{who} died before the load connected ({stopped.detail})") from None
+
+    @staticmethod
+    def _start_failure(exc: BenchlibError, got: dict[str, Any]) -> tuple[str, str]:
+        """A service that did not start, or broke its contract: the trial's status and reason
+        (its log tail into ``got``)."""
+        notes = getattr(exc, "__notes__", [])
+        if notes:
+            got["log_tail"] = "\n".join(notes)[-4000:]
+        return "failed", f"{type(exc).__name__}: {exc}"
+
+    # -- arms side by side ----------------------------------------------------------------------
+    def run_interleaved(self, group: Sequence[PlannedTrial], condition: Condition,
+                        attempts: Mapping[str, Sequence[Attempt]]) -> list[TrialRecord]:
+        """Run one interleaved trial: every arm of ``group`` (one condition, one block) measured
+        side by side (``Experiment(interleave=...)``, :mod:`benchlib.core.slicing`), and store
+        each arm's part as a trial of its own; the records, as read back, in ``group``'s order.
+
+        Every arm's dependencies, service and front start fresh, on the server's CPUs, in the
+        block's order; each contract is checked; each instance is left idle for
+        :data:`~benchlib.run.sidebyside.IDLE_READ_S` (its idle CPU rate); the load alternates
+        between them in the plan's slices while their CPU counters are read at every slice
+        boundary; the disturbance sampler counts every arm's CPU as ours; everything stops (each
+        front first). One arm that cannot start, breaks its contract or dies fails the whole
+        trial (every arm's record says which); the guard and the disturbance rule judge the
+        trial as one (an arm the guard invalidated makes every arm's trial invalid: the arms
+        shared the client and the machine)."""
+        exp = self.experiment
+        il = exp.interleave
+        assert il is not None
+        recs = [self._record(p, attempts.get(p.arm, ())) for p in group]
+        gots: list[dict[str, Any]] = [{} for _ in group]
+        rows: list[np.ndarray] = [np.zeros(0, dtype=ROW_DTYPE) for _ in group]
+        slices: list[np.ndarray | None] = [None for _ in group]
+        status, reason = "ok", None
+        per_arm: list[str | None] = [None for _ in group]  # an arm's own reason (it died), if any
+        try:
+            with contextlib.ExitStack() as stack:
+                started: list[ArmServices] = []
+                fronts: list[FrontRecord | None] = []
+                specs: list[tuple[LoadSpec, Target]] = []
+                for p, rec, got in zip(group, recs, gots):
+                    s = stack.enter_context(self.services.start(exp.arm(p.arm), p.condition, p.block))
+                    started.append(s)
+                    endpoint, front_rec = self._started_fields(rec, s, condition, got)
+                    fronts.append(front_rec)
+                    target = s.target
+                    got["contract"] = verify(f"http://{target.host}:{target.port}", endpoint).to_dict()
+                    specs.append((request_for(condition.load, endpoint), Target(target.host, target.port)))
+                load = specs[0][0]
+                plan = plan_slices(len(group), warmup_s=load.warmup_s, measured_s=float(load.duration_s or 0.0),
+                                   slice_ms=il.slice_ms, gap_ms=il.gap_ms,
+                                   seed=exp.seed * 1_000_003 + group[0].seq)
+                counters = [arm_counter([s.handle, s.front]) for s in started]
+                idle = idle_rates(counters)
+                everyone = [h for s in started for h in (s.handle, s.front, *s.dependencies) if h is not None]
+                sampler = DisturbanceSampler.for_trial(
+                    self.cpus.server, self.cpus.client, self.cpus.dependencies, started[0].handle, started[0].front,
+                    [d for s in started for d in s.dependencies],
+                    beside=[h for s in started[1:] for h in (s.handle, s.front) if h is not None]).start()
+                _sample_now(*everyone)
+                reader = BoundaryReader(plan, counters)
+                try:
+                    results = self.load_interleaved(specs, plan, client_cpus=self.cpus.client,
+                                                    seed=exp.seed * 1_000_003 + group[0].seq, on_start=reader.start_at)
+                except BenchlibError:
+                    for p, s, got in zip(group, started, gots):
+                        self._died_first(exp.arm(p.arm), s, got)
+                    raise
+                reader.join()
+                _sample_now(*everyone)
+                cpu = slice_cpu(plan, reader.times_ns, reader.values, idle)
+                metas = [LoadMeta.from_dict(r.meta) for r in results]
+                disturbance = sampler.finish(metas[0], history=self.disturbances, bounds=self.disturbance_bounds)
+                self.disturbances.append(disturbance)
+                names = tuple(p.arm for p in group)
+                for k, (rec, got, s, front_rec, result, meta) in enumerate(zip(recs, gots, started, fronts, results,
+                                                                              metas)):
+                    rows[k] = result.rows
+                    slices[k] = slice_of_rows(result.rows, plan.windows[k])
+                    got.update(load=meta, disturbance=disturbance, interleave=InterleaveRecord(
+                        arms=names, index=k, slice_ms=plan.slice_ms, gap_ms=plan.gap_ms, order=plan.order,
+                        slices=len(plan.windows[k]), warmup_s=plan.warmup_s, measured_s=plan.measured_s(k),
+                        total_s=plan.total_s, cpu=cpu[k]))
+                    per_arm[k] = self._stopped_fields(rec, s, front_rec, got)
+                # one trial, one judgment: a death fails it, the guard or the rule invalidates it
+                died = [f"{p.arm}: {why}" for p, why in zip(group, per_arm) if why]
+                if died:
+                    status, reason = "failed", "; ".join(died)
+                else:
+                    judged = [self._judged(r.meta, disturbance) for r in results]
+                    worst = next((j for j in judged if j[0] == "failed"), next((j for j in judged if j[0] != "ok"),
+                                                                               ("ok", None)))
+                    status, reason = worst
+                    if status != "ok" and reason != disturbance.verdict:  # the load's judgment names its arm
+                        reason = f"{next(p.arm for p, j in zip(group, judged) if j == worst)}: {reason}"
+        except _Died as exc:
+            status, reason = "failed", str(exc)
+        except (ServiceStartError, ContractError) as exc:
+            status, reason = self._start_failure(exc, gots[0])
+        except BenchlibError as exc:
+            status = "failed"
+            reason = f"{type(exc).__name__}: {exc}"
+            gots[0]["traceback"] = traceback.format_exc()[-4000:]
+        finished = utc_now()
+        return [self.store_trial(r, replace(rec, **got, status=status, reason=reason, finished=finished), slices=sl)
+                for r, rec, got, sl in zip(rows, recs, gots, slices)]

@@ -41,7 +41,7 @@ from typing import Any
 from benchlib.core import provenance as _provenance
 from benchlib.core import settings
 from benchlib.core.design import PlannedTrial, plan_trials
-from benchlib.core.errors import HostLost
+from benchlib.core.errors import HostLost, ParameterError
 from benchlib.core.model import Experiment
 from benchlib.core.placement import CpuPlan, parse_cluster
 from benchlib.core.signals import interrupt_on_signals
@@ -63,7 +63,7 @@ from benchlib.run.settle import settle_as_asked
 from benchlib.runtime import Runtime, toolchains
 from benchlib.store.records import Attempt, TrialRecord
 from benchlib.store.records.disturbance import is_disturbed
-from benchlib.store.records.run import HostLoss, Provenance, RunRecord
+from benchlib.store.records.run import DesignChange, HostLoss, Provenance, RunRecord
 from benchlib.store.records.trial import utc_now, utc_stamp
 from benchlib.store.results import Run, run_from
 from benchlib.store.runstore import RunStore
@@ -114,6 +114,15 @@ class _Execution:
         self.still: list[tuple[PlannedTrial, TrialRecord, list[Attempt]]] = []  # disturbed when their repeats ran out
         self.carried: dict[TrialKey, list[Attempt]] = {}  # attempts set aside when their block ran again
         self.stopped_after: int | None = None
+        #: interleaved trials still disturbed when their repeats ran out (the make-up pass)
+        self.still_groups: list[tuple[list[PlannedTrial], dict[str, list[Attempt]]]] = []
+        #: conditions the run measures side by side (``Experiment.interleave``), less those moved
+        #: to the sequential design (run.json's ``design_changes``)
+        moved = {c.condition for c in record.design_changes}
+        self.side_by_side = ({c.name for c in experiment.conditions} - moved) if experiment.interleave else set()
+        #: conditions whose first interleaved trial passed the carry-over check (this execution's, or
+        #: a resumed run's: a condition with a stored interleaved trial keeps its design)
+        self.checked: set[str] = {r.condition for r in held.records() if r.interleave is not None}
 
     def update(self, **changes: Any) -> None:
         """Change run.json's record (and the one the hooks read)."""
@@ -221,6 +230,135 @@ class _Execution:
                        + f", {len(attempts)} attempt(s) set aside, {time.monotonic() - t_trial:.1f} s"))
         self.after_trial(planned)
 
+    # -- arms side by side ------------------------------------------------------------------------
+    def group_of(self, planned: PlannedTrial, needed: set[tuple[str, str]] | None) -> list[PlannedTrial]:
+        """The trials of ``planned``'s condition and block still queued (taken off the queue), in
+        the block's order; those the stopping rule no longer needs are reported settled."""
+        idx = [j for j in self.queue if self.plan[j].condition == planned.condition
+               and self.plan[j].block == planned.block]
+        self.queue = [j for j in self.queue if j not in idx]
+        group = [planned, *(self.plan[j] for j in idx)]
+        wanted = []
+        for p in group:
+            if needed is not None and (p.condition, p.arm) not in needed:
+                self.show(TrialEvent.of("settled", self.exp.study, len(self.plan), p))
+            else:
+                wanted.append(p)
+        return wanted
+
+    def planned_group(self, planned: PlannedTrial, needed: set[tuple[str, str]] | None) -> None:
+        """Run ``planned``'s condition and block as one interleaved trial, unless every arm of it
+        is stored; an arm stored without the others (an interrupted run) is set aside and the
+        trial runs again in full, so that the arms of a block are always measured together."""
+        group = self.group_of(planned, needed)
+        if not group:
+            return
+        total, study = len(self.plan), self.exp.study
+        keys = [(p.condition, p.arm, p.block) for p in group]
+        old = [self.held.get(k) for k in keys]
+        if all(o is not None for o in old) and not (self.exp.retry_failed and any(o.status == "failed" for o in old
+                                                                                   if o is not None)):
+            self.skipped += len(group)
+            for p in group:
+                self.show(TrialEvent.of("skip", study, total, p))
+            return
+        attempts: dict[str, list[Attempt]] = {}
+        for p, k, o in zip(group, keys, old):
+            attempts[p.arm] = self.carried.pop(k, [])
+            if o is not None:
+                attempts[p.arm].append(Attempt(o.status, "set aside: the other arms of its interleaved trial were "
+                                               "not stored", o.started, o.finished))
+                self.held.set_aside(k)
+        t_trial = time.monotonic()
+        before = {a: len(v) for a, v in attempts.items()}
+        recs = self.again_group(group, self.group_trial(group, attempts), attempts, self.repeats)
+        if self.moved_to_sequential(group, recs):
+            return
+        self.ran += len(group)
+        if any(r.status == "invalid" and is_disturbed(r.reason) for r in recs) and self.exp.repeat_disturbed:
+            self.still_groups.append((group, attempts))
+        if self.exp.between_trials_s:
+            time.sleep(self.exp.between_trials_s)
+        seconds = time.monotonic() - t_trial
+        for p, rec in zip(group, recs):
+            achieved = rec.load.achieved_rps if rec.load is not None else None
+            self.show(TrialEvent.of("trial", study, total, p, status=rec.status, reason=rec.reason,
+                                    repeated=len(attempts[p.arm]) - before[p.arm],
+                                    achieved_rps=achieved if achieved is not None and achieved == achieved else None,
+                                    seconds=seconds / len(group)))
+
+    def group_trial(self, group: list[PlannedTrial], attempts: Mapping[str, list[Attempt]]) -> list[TrialRecord]:
+        """Run ``group`` once as one interleaved trial, stored and held."""
+        self.current = group[0]
+        recs = self.executor.run_interleaved(group, self.conditions[group[0].condition], attempts)
+        for rec in recs:
+            self.held.stored(rec)
+        return recs
+
+    def again_group(self, group: list[PlannedTrial], recs: list[TrialRecord], attempts: dict[str, list[Attempt]],
+                    cap: Callable[[TrialRecord], int]) -> list[TrialRecord]:
+        """Run an invalid interleaved trial again in full (every arm) while the attempts added
+        here are fewer than ``cap`` of its first invalid record; the last records."""
+        base = len(attempts[group[0].arm])
+        while True:
+            bad = next((r for r in recs if r.status == "invalid"), None)
+            if bad is None or len(attempts[group[0].arm]) - base >= cap(bad):
+                return recs
+            for p, rec in zip(group, recs):
+                attempts[p.arm].append(Attempt(rec.status, rec.reason, rec.started, rec.finished))
+                self.held.set_aside((p.condition, p.arm, p.block))
+            if self.exp.between_trials_s:
+                time.sleep(self.exp.between_trials_s)
+            recs = self.group_trial(group, attempts)
+
+    def make_up_group(self) -> None:
+        """The make-up pass of an interleaved trial still disturbed when its repeats ran out:
+        the whole trial again (every arm), under the same rule and cap."""
+        group, attempts = self.still_groups.pop(0)
+        t_trial = time.monotonic()
+        recs = [r for r in (self.held.get((p.condition, p.arm, p.block)) for p in group) if r is not None]
+        if len(recs) != len(group):
+            return
+        recs = self.again_group(group, recs, attempts,
+                                lambda r: self.exp.repeat_disturbed if is_disturbed(r.reason) else 0)
+        self.show(Note(self.exp.study, f"make-up trial {group[0].condition} b{group[0].block} (interleaved, "
+                       f"{len(group)} arms; disturbed when its repeats ran out): {recs[0].status}"
+                       + (f" ({recs[0].reason})" if recs[0].status != "ok" else "")
+                       + f", {time.monotonic() - t_trial:.1f} s"))
+
+    def moved_to_sequential(self, group: list[PlannedTrial], recs: list[TrialRecord]) -> bool:
+        """The condition's first interleaved trial: an arm whose CPU could not be read, or whose
+        carry-over exceeds ``Interleave.carry_over_pct``, moves the condition to the sequential
+        design (its trials set aside, the block queued again one arm per trial, run.json's
+        ``design_changes``, one line); ``True`` then."""
+        condition = group[0].condition
+        if condition in self.checked or self.exp.interleave is None:
+            return False
+        if any(r.status != "ok" for r in recs):
+            return False  # judged on a trial that ran cleanly
+        self.checked.add(condition)
+        bound = self.exp.interleave.carry_over_pct
+        why = []
+        for r in recs:
+            il = r.interleave
+            if il is None or il.cpu is None:
+                why.append(f"{r.arm}: its CPU could not be read from a cgroup of its own")
+            elif il.cpu.carry_pct > bound:
+                why.append(f"{r.arm}: carry-over {il.cpu.carry_pct:.1f}% above {bound:g}%")
+        if not why:
+            return False
+        block = group[0].block
+        for p in group:
+            self.held.set_aside((p.condition, p.arm, p.block))
+        self.side_by_side.discard(condition)
+        idx = [j for j, p in enumerate(self.plan) if p.condition == condition and p.block == block]
+        self.queue = idx + self.queue
+        line = (f"condition {condition!r} runs in the sequential design from block b{block} on (one arm per trial): "
+                + "; ".join(why))
+        self.update(design_changes=(*self.record.design_changes, DesignChange(condition, block, line)))
+        self.note(line)
+        return True
+
     def block_done(self, block: int) -> None:
         self.show(BlockDone(self.exp.study, len(self.plan), block, self.hooks.decided_words()))
 
@@ -243,10 +381,16 @@ class _Execution:
                                                     stopped_after=planned.block))
                             break
                     prev = planned
-                    self.planned_trial(planned, needed)
-                if not self.plan or self.stopped_after is not None or not self.still:
+                    if planned.condition in self.side_by_side:
+                        self.planned_group(planned, needed)
+                    else:
+                        self.planned_trial(planned, needed)
+                if not self.plan or self.stopped_after is not None or not (self.still or self.still_groups):
                     break
-                self.make_up()
+                if self.still_groups:
+                    self.make_up_group()
+                else:
+                    self.make_up()
         except HostLost as exc:
             self.stop(exc)
         if self.plan and self.stopped_after is None:
@@ -302,7 +446,9 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
             provenance=Provenance.from_json(_provenance.collect(toolchains.versions(services.toolchains()))))
         record = store.write_run(record)
     record_run_folder(store)
-    executor = TrialExecutor(experiment, services, load, cross_check)
+    if experiment.interleave is not None:
+        _check_side_by_side(experiment, services)
+    executor = TrialExecutor(experiment, services, load, cross_check, getattr(load, "interleaved", None))
     held = HeldTrials(store, stored.trials)
     hooks = RunHooks(store, experiment, services.unavailable, held, record, until, decided)
     execution = _Execution(experiment, store, plan, record, held, executor, hooks, show, hosts)
@@ -319,6 +465,22 @@ def _run(experiment: Experiment, run_id: str | None, out_dir: str | os.PathLike[
     hooks.save_summaries()
     return replace(run_from(store, execution.record, held.records(), experiment=experiment,
                             unavailable=services.unavailable), ran=execution.ran, skipped=execution.skipped)
+
+
+def _check_side_by_side(experiment: Experiment, services: RunServices) -> None:
+    """An interleaved experiment's endpoints must speak HTTP/1.1 (a gRPC or h2c endpoint makes
+    its load HTTP/2, which the sliced engine does not run): refused before anything runs."""
+    bad = []
+    for c in experiment.conditions:
+        for a in experiment.arms:
+            if a.name in services.unavailable:
+                continue
+            ep = services.resolve(a).endpoint(c.endpoint or a.endpoint)
+            if ep.protocol != "http1":
+                bad.append(f"{a.name} ({ep.name}: {ep.protocol})")
+    if bad:
+        raise ParameterError("an interleaved design runs HTTP/1.1 endpoints only; these are not: " + ", ".join(bad)
+                             + "; use Experiment(interleave=None), the sequential design")
 
 
 @contextlib.contextmanager

@@ -211,11 +211,13 @@ class DisturbanceSampler:
     @classmethod
     def for_trial(cls, server_cpus: Sequence[int], client_cpus: Sequence[int], dependency_cpus: Sequence[int],
                   handle: object, front: object | None, deps: Sequence[object], *,
-                  canary: bool = True) -> DisturbanceSampler:
+                  beside: Sequence[object] = (), canary: bool = True) -> DisturbanceSampler:
         """A sampler for one trial of the runner: the service, its front and the dependencies
         that share the server's CPUs are ours there (their CPU time is taken off, their
-        threads' run-queue waits are the service's); call :meth:`start`, then :meth:`finish`."""
-        on_server = [handle, *([front] if front is not None else []),
+        threads' run-queue waits are the service's), and in an interleaved trial every other
+        arm's instances (``beside``: their services and fronts; their dependencies follow
+        ``dependency_cpus`` as above); call :meth:`start`, then :meth:`finish`."""
+        on_server = [handle, *([front] if front is not None else []), *beside,
                      *(deps if set(dependency_cpus) & set(server_cpus) else [])]
         local = all(isinstance(getattr(getattr(h, "proc", None), "pid", None), int) for h in on_server)
         s = cls(server_cpus, client_cpus, service_pids=(lambda: handle_pids(on_server)) if local else None,

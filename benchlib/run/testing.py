@@ -39,6 +39,7 @@ import numpy as np
 from benchlib.core.errors import BenchlibError, LoadGenError, RuntimeUnavailable
 from benchlib.loadgen.launch import LoadResult, loadspec_to_dict
 from benchlib.runtime.manifest import ResolvedService
+from benchlib.core.slicing import SlicePlan
 from benchlib.core.model import CrossCheck, LoadSpec, Target
 from benchlib.runtime.base import Prepared, StartOptions, StopInfo, service_ports
 from benchlib.core.schema import ERROR_CODES, PHASE_CODES, ROW_DTYPE
@@ -323,6 +324,53 @@ class FakeLoad:
                 victim.die("exited with code 7 during the load (fake)")
         rows, window = _rows(o, seed, time.monotonic_ns() - t0)
         return LoadResult(rows=rows, meta=_meta(o, spec, rows, window, t0, client_cpus))
+
+    def interleaved(self, loads: Sequence[tuple[LoadSpec, Target]], plan: SlicePlan, *,
+                    client_cpus: Sequence[int] | None = None, seed: int = 0,
+                    on_start: Callable[[int], None] | None = None) -> list[LoadResult]:
+        """``run_interleaved`` for tests: each arm takes the next planned outcome of its service
+        (one call each, as :meth:`__call__` counts them); its rows fall inside its own measured
+        slices. The call takes the plan's length (at least the outcomes' ``window_s``: keep the
+        experiment's durations short), from the start it gives ``on_start``."""
+        outcomes = []
+        for i, (spec, target) in enumerate(loads):
+            service = self._service(target)
+            o = self._next(service)
+            self.calls.append({"service": service, "kind": o.kind, "spec": spec, "target": target,
+                               "seed": seed + i, "client_cpus": list(client_cpus or ()), "interleaved": True})
+            outcomes.append(o)
+        if any(o.kind == "raise" for o in outcomes):
+            raise LoadGenError(next(o.reason for o in outcomes if o.kind == "raise") or "fake load: refused")
+        t0 = time.monotonic_ns()
+        if on_start is not None:
+            on_start(t0)
+        time.sleep(max(plan.total_s, *(o.window_s for o in outcomes)))
+        if any(o.kind == "interrupt" for o in outcomes):
+            signal.raise_signal(signal.SIGTERM)
+        if any(o.kind == "dies" for o in outcomes) and self.runtime is not None:
+            victim = next((h for h in reversed(self.runtime.handles) if h.role == "service" and h.alive()), None)
+            if victim is not None:
+                victim.die("exited with code 7 during the load (fake)")
+        out = []
+        for i, ((spec, _target), o) in enumerate(zip(loads, outcomes)):
+            rows, _window = _rows(o, seed + i, int(plan.total_s * 1e9))
+            win = plan.windows[i]
+            measured = win[win[:, 0] >= int(plan.warmup_s * 1e9)]
+            # each row moved into one of its arm's slices: the warm-up's into the first, the others spread
+            due = np.linspace(0, len(measured), o.requests, endpoint=False).astype(np.int64) if len(measured) else []
+            m = rows["phase"] == PHASE_CODES["measure"]
+            if len(measured):
+                lat = rows["t_done_ns"] - rows["t_intended_ns"]
+                rows["t_intended_ns"][m] = measured[np.asarray(due)[: int(m.sum())], 0] + 1_000
+                rows["t_intended_ns"][~m] = win[0, 0] + 1_000
+                rows["t_sent_ns"] = rows["t_intended_ns"] + 20_000
+                rows["t_done_ns"] = rows["t_intended_ns"] + lat
+            window = (int(plan.warmup_s * 1e9), int(win[-1, 1]))
+            meta = _meta(o, spec, rows, window, t0, client_cpus)
+            meta["measured_duration_s"] = plan.measured_s(i)
+            meta["interleave"] = {"arm": i, "arms": len(loads), "slice_ms": plan.slice_ms, "gap_ms": plan.gap_ms}
+            out.append(LoadResult(rows=rows, meta=meta))
+        return out
 
 
 def _rows(o: Outcome, seed: int, span_ns: int) -> tuple[np.ndarray, tuple[int, int]]:

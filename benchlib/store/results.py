@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from benchlib.core.errors import BenchlibError, ParameterError, StorageError
-from benchlib.core.model import NAME_PATTERN, Arm, Condition, CrossCheck, Experiment, Limits, LoadSpec, Stage
+from benchlib.core.model import Interleave, NAME_PATTERN, Arm, Condition, CrossCheck, Experiment, Limits, LoadSpec, Stage
 from benchlib.core.placement import CpuPlan
 from benchlib.store.records import PeerReport, TrialRecord
 from benchlib.store.records import rows as R
@@ -187,7 +187,8 @@ def experiment_from_parameters(params: Mapping[str, Any]) -> Experiment:
             between_trials_s=p["between_trials_s"], retry_failed=p["retry_failed"], repeat_invalid=p["repeat_invalid"],
             repeat_disturbed=p["repeat_disturbed"], cross_check_blocks=p["cross_check_blocks"],
             dependencies=p["dependencies"], budget_min=p["budget_min"], target_mde=p["target_mde"],
-            cluster=p["cluster"], service_starts=p["service_starts"])
+            cluster=p["cluster"], service_starts=p["service_starts"],
+            interleave=None if p.get("interleave") is None else Interleave(**p["interleave"]))
     except (KeyError, TypeError, ValueError, BenchlibError) as exc:
         raise ParameterError(f"run.json's parameters do not describe an experiment ({type(exc).__name__}: "
                              f"{exc})") from None

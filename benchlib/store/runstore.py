@@ -38,6 +38,9 @@ from benchlib.core.model import check_name
 from benchlib.core.schema import (
     ERROR_NAMES,
     HOST_COLUMN,
+    NO_SLICE,
+    SLICE_COLUMN,
+    SLICE_DTYPE,
     HOST_DTYPE,
     PHASE_NAMES,
     READABLE_SCHEMA_VERSIONS,
@@ -83,16 +86,19 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def rows_to_table(rows: np.ndarray, metadata: Mapping[bytes, bytes] | None = None, *,
-                  hosts: np.ndarray | None = None) -> Any:
+                  hosts: np.ndarray | None = None, slices: np.ndarray | None = None) -> Any:
     """A ``pyarrow.Table`` of ``rows`` (:data:`~benchlib.core.schema.ROW_DTYPE`); ``error`` and
     ``phase`` become dictionary-encoded strings; ``hosts`` (one load-host index per row,
-    default 0 for every row) becomes the column :data:`~benchlib.core.schema.HOST_COLUMN`."""
+    default 0 for every row) becomes the column :data:`~benchlib.core.schema.HOST_COLUMN`;
+    ``slices`` (an interleaved trial's slice index per row, default
+    :data:`~benchlib.core.schema.NO_SLICE`) the column :data:`~benchlib.core.schema.SLICE_COLUMN`."""
     import pyarrow as pa
 
     if rows.dtype != ROW_DTYPE:
         raise StorageError(f"rows must have benchlib.core.schema.ROW_DTYPE, got {rows.dtype}")
-    if hosts is not None and len(hosts) != len(rows):
-        raise StorageError(f"hosts must have one entry per row: {len(hosts)} for {len(rows)} rows")
+    for name, col in (("hosts", hosts), ("slices", slices)):
+        if col is not None and len(col) != len(rows):
+            raise StorageError(f"{name} must have one entry per row: {len(col)} for {len(rows)} rows")
     cols: dict[str, Any] = {}
     for name in ROW_DTYPE.names or ():
         col = np.ascontiguousarray(rows[name])
@@ -104,6 +110,9 @@ def rows_to_table(rows: np.ndarray, metadata: Mapping[bytes, bytes] | None = Non
             cols[name] = pa.array(col)
     host = np.zeros(len(rows), HOST_DTYPE) if hosts is None else np.ascontiguousarray(hosts, dtype=HOST_DTYPE)
     cols[HOST_COLUMN] = pa.array(host)
+    sl = (np.full(len(rows), NO_SLICE, SLICE_DTYPE) if slices is None
+          else np.ascontiguousarray(slices, dtype=SLICE_DTYPE))
+    cols[SLICE_COLUMN] = pa.array(sl)
     table = pa.table(cols)
     if metadata:
         table = table.replace_schema_metadata(dict(metadata))
@@ -137,6 +146,15 @@ def table_to_hosts(table: Any) -> np.ndarray:
     if HOST_COLUMN not in table.column_names:
         return np.zeros(table.num_rows, HOST_DTYPE)
     return np.asarray(table.column(HOST_COLUMN).combine_chunks().to_numpy(zero_copy_only=False), dtype=HOST_DTYPE)
+
+
+def table_to_slices(table: Any) -> np.ndarray:
+    """Each row's slice index in an interleaved trial (:data:`~benchlib.core.schema.SLICE_DTYPE`;
+    :data:`~benchlib.core.schema.NO_SLICE` outside one, and for a table stored before the column
+    existed: schema versions 1 and 2)."""
+    if SLICE_COLUMN not in table.column_names:
+        return np.full(table.num_rows, NO_SLICE, SLICE_DTYPE)
+    return np.asarray(table.column(SLICE_COLUMN).combine_chunks().to_numpy(zero_copy_only=False), dtype=SLICE_DTYPE)
 
 
 @dataclass(frozen=True)
@@ -180,6 +198,10 @@ class StoredTrial:
     def hosts(self) -> np.ndarray:
         """The load host of each row, in the order of :meth:`rows` (see :func:`table_to_hosts`)."""
         return table_to_hosts(self.read_table())
+
+    def slices(self) -> np.ndarray:
+        """Each row's slice index, in the order of :meth:`rows` (see :func:`table_to_slices`)."""
+        return table_to_slices(self.read_table())
 
     def frame(self) -> Any:
         """The trial's rows as a pandas DataFrame (``error``/``phase`` categorical)."""
@@ -290,9 +312,11 @@ class RunStore:
         os.replace(p, dest)
         return dest
 
-    def write_trial(self, rows: np.ndarray, meta: Mapping[str, Any], *, hosts: np.ndarray | None = None) -> StoredTrial:
+    def write_trial(self, rows: np.ndarray, meta: Mapping[str, Any], *, hosts: np.ndarray | None = None,
+                    slices: np.ndarray | None = None) -> StoredTrial:
         """Store one trial (rows + metadata); ``meta`` must name condition, arm and block;
-        ``hosts``: each row's load host (default 0: one machine). Returns the trial as stored
+        ``hosts``: each row's load host (default 0: one machine); ``slices``: each row's slice
+        index in an interleaved trial (default: none). Returns the trial as stored
         (its file, and its metadata as a reader reads it back).
 
         Raises StorageError if that trial is already stored (trials are never rewritten).
@@ -308,7 +332,7 @@ class RunStore:
             raise StorageError(f"{path} already exists; stored trials are never rewritten")
         text = json.dumps(dict(meta), sort_keys=True, default=str)
         table = rows_to_table(rows, {_META_TRIAL: text.encode(), _META_VERSION: str(SCHEMA_VERSION).encode()},
-                              hosts=hosts)
+                              hosts=hosts, slices=slices)
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd", write_page_checksum=True)
         _atomic_write_bytes(path, sink.getvalue().to_pybytes())

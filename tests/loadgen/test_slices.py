@@ -12,7 +12,7 @@ from benchlib.core.errors import LoadSpecError
 from benchlib.core.model import LoadSpec, Target
 from benchlib.core.schema import PHASE_CODES
 from benchlib.loadgen.launch import run_interleaved
-from benchlib.loadgen.slices import de_bruijn_pairs, plan_slices, slice_order
+from benchlib.core.slicing import de_bruijn_pairs, plan_slices, slice_order
 from benchlib.loadgen.testservers import serve
 
 from .conftest import client_cpus, server_cpus
@@ -75,7 +75,7 @@ def test_each_arm_sends_only_in_its_own_slices(model: str) -> None:
 
 
 def test_carry_over_is_an_arms_cpu_in_the_others_slices_beyond_its_idle_rate() -> None:
-    from benchlib.loadgen.slices import slice_cpu
+    from benchlib.core.slicing import slice_cpu
 
     plan = plan_slices(2, warmup_s=0.0, measured_s=0.2, slice_ms=50, gap_ms=0, seed=0)
     times = plan.boundaries_ns()

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from benchlib.store.records import rows as R
+from benchlib.store.records.interleave import InterleaveRecord
 from benchlib.store.records.load import LoadMeta
 
 __all__ = ["ServerCpu", "cpu_at", "server_cpu"]
@@ -76,9 +77,23 @@ def cpu_at(samples: Sequence[Mapping[str, Any]], t_ns: int) -> float:
     return float(np.interp(float(t_ns), t, c))
 
 
+def _interleaved_cpu(meta: Mapping[str, Any], rows: np.ndarray | None) -> ServerCpu | None:
+    """An arm of an interleaved trial: its service's CPU in its own periods (its measured
+    slices and the gap after each, read from its cgroup counter at every slice boundary), per
+    measured request completed (``None``: not interleaved, or its counter not read)."""
+    rec = InterleaveRecord.from_dict(meta.get("interleave"))
+    if rec is None or rec.cpu is None:
+        return None
+    load = LoadMeta.from_dict(meta.get("load"))
+    requests = (int(np.count_nonzero(R.measured(rows)["error"] == 0)) if rows is not None
+                else load.requests_measured if load is not None else 0)
+    return ServerCpu(service_s=rec.cpu.own_s, front_s=0.0, window_s=rec.cpu.own_period_s, requests=requests)
+
+
 def server_cpu(meta: Mapping[str, Any], rows: np.ndarray | None = None) -> ServerCpu | None:
     """The server's CPU over the measured window of a stored trial's metadata (``None`` when
-    the trial has no load or no resource samples).
+    the trial has no load or no resource samples). An arm of an interleaved trial: its CPU in
+    its own slices (:func:`_interleaved_cpu`; a front's CPU is in it, not apart).
 
     The window runs from the earliest measured-phase start of the load generator's workers to
     the latest planned stop; a trial bounded by a request count (no planned stop) ends at its
@@ -86,6 +101,9 @@ def server_cpu(meta: Mapping[str, Any], rows: np.ndarray | None = None) -> Serve
     rows completed inside the window (all of them when ``rows`` is not given).
     """
     load = LoadMeta.from_dict(meta.get("load"))
+    sliced = _interleaved_cpu(meta, rows)
+    if sliced is not None:
+        return sliced
     samples = meta.get("resources") or []
     if load is None or load.t0_monotonic_ns is None or not load.measure_start_ns or not samples:
         return None

@@ -26,6 +26,10 @@ order; the file itself is never rewritten by a reader:
    conditions and loads, at its value. :func:`update_to_2` puts in what format 1 left out,
    at what it meant then (a peer tool in every block when the key is missing and a condition
    has one, as before ``cross_check_blocks`` existed).
+3. ``record_version`` 3; ``parameters.interleave``: the interleaved design's slices (``null``:
+   one arm per trial, the sequential design, which every earlier run used); run.json's
+   ``design_changes`` lists a condition moved to the sequential design during the run (an arm's
+   carry-over above the bound, or its CPU not readable). :func:`update_to_3` puts ``null`` in.
 
 A field added to :class:`~benchlib.core.model.Experiment` (or to an arm, condition or load)
 is a new format: bump :data:`RUN_RECORD_VERSION` and add ``update_to_<N>``, which fills the
@@ -52,11 +56,11 @@ from benchlib.core.schema import READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION
 from benchlib.store.records._convert import as_float, as_float_or_none
 from benchlib.store.records.plan import PlanRecord
 
-__all__ = ["Build", "HostLoss", "MIGRATIONS", "Provenance", "RUN_RECORD_VERSION", "RUN_STATUSES", "RunRecord",
-           "RuntimeFacts", "Settled", "update", "update_to_2"]
+__all__ = ["Build", "DesignChange", "HostLoss", "MIGRATIONS", "Provenance", "RUN_RECORD_VERSION", "RUN_STATUSES", "RunRecord",
+           "RuntimeFacts", "Settled", "update", "update_to_2", "update_to_3"]
 
 #: The run.json format this benchlib writes (see the module docstring for the history).
-RUN_RECORD_VERSION = 2
+RUN_RECORD_VERSION = 3
 
 #: A run's ``status``: being run (or stopped by an interrupt: a resume goes on), every planned
 #: trial done (or the stopping rule ended it), stopped for good by a cluster that lost too many hosts.
@@ -95,8 +99,18 @@ def update_to_2(doc: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def update_to_3(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Format 2 -> 3: ``parameters.interleave`` null (every run before it measured one arm per
+    trial)."""
+    out = dict(doc)
+    if isinstance(out.get("parameters"), Mapping):
+        out["parameters"] = {"interleave": None, **out["parameters"]}
+    out["record_version"] = 3
+    return out
+
+
 #: The migrations, by the format each one makes: ``MIGRATIONS[n]`` takes format ``n - 1`` to ``n``.
-MIGRATIONS: Mapping[int, Callable[[Mapping[str, Any]], dict[str, Any]]] = {2: update_to_2}
+MIGRATIONS: Mapping[int, Callable[[Mapping[str, Any]], dict[str, Any]]] = {2: update_to_2, 3: update_to_3}
 
 
 def update(doc: Mapping[str, Any], *, where: str = "run.json") -> dict[str, Any]:
@@ -329,11 +343,39 @@ class HostLoss:
         return {"utc": self.utc, "block": self.block, "line": self.line, **({"stopped": True} if self.stopped else {})}
 
 
+@dataclass(frozen=True)
+class DesignChange:
+    """A condition moved from the interleaved to the sequential design during a run (run.json's
+    ``design_changes``): its first interleaved block showed an arm whose carry-over exceeded
+    the bound, or whose CPU could not be read.
+
+    Attributes
+    ----------
+    condition: the condition. block: the interleaved block that showed it (it ran again in
+        the sequential design, as did every later block). line: why, in one line.
+    """
+
+    condition: str
+    block: int
+    line: str
+
+    @classmethod
+    def from_json(cls, d: Any) -> DesignChange | None:
+        """Read one entry (``None`` for one that is not a change)."""
+        if not isinstance(d, Mapping) or not d.get("condition"):
+            return None
+        return cls(str(d["condition"]), int(d.get("block") or 0), str(d.get("line") or ""))
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form (the mirror of :meth:`from_json`)."""
+        return {"condition": self.condition, "block": self.block, "line": self.line}
+
+
 #: The keys :class:`RunRecord` reads into its fields (any other lands in ``extra``).
 _RUN_KEYS = frozenset({
     "record_version", "schema_version", "study", "run_id", "status", "parameters", "notebook_parameters", "plan",
     "cpus", "unavailable", "builds", "runtime", "runtimes", "provenance", "settle", "pilot", "host_losses",
-    "stopped_after_blocks", "finished_utc",
+    "design_changes", "stopped_after_blocks", "finished_utc",
 })
 
 
@@ -368,6 +410,7 @@ class RunRecord:
     settle: the wait for a quiet machine before the first trial (``None``: no wait asked).
     pilot: the design a pilot planned for a budget run (``None``: no budget).
     host_losses: the load hosts a cluster lost mid-run, in order.
+    design_changes: the conditions an interleaved run moved to the sequential design, in order.
     stopped_after_blocks: where a stopping rule ended the run (``None``: it did not).
     finished_utc: when the run completed (``None``: not yet, or stopped).
     schema_version: the stored trials' format when written (:data:`benchlib.core.schema.SCHEMA_VERSION`).
@@ -390,6 +433,7 @@ class RunRecord:
     settle: Settled | None = None
     pilot: PlanRecord | None = None
     host_losses: tuple[HostLoss, ...] = ()
+    design_changes: tuple[DesignChange, ...] = ()
     stopped_after_blocks: int | None = None
     finished_utc: str | None = None
     schema_version: int = SCHEMA_VERSION
@@ -430,6 +474,8 @@ class RunRecord:
                 provenance=Provenance.from_json(d.get("provenance")), settle=Settled.from_json(d.get("settle")),
                 pilot=planned,
                 host_losses=tuple(h for h in map(HostLoss.from_json, d.get("host_losses") or ()) if h is not None),
+                design_changes=tuple(c for c in map(DesignChange.from_json, d.get("design_changes") or ())
+                                     if c is not None),
                 stopped_after_blocks=int(stopped) if stopped is not None else None,
                 finished_utc=str(finished) if finished else None,
                 schema_version=int(schema), version=int(d["record_version"]),
@@ -457,6 +503,8 @@ class RunRecord:
             out["pilot"] = dict(self.pilot.raw)
         if self.host_losses:
             out["host_losses"] = [h.to_json() for h in self.host_losses]
+        if self.design_changes:
+            out["design_changes"] = [c.to_json() for c in self.design_changes]
         if self.stopped_after_blocks is not None:
             out["stopped_after_blocks"] = self.stopped_after_blocks
         if self.finished_utc is not None:

@@ -33,6 +33,7 @@ import numpy as np
 from benchlib.core.errors import StorageError
 from benchlib.store.records._convert import as_float_or_none
 from benchlib.store.records.cpu import ServerCpu, server_cpu
+from benchlib.store.records.interleave import InterleaveRecord
 from benchlib.store.records.disturbance import Disturbance
 from benchlib.store.records.limits import EnforcedLimits
 from benchlib.store.records.load import LoadMeta
@@ -195,7 +196,7 @@ _TRIAL_KEYS = frozenset({
     "record_version", "seq", "condition", "block", "position", "arm", "previous_attempts", "service", "variant",
     "log_sink", "runtime", "limits", "cpus", "started_utc", "enforced", "ports", "dependencies", "front", "endpoint",
     "contract", "cross_check", "load", "resources", "stop", "service_log", "log_tail", "traceback", "status", "reason",
-    "finished_utc", "disturbance",
+    "finished_utc", "disturbance", "interleave",
 })
 
 
@@ -221,6 +222,9 @@ class TrialRecord:
     contract, endpoint: the contract check and the endpoint loaded (as stored).
     started, finished: UTC times. attempts: attempts set aside before this one.
     service_log: the service's log sink and line count.
+    interleave: the arm's part in an interleaved trial (the trial's arms, its slices, the arm's
+        CPU in them: :class:`~benchlib.store.records.interleave.InterleaveRecord`); ``None``
+        for a trial that measured this arm alone.
     disturbance: what the machine did to the trial, from outside the service
         (:class:`~benchlib.store.records.disturbance.Disturbance`; ``None`` for trials stored
         before it was measured, or when the load never ran).
@@ -263,6 +267,7 @@ class TrialRecord:
     log_tail: str = ""
     traceback: str = ""
     disturbance: Disturbance | None = None
+    interleave: InterleaveRecord | None = None
     version: int = 1
     extra: Mapping[str, Any] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
@@ -302,6 +307,7 @@ class TrialRecord:
             service_log=ServiceLog.from_dict(meta.get("service_log")),
             log_tail=str(meta.get("log_tail") or ""), traceback=str(meta.get("traceback") or ""),
             disturbance=Disturbance.from_dict(meta.get("disturbance")),
+            interleave=InterleaveRecord.from_dict(meta.get("interleave")),
             version=int(meta.get("record_version") or 1),
             extra={k: v for k, v in meta.items() if k not in _TRIAL_KEYS},
             meta=dict(meta), path=path, log_path=log_path,
@@ -342,6 +348,8 @@ class TrialRecord:
             out["stop"] = dict(self.stop)
         if self.disturbance is not None:
             out["disturbance"] = self.disturbance.to_dict()
+        if self.interleave is not None:
+            out["interleave"] = self.interleave.to_dict()
         if self.service_log is not None:
             out["service_log"] = self.service_log.to_dict()
         if self.log_tail:

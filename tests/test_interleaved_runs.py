@@ -1,0 +1,144 @@
+"""Arms side by side in the runner (``Experiment(interleave=...)``).
+
+Orchestration through the runner's seams (:mod:`benchlib.run.testing`: fake services that
+answer HTTP on 127.0.0.1, the fake load's ``interleaved``): every arm of a block in one trial,
+stored as one trial per arm with the trial's slices and each arm's CPU in them; an invalid
+trial run again in full; a block stored in part run again in full on resume; a condition
+whose instances' CPU cannot be read moved to the sequential design, said in one line and in
+run.json; what the model refuses. End to end (``integration``): an A/A pair of real services
+and the real load generator, interleaved.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchlib.core.errors import ParameterError
+from benchlib.core.model import Arm, Condition, Experiment, Interleave, LoadSpec
+from benchlib.core.schema import NO_SLICE
+from benchlib.run.events import Note
+from benchlib.run.runner import run_experiment
+from benchlib.run.testing import FakeCrossCheck, FakeLoad, FakeRuntime, write_manifest
+from benchlib.store.runstore import RunStore
+
+SERVICES = Path(__file__).resolve().parent.parent / "services"
+TINY = LoadSpec(connections=2, duration_s=0.2, warmup_s=0.05)
+SIDE = Interleave(slice_ms=20, gap_ms=2)
+
+
+@pytest.fixture()
+def fake_services(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "services"
+    for name in ("a", "b", "c"):
+        write_manifest(d, name)
+    monkeypatch.setenv("BENCHLIB_SERVICES", str(d))
+    return d
+
+
+def _exp(trials: int = 2, **kw: object) -> Experiment:
+    return Experiment("side", (Arm("a", "a"), Arm("b", "b"), Arm("c", "c")), (Condition("main", TINY),),
+                      trials=trials, seed=3, between_trials_s=0, interleave=kw.pop("interleave", SIDE), **kw)
+
+
+def _run(exp: Experiment, tmp_path: Path, runtime: FakeRuntime, load: FakeLoad, **kw: object):
+    return run_experiment(exp, out_dir=tmp_path / "runs", progress=kw.pop("progress", False), runtime=runtime,
+                          load=load, cross_check=FakeCrossCheck(), **kw)
+
+
+def test_every_arm_of_a_block_runs_in_one_trial_stored_as_one_trial_each(fake_services: Path,
+                                                                          tmp_path: Path) -> None:
+    rt = FakeRuntime(cpu_per_s=0.5)
+    load = FakeLoad(rt)
+    run = _run(_exp(), tmp_path, rt, load)
+    assert len(load.calls) == 6 and all(c.get("interleaved") for c in load.calls)
+    assert [t.status for t in run.trials] == ["ok"] * 6
+    for t in run.trials:
+        il = t.interleave
+        assert il is not None and set(il.arms) == {"a", "b", "c"} and il.slice_ms == 20 and len(il.order) == 9
+        assert il.cpu is not None and abs(il.cpu.carry_pct) < 5  # a fake service's CPU runs at one rate
+        assert t.disturbance is not None
+        slices = RunStore(run.store.path).trials()[0].slices()
+        assert (slices != NO_SLICE).any()
+    # the three arms of a block started before the load, stopped after it: one trial, not three
+    starts = [e for e in rt.events if e[0] == "start"]
+    assert len(starts) == 6
+    summaries = run.summaries()
+    assert set(summaries["arm"]) == {"a", "b", "c"} and summaries["server_cpu_us_per_req"].notna().all()
+
+
+def test_an_invalid_trial_runs_again_in_full(fake_services: Path, tmp_path: Path) -> None:
+    rt = FakeRuntime()
+    load = FakeLoad(rt, outcomes={"b": ["invalid", "ok"]})
+    run = _run(_exp(trials=1, repeat_invalid=1), tmp_path, rt, load)
+    assert [t.status for t in run.trials] == ["ok"] * 3
+    assert all(len(t.attempts) == 1 and t.attempts[0].reason.startswith("b: ") for t in run.trials)
+    assert len(load.calls) == 6
+
+
+def test_a_block_stored_in_part_runs_again_in_full_on_resume(fake_services: Path, tmp_path: Path) -> None:
+    rt = FakeRuntime()
+    first = _run(_exp(trials=1), tmp_path, rt, FakeLoad(rt))
+    store = RunStore(first.store.path)
+    lost = next(t for t in store.trials() if t.arm == "b")
+    lost.path.unlink()  # as if the run had stopped between storing a and b
+    load = FakeLoad(rt)
+    again = _run(_exp(trials=1), tmp_path, rt, load, run_id=first.run_id)
+    assert (again.ran, again.skipped) == (3, 0) and len(load.calls) == 3
+    assert {t.arm: len(t.attempts) for t in again.trials} == {"a": 1, "b": 0, "c": 1}
+
+
+def test_an_instance_whose_cpu_cannot_be_read_moves_the_condition_to_the_sequential_design(
+        fake_services: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchlib.run.testing import FakeHandle
+
+    monkeypatch.setattr(FakeHandle, "cpu_counter_ns", lambda self: None)
+    rt = FakeRuntime()
+    load = FakeLoad(rt)
+    notes: list[str] = []
+    run = _run(_exp(trials=2), tmp_path, rt, load,
+               progress=lambda ev: notes.append(ev.event.text) if isinstance(ev.event, Note) else None)
+    assert [c.get("interleaved", False) for c in load.calls] == [True] * 3 + [False] * 6
+    assert all(t.interleave is None and t.status == "ok" for t in run.trials) and len(run.trials) == 6
+    (change,) = run.record.design_changes
+    assert change.condition == "main" and change.block == 0 and "sequential design" in change.line
+    assert any("could not be read" in n for n in notes)
+
+
+@pytest.mark.parametrize(("kw", "words"), [
+    (dict(cluster="local:2"), "on this machine"),
+    (dict(conditions=(Condition("c", LoadSpec(requests=100, duration_s=None)),)), "bounded by time"),
+    (dict(conditions=(Condition("c", LoadSpec(protocol="h2c")),)), "HTTP/1.1 loads only"),
+    (dict(service_starts="cell"), "afresh per trial"),
+])
+def test_an_interleaved_design_refuses_what_it_cannot_run_in_one_line(kw: dict, words: str) -> None:
+    base = dict(study="s", arms=(Arm("a", "a"),), conditions=(Condition("c", TINY),), interleave=Interleave())
+    with pytest.raises(ParameterError, match=words) as err:
+        Experiment(**{**base, **kw})
+    assert "interleave=None" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(ParameterError, match="slice_ms must be a number from 5 to 2000"):
+        Interleave(slice_ms=1)
+
+
+@pytest.mark.integration
+def test_an_aa_pair_of_real_services_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCHLIB_SERVICES", str(SERVICES))
+    exp = Experiment("aa", (Arm("x", "go-nethttp-hello"), Arm("y", "go-nethttp-hello")),
+                     (Condition("c", LoadSpec(connections=4, duration_s=0.5, warmup_s=0.2)),), trials=2, seed=1,
+                     between_trials_s=0, interleave=Interleave())
+    run = run_experiment(exp, out_dir=tmp_path / "runs", progress=False)
+    assert [t.status for t in run.trials].count("failed") == 0
+    by = {(t.arm, t.block): t for t in run.trials}
+    for t in by.values():
+        il = t.interleave
+        assert il is not None and il.arms in (("x", "y"), ("y", "x")) and il.order and il.slices > 0
+        assert t.load is not None and t.load.measured_duration_s == pytest.approx(il.measured_s)
+        rows = t.rows()
+        assert len(rows) > 0
+    s = run.summaries()
+    assert (s["throughput_rps"] > 0).all() and s["server_cpu_us_per_req"].notna().any()
+    stored = {(x.arm, x.block): x for x in RunStore(run.store.path).trials()}
+    assert all((stored[k].slices() != NO_SLICE).mean() > 0.9 for k in stored)
+    assert np.isfinite(s["p50_ms"]).all()
