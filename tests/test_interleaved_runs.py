@@ -142,3 +142,31 @@ def test_an_aa_pair_of_real_services_side_by_side(tmp_path: Path, monkeypatch: p
     stored = {(x.arm, x.block): x for x in RunStore(run.store.path).trials()}
     assert all((stored[k].slices() != NO_SLICE).mean() > 0.9 for k in stored)
     assert np.isfinite(s["p50_ms"]).all()
+
+
+def test_the_design_section_says_which_design_ran_and_its_spread(fake_services: Path, tmp_path: Path) -> None:
+    from benchlib.analysis.interleaved import design_kind_markdown
+
+    rt = FakeRuntime()
+    side = _run(_exp(trials=3), tmp_path, rt, FakeLoad(rt))
+    text = design_kind_markdown(side)
+    assert "arms side by side" in text and "3 arms per trial in slices of 20 ms with a 2 ms gap" in text
+    assert "carry-over median" in text and "per-block SD of the log ratio against a" in text
+    alone = _run(_exp(trials=3, interleave=None), tmp_path, rt, FakeLoad(rt))
+    assert "one arm per trial (the sequential design)" in design_kind_markdown(alone)
+
+
+def test_a_peer_tool_runs_beside_the_interleaved_load_on_each_arms_instance(fake_services: Path,
+                                                                            tmp_path: Path) -> None:
+    from benchlib.core.model import CrossCheck
+
+    rt = FakeRuntime()
+    exp = Experiment("side", (Arm("a", "a"), Arm("b", "b")),
+                     (Condition("main", TINY, cross_check=CrossCheck("wrk", arms=("a",))),), trials=2, seed=3,
+                     between_trials_s=0, interleave=SIDE, cross_check_blocks="all")
+    peer = FakeCrossCheck()
+    run = run_experiment(exp, out_dir=tmp_path / "runs", progress=False, runtime=rt, load=FakeLoad(rt),
+                         cross_check=peer)
+    assert sorted(order for _, _, order in peer.calls) == ["after", "before"]
+    assert {t.block: t.peer is not None for t in run.trials if t.arm == "a"} == {0: True, 1: True}
+    assert all(t.peer is None for t in run.trials if t.arm == "b")

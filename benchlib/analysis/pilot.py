@@ -380,6 +380,9 @@ def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None
              + (" The MDE from this run's own components uses the same trials as the verdicts, so it equals the "
                 "achieved MDE by construction: it is no prediction (a prediction needs a pilot or an earlier run: "
                 "`design_section(..., pilot=...)`)." if own else "")]
+    from benchlib.analysis.interleaved import design_kind_markdown
+
+    lines += [p for p in (design_kind_markdown(rec),) if p]  # side by side or one arm per trial, spread
     stopped = rec.record.stopped_after_blocks
     if stopping is not None and hasattr(stopping, "markdown"):
         lines.append(stopping.markdown(rec))

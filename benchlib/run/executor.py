@@ -378,14 +378,23 @@ class TrialExecutor:
                 started: list[ArmServices] = []
                 fronts: list[FrontRecord | None] = []
                 specs: list[tuple[LoadSpec, Target]] = []
-                for p, rec, got in zip(group, recs, gots):
+                peers: list[tuple[int, CrossCheck, str, Endpoint, bool]] = []  # beside the load, one arm at a time
+                for k, (p, rec, got) in enumerate(zip(group, recs, gots)):
                     s = stack.enter_context(self.services.start(exp.arm(p.arm), p.condition, p.block))
                     started.append(s)
                     endpoint, front_rec = self._started_fields(rec, s, condition, got)
                     fronts.append(front_rec)
                     target = s.target
-                    got["contract"] = verify(f"http://{target.host}:{target.port}", endpoint).to_dict()
+                    url = f"http://{target.host}:{target.port}"
+                    got["contract"] = verify(url, endpoint).to_dict()
                     specs.append((request_for(condition.load, endpoint), Target(target.host, target.port)))
+                    check = self.cross_check_in(p, condition)
+                    if check is not None:  # first in every other block the peer runs in
+                        peers.append((k, check, url + endpoint.path, endpoint,
+                                      self.check_blocks.index(p.block) % 2 == 1))
+                for k, check, url, endpoint, first in peers:
+                    if first:
+                        gots[k]["peer"] = peer_report(self._run_check(check, url, endpoint, order="before"))
                 load = specs[0][0]
                 plan = plan_slices(len(group), warmup_s=load.warmup_s, measured_s=float(load.duration_s or 0.0),
                                    slice_ms=il.slice_ms, gap_ms=il.gap_ms,
@@ -408,6 +417,9 @@ class TrialExecutor:
                     raise
                 reader.join()
                 _sample_now(*everyone)
+                for k, check, url, endpoint, first in peers:
+                    if not first:
+                        gots[k]["peer"] = peer_report(self._run_check(check, url, endpoint, order="after"))
                 cpu = slice_cpu(plan, reader.times_ns, reader.values, idle)
                 metas = [LoadMeta.from_dict(r.meta) for r in results]
                 disturbance = sampler.finish(metas[0], history=self.disturbances, bounds=self.disturbance_bounds)
