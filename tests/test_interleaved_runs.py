@@ -151,7 +151,7 @@ def test_the_design_section_says_which_design_ran_and_its_spread(fake_services: 
     side = _run(_exp(trials=3), tmp_path, rt, FakeLoad(rt))
     text = design_kind_markdown(side)
     assert "arms side by side" in text and "3 arms per trial in slices of 20 ms with a 2 ms gap" in text
-    assert "carry-over median" in text and "per-block SD of the log ratio against a" in text
+    assert "carry-over" in text and "per-block SD of the log ratio against a" in text
     alone = _run(_exp(trials=3, interleave=None), tmp_path, rt, FakeLoad(rt))
     assert "one arm per trial (the sequential design)" in design_kind_markdown(alone)
 

@@ -218,14 +218,14 @@ def disturbance_markdown(run: Run, answers: Sequence[Any] = (), *,
 
     b = DEFAULT_BOUNDS
     lines = [f"**Disturbed trials.** Outside signals of every trial, on the CPUs the service and the client were "
-             f"pinned to (median over the trials, and the largest): others' share of the time the service left "
-             f"free {spread('server_contention', _pct)}, of the time the client left free "
+             f"pinned to (median over the trials, and the largest): others' share of the service's CPUs' time "
+             f"{spread('server_contention', _pct)}, of the client's CPUs' time "
              f"{spread('client_contention', _pct)}; hypervisor steal {spread('steal', lambda x: f'{x:.1%}')}; canary "
              f"slowdown {spread('slowdown', lambda x: f'{x:.2f}x')} on the client's CPUs, "
              f"{spread('server_slowdown', lambda x: f'{x:.2f}x')} on the service's; the service's run-queue wait "
              f"{spread('service_wait', lambda x: f'{x:.2f} s per CPU-s')}; CPU pressure (PSI some) "
              f"{spread('psi_some', _pct)}. A trial is disturbed when others took more than +{b.server_excess:.0%} "
-             f"(client: +{b.client_excess:.0%}) of the free time above the run's ordinary level, steal exceeded "
+             f"(client: +{b.client_excess:.0%}) of their CPUs' time above the run's ordinary level, steal exceeded "
              f"{b.steal:.0%} or the canary ran {b.slowdown:.2f}x slower than the run's ordinary"
              + (f" ({b.server_slowdown:.2f}x on the service's CPUs)" if b.server_slowdown is not None else "")
              + "; one rule for every "

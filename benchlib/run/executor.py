@@ -432,7 +432,8 @@ class TrialExecutor:
                     got.update(load=meta, disturbance=disturbance, interleave=InterleaveRecord(
                         arms=names, index=k, slice_ms=plan.slice_ms, gap_ms=plan.gap_ms, order=plan.order,
                         slices=len(plan.windows[k]), warmup_s=plan.warmup_s, measured_s=plan.measured_s(k),
-                        total_s=plan.total_s, cpu=cpu[k]))
+                        total_s=plan.total_s, cpu=cpu[k],
+                        readable=bool(reader.values) and all(row[k] is not None for row in reader.values)))
                     per_arm[k] = self._stopped_fields(rec, s, front_rec, got)
                 # one trial, one judgment: a death fails it, the guard or the rule invalidates it
                 died = [f"{p.arm}: {why}" for p, why in zip(group, per_arm) if why]

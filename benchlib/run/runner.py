@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -219,16 +220,39 @@ class _Execution:
 
     def make_up(self) -> None:
         """A make-up pass at the end of the run, in plan order: a disturbance (a steal episode,
-        a neighbour) that outlasted a slot's repeats has often passed by now; the same rule and
-        cap for every slot, whatever its arm."""
-        planned, rec, attempts = self.still.pop(0)
+        a neighbour) that outlasted a slot's repeats has often passed by now. The slot's whole
+        block runs again, every arm of its condition in a fresh random order (their trials so
+        far set aside), so that the block's pairs stay contemporaneous (a make-up paired with
+        its block's earlier trials would carry the run's drift from start to end into that
+        pair, on the arm the rule flagged); the same rule and cap for every slot, whatever its
+        arm."""
+        planned, _rec, _attempts = self.still.pop(0)
+        condition, block = planned.condition, planned.block
+        self.still = [x for x in self.still if (x[0].condition, x[0].block) != (condition, block)]
+        slots = [p for p in self.plan if p.condition == condition and p.block == block
+                 and self.held.get((p.condition, p.arm, p.block)) is not None]
+        random.Random(self.exp.seed * 7919 + block * 31 + len(self.plan)).shuffle(slots)
         t_trial = time.monotonic()
-        self.current = planned
-        rec = self.again(planned, rec, attempts, lambda r: self.exp.repeat_disturbed if is_disturbed(r.reason) else 0)
-        self.show(Note(self.exp.study, f"make-up trial {planned.condition}/{planned.arm} b{planned.block} (disturbed "
-                       f"when its repeats ran out): {rec.status}" + (f" ({rec.reason})" if rec.status != "ok" else "")
-                       + f", {len(attempts)} attempt(s) set aside, {time.monotonic() - t_trial:.1f} s"))
-        self.after_trial(planned)
+        attempts: dict[str, list[Attempt]] = {}
+        for p in slots:
+            old = self.held.get((p.condition, p.arm, p.block))
+            attempts[p.arm] = list(old.attempts) if old is not None else []
+            if old is not None:
+                attempts[p.arm].append(Attempt(old.status, "set aside: its block ran again in the make-up pass"
+                                               if old.status == "ok" else old.reason, old.started, old.finished))
+                self.held.set_aside((p.condition, p.arm, p.block))
+        recs = []
+        for p in slots:
+            self.current = p
+            rec = self.trial(p, attempts[p.arm])
+            recs.append(self.again(p, rec, attempts[p.arm],
+                                   lambda r: self.exp.repeat_disturbed if is_disturbed(r.reason) else 0))
+            self.after_trial(p)
+        bad = [f"{p.arm} {r.status}" + (f" ({r.reason})" if r.reason else "") for p, r in zip(slots, recs)
+               if r.status != "ok"]
+        self.show(Note(self.exp.study, f"make-up block {condition} b{block} (a trial was disturbed when its repeats "
+                       f"ran out): {len(slots)} arm(s) again in a fresh order, "
+                       + ("all ok" if not bad else "; ".join(bad)) + f", {time.monotonic() - t_trial:.1f} s"))
 
     # -- arms side by side ------------------------------------------------------------------------
     def group_of(self, planned: PlannedTrial, needed: set[tuple[str, str]] | None) -> list[PlannedTrial]:
@@ -341,9 +365,9 @@ class _Execution:
         why = []
         for r in recs:
             il = r.interleave
-            if il is None or il.cpu is None:
+            if il is None or not il.readable:
                 why.append(f"{r.arm}: its CPU could not be read from a cgroup of its own")
-            elif il.cpu.carry_pct > bound:
+            elif il.cpu is not None and il.cpu.carry_pct > bound:
                 why.append(f"{r.arm}: carry-over {il.cpu.carry_pct:.1f}% above {bound:g}%")
         if not why:
             return False

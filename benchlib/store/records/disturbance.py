@@ -16,9 +16,10 @@ The signals (all per trial, over the load's wall time ``window_s``):
 * **foreign CPU**: the pinned CPUs' busy time (user + nice + system, ``/proc/stat``) less our
   own processes' CPU time on them (the service, its front and its dependencies on the
   server's CPUs; the runner and its load workers on the client's), CPU seconds: what other
-  processes took from those CPUs; the rule reads it as **contention**, the share of the time
-  our processes left free that others took (:meth:`CpuSet.contention`), relative to the run's
-  ordinary level (its median over the run's earlier attempts, of every arm);
+  processes took from those CPUs; the rule reads it as **contention**, that time beyond the
+  ticks' rounding as a share of the CPUs' time over the window (:meth:`CpuSet.contention`),
+  relative to the run's ordinary level (its median over the run's earlier attempts, of every
+  arm): the same foreign time reads the same whatever the arm did with its CPU;
 * **run-queue waits**: time our service's threads (``/proc/<pid>/task/*/schedstat``) and the
   load workers were runnable but waiting for a CPU, s;
 * **PSI**: the share of the window in which some task of the machine waited for a CPU
@@ -55,7 +56,7 @@ from typing import Any
 from benchlib.core.errors import ParameterError
 from benchlib.store.records._convert import as_float
 
-__all__ = ["CANARY_BIN_S", "MIN_CANARY_SAMPLES", "MIN_WINDOW_S", "CpuSet", "Disturbance", "DisturbanceBounds", "DEFAULT_BOUNDS", "DISTURBED_PREFIX",
+__all__ = ["CANARY_BIN_S", "MIN_CANARY_SAMPLES", "MIN_WINDOW_S", "TICK_FLOOR_S", "CpuSet", "Disturbance", "DisturbanceBounds", "DEFAULT_BOUNDS", "DISTURBED_PREFIX",
            "canary_at_shifts", "is_disturbed", "judge", "with_references"]
 
 #: How the reason of a trial the rule invalidated begins.
@@ -66,6 +67,9 @@ CANARY_BIN_S = 0.5
 #: Shortest window whose CPU shares are judged, s: ``/proc/stat`` counts 10 ms ticks, so a
 #: shorter window's shares are mostly rounding.
 MIN_WINDOW_S = 1.0
+#: Foreign CPU time per pinned CPU that is ``/proc/stat``'s rounding, not another process: its
+#: 10 ms ticks are read at both ends of the window, against our own CPU time in ns, s.
+TICK_FLOOR_S = 0.02
 #: Fewest canary samples whose median is judged.
 MIN_CANARY_SAMPLES = 10
 
@@ -105,15 +109,17 @@ class CpuSet:
         return max(self.busy_s - self.own_s, 0.0) if math.isfinite(self.own_s) else math.nan
 
     def contention(self, window_s: float) -> float:
-        """The share of the CPU time our processes left free on these CPUs that other processes
-        took (0..1): near 0 on a quiet machine, near 1 when something else ran whenever ours
-        did not; NaN for a window shorter than :data:`MIN_WINDOW_S`. Relative to the free time, so it reads alike for a service that keeps its CPU
-        busy and for one that leaves it mostly idle (the share of the whole capacity would
-        flag the light service sooner than the heavy one)."""
-        free = window_s * max(len(self.cpus), 1) - self.own_s
-        if not (math.isfinite(free) and math.isfinite(self.foreign_s)) or window_s < MIN_WINDOW_S:
+        """The CPU time other processes took on these CPUs, beyond :data:`TICK_FLOOR_S` per CPU
+        of tick rounding, as a share of the CPUs' time over ``window_s`` (0..1): near 0 on a
+        quiet machine; NaN for a window shorter than :data:`MIN_WINDOW_S`. It does not depend on
+        how busy our processes kept the CPUs: 30 ms of another process in a 5 s window reads
+        the same for a service that used 1 s of it and for one that used all of it (the share
+        of the time ours left free read 0.01 and 1.0 there, so a CPU-bound arm drew the
+        repeats)."""
+        n = max(len(self.cpus), 1)
+        if not math.isfinite(self.foreign_s) or window_s < MIN_WINDOW_S:
             return math.nan
-        return min(max(self.foreign_s / free, 0.0), 1.0) if free > 0 else 1.0
+        return min(max(self.foreign_s - TICK_FLOOR_S * n, 0.0) / (window_s * n), 1.0)
 
     def share(self, cpu_s: float, window_s: float) -> float:
         """``cpu_s`` as a share of these CPUs' capacity over ``window_s`` (1.0 = all of it)."""
@@ -189,8 +195,8 @@ class Disturbance:
 
     @property
     def server_contention(self) -> float:
-        """Other processes' share of the server CPUs' time the service left free (0..1; see
-        :meth:`CpuSet.contention`)."""
+        """Other processes' share of the server CPUs' time, beyond the ticks' rounding (0..1;
+        see :meth:`CpuSet.contention`)."""
         return self.server.contention(self.window_s)
 
     @property
@@ -310,8 +316,8 @@ class DisturbanceBounds:
 
     Attributes
     ----------
-    server_excess: how far the share of the time the service left free on its CPUs that other
-        processes took (:meth:`CpuSet.contention`, 0..1) may rise above the run's ordinary
+    server_excess: how far the share of the service's CPUs' time that other processes took
+        (:meth:`CpuSet.contention`, 0..1) may rise above the run's ordinary
         level (its median over the run's trials so far): relative to the run, so that a machine
         busy alike through the run (which repeating would not change, and which every arm meets
         alike in the randomized blocks) does not flag every trial, while a disturbance that comes
@@ -340,9 +346,9 @@ class DisturbanceBounds:
 #: The bounds the runner applies unless told otherwise.
 DEFAULT_BOUNDS = DisturbanceBounds()
 
-_WORDS = {"server_excess": "other processes took {c:.0%} of the time the service left free on its CPUs, "
+_WORDS = {"server_excess": "other processes took {c:.0%} of the service's CPUs' time, "
                          "{v:.0%} above the run's ordinary {r:.0%} (bound +{b:.0%})",
-          "client_excess": "other processes took {c:.0%} of the time the client left free on its CPUs, "
+          "client_excess": "other processes took {c:.0%} of the client's CPUs' time, "
                          "{v:.0%} above the run's ordinary {r:.0%} (bound +{b:.0%})",
           "steal": "hypervisor steal {v:.1%} of the pinned CPUs (bound {b:.0%})",
           "slowdown": "canary slowdown {v:.2f}x the run's ordinary (bound {b:.2f}x)",

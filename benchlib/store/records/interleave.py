@@ -39,7 +39,10 @@ class InterleaveRecord:
     warmup_s, measured_s, total_s: the warm-up's length, this arm's measured slices' seconds,
         the trial's length (s).
     cpu: the arm's service CPU over the measured phase (its front's included), from its cgroup
-        counter read at every slice boundary (``None``: the counter could not be read).
+        counter read at every slice boundary (``None``: not measured, see ``readable``).
+    readable: whether the arm's instances had a CPU counter of their own to read (``False``:
+        none, so its carry-over cannot be known; ``True`` with ``cpu`` ``None``: read, but no CPU
+        fell in its own periods, e.g. readings delayed past them on a saturated machine).
     raw: the stored dictionary.
     """
 
@@ -53,6 +56,7 @@ class InterleaveRecord:
     measured_s: float = math.nan
     total_s: float = math.nan
     cpu: SliceCpu | None = None
+    readable: bool = True
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -69,7 +73,8 @@ class InterleaveRecord:
                    slice_ms=_float(d.get("slice_ms")), gap_ms=_float(d.get("gap_ms")),
                    order=tuple(int(i) for i in d.get("order") or ()), slices=int(d.get("slices") or 0),
                    warmup_s=_float(d.get("warmup_s")), measured_s=_float(d.get("measured_s")),
-                   total_s=_float(d.get("total_s")), cpu=cpu, raw=dict(d))
+                   total_s=_float(d.get("total_s")), cpu=cpu, readable=d.get("readable", True) is not False,
+                   raw=dict(d))
 
     def to_dict(self) -> dict[str, Any]:
         """The stored form (the mirror of :meth:`from_dict`; NaN as ``None``)."""
@@ -80,6 +85,8 @@ class InterleaveRecord:
                                "gap_ms": num(self.gap_ms), "order": list(self.order), "slices": self.slices,
                                "warmup_s": num(self.warmup_s), "measured_s": num(self.measured_s),
                                "total_s": num(self.total_s)}
+        if not self.readable:
+            out["readable"] = False
         if self.cpu is not None:
             out["cpu"] = {k: num(getattr(self.cpu, k)) for k in ("own_s", "others_s", "own_period_s", "others_period_s",
                                                                  "idle_cpu_per_s", "carry_pct")}
