@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -62,10 +63,6 @@ class Preset:
     startup_s: float = 2.0
 
 
-def _quickstart_arms() -> tuple[Arm, ...]:
-    return (Arm("python-aiohttp", "python-aiohttp-hello"), Arm("go-nethttp", "go-nethttp-hello"))
-
-
 def _closed(connections: int) -> Callable[[], tuple[LoadSpec, str | None]]:
     return lambda: (LoadSpec(model="closed", connections=connections), None)
 
@@ -74,32 +71,41 @@ def _first_condition(conds: Sequence[Condition]) -> tuple[LoadSpec, str | None]:
     return conds[0].load, conds[0].endpoint
 
 
-def _presets() -> dict[str, Preset]:
-    from benchlib.analysis.studies import fastcgi_nginx, grpc_json, iris_kestrel, rest_mongo, rust_vs_go
+def _named(arms: Sequence[Arm], *names: str) -> tuple[Arm, ...]:
+    return tuple(a for a in arms if a.name in names)
 
-    return {
-        "00_quickstart": Preset(_quickstart_arms, _closed(16), 10),
-        "01_rest_mongo_go_dotnet_rust": Preset(
-            lambda: tuple(a for a in rest_mongo.study_arms(extras=False) if a.name in ("go-fair", "rust-fair")),
-            lambda: _first_condition(rest_mongo.study_conditions(full=False)), int(rest_mongo.DEFAULT_DESIGN["trials"]),
-            10.0),
-        "02_iris_vs_kestrel": Preset(
-            lambda: tuple(a for a in iris_kestrel.study_arms()
-                          if a.name in ("iris-faithful-random", "kestrel-faithful-random")),
-            lambda: (iris_kestrel.study_condition().load, iris_kestrel.study_condition().endpoint), 10),
-        "03_fastcgi_nginx": Preset(lambda: fastcgi_nginx.study_arms("node-nginx-off,go-nginx-off"),
-                                   lambda: _first_condition(fastcgi_nginx.study_conditions(0.03, 0.0, ab=False)), 10,
-                                   3.0),
-        "04_rust_vs_go_logging": Preset(
-            lambda: tuple(a for a in rust_vs_go.study_arms(extras=False) if a.name in ("go-pipe", "actix-release-pipe")),
-            _closed(100), int(rust_vs_go.DEFAULT_DESIGN["trials"]), 3.5),
-        "05_grpc_vs_json": Preset(lambda: grpc_json.study_arms("go", "grpc,json", "small"),
-                                  lambda: _first_condition(grpc_json.study_conditions("1", 1.0, 0.5)), 8),
-        "90_harness_overhead": Preset(
-            lambda: (Arm("local", "go-nethttp-hello", runtime="local"),
-                     Arm("docker-1cpu", "go-nethttp-hello", runtime="docker", limits=Limits(cpus=1.0))),
-            _closed(16), 9, 3.0),
-    }
+
+#: Each registered study's preset, from its module (benchlib.analysis.studies.registry): the
+#: representative arms, its load, its default blocks and the start-up seconds per fresh trial.
+PRESETS: dict[str, Callable[[ModuleType], Preset]] = {
+    "00_quickstart": lambda m: Preset(lambda: tuple(m.ARMS), _closed(16), 10),
+    "01_rest_mongo_go_dotnet_rust": lambda m: Preset(
+        lambda: _named(m.study_arms(extras=False), "go-fair", "rust-fair"),
+        lambda: _first_condition(m.study_conditions(full=False)), int(m.DEFAULT_DESIGN["trials"]), 10.0),
+    "02_iris_vs_kestrel": lambda m: Preset(
+        lambda: _named(m.study_arms(), "iris-faithful-random", "kestrel-faithful-random"),
+        lambda: (m.study_condition().load, m.study_condition().endpoint), 10),
+    "03_fastcgi_nginx": lambda m: Preset(lambda: m.study_arms("node-nginx-off,go-nginx-off"),
+                                         lambda: _first_condition(m.study_conditions(0.03, 0.0, ab=False)), 10, 3.0),
+    "04_rust_vs_go_logging": lambda m: Preset(
+        lambda: _named(m.study_arms(extras=False), "go-pipe", "actix-release-pipe"), _closed(100),
+        int(m.DEFAULT_DESIGN["trials"]), 3.5),
+    "05_grpc_vs_json": lambda m: Preset(lambda: m.study_arms("go", "grpc,json", "small"),
+                                        lambda: _first_condition(m.study_conditions("1", 1.0, 0.5)), 8),
+    "90_harness_overhead": lambda m: Preset(
+        lambda: _named(m.design(m.Parameters.read()).experiment.arms, "local", "docker-1cpu"), _closed(16), 9, 3.0),
+}
+
+
+def _presets() -> dict[str, Preset]:
+    """The registry's studies, each with its preset (a study added to the registry without one
+    is named)."""
+    from benchlib.analysis.studies.registry import STUDIES
+
+    missing = [s.id for s in STUDIES if s.id not in PRESETS]
+    if missing:
+        raise ParameterError(f"no variance preset for the registered stud(ies) {', '.join(missing)}: add one to PRESETS")
+    return {s.id: PRESETS[s.id](s.load()) for s in STUDIES}
 
 
 def grid(base: LoadSpec, endpoint: str | None, durations: Sequence[float], warmups: Sequence[float],

@@ -126,6 +126,12 @@ def test_throughput_latency():
     x, _ = ax.get_lines()[0].get_data()
     assert list(x) == pytest.approx([499.5, 999, 1998])
     assert "req/s" in ax.get_xlabel() and "ms" in ax.get_ylabel()
+    # a quantile missing in every trial (trials too short for p99, or only such trials valid): a
+    # linear axis, no "cannot be log-scaled" error when the figure is drawn
+    none = pd.concat(frames, ignore_index=True).assign(p99_ms=np.nan)
+    ax = plots.throughput_latency(none)
+    ax.figure.canvas.draw()
+    assert ax.get_yscale() == "linear" and "log" not in ax.get_ylabel()
 
 
 def test_missing_columns_are_named():

@@ -12,7 +12,7 @@ tables the notebook stored). Nobody edits a page's findings by hand:
   runs ``<run_id>-<part>`` (a second experiment of the same notebook execution, e.g. study 04's sweep);
 * ``python -m benchlib._project.studypages sync`` rewrites each page's two blocks: between
   ``<!-- stacks:begin study=<study> -->`` and ``<!-- stacks:end -->`` (its first lines) the
-  seed's stacks, ran here / did not run (from the study's ``SEED_STACKS`` and the default
+  seed's stacks, ran here / did not run (from the registry's ``seed_stacks`` and the default
   run's arms not run); between ``<!-- findings:begin study=<study> -->`` (or
   ``... study=<study> scale=full -->``) and ``<!-- findings:end -->`` the run's identity and
   one sentence per verdict by its kind's template
@@ -50,12 +50,10 @@ SCALES = ("default", "full")
 
 
 def _seed_stacks() -> dict[str, Mapping[str, Sequence[str]]]:
-    """study id -> the study's ``SEED_STACKS`` (the seed's stacks -> its arms' name prefixes)."""
-    from benchlib.analysis.studies import fastcgi_nginx, grpc_json, iris_kestrel, rest_mongo, rust_vs_go
+    """study id -> the seed's stacks -> its arms' name prefixes (the registry's ``seed_stacks``)."""
+    from benchlib.analysis.studies.registry import STUDIES
 
-    return {"01_rest_mongo_go_dotnet_rust": rest_mongo.SEED_STACKS, iris_kestrel.STUDY: iris_kestrel.SEED_STACKS,
-            fastcgi_nginx.STUDY: fastcgi_nginx.SEED_STACKS, rust_vs_go.STUDY: rust_vs_go.SEED_STACKS,
-            grpc_json.STUDY: grpc_json.SEED_STACKS}
+    return {s.id: s.seed_stacks for s in STUDIES if s.seed_stacks}
 
 
 @dataclass(frozen=True)

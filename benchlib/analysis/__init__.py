@@ -1,8 +1,15 @@
 """The analysis layer: what every study notebook computes from its stored runs.
 
-A study module (``benchlib/analysis/studies/<name>.py``) defines its arms, loads, questions, the
-original's numbers and its conclusion's facts; everything else comes from here
-(``docs/studies.md`` walks through adding a study):
+A study is an entry of the registry (:mod:`~benchlib.analysis.studies.registry`), a module
+(``benchlib/analysis/studies/<name>.py``: its parameters record, its design (arms, loads,
+questions), the original's numbers beside ours and its conclusion's facts) and a notebook that
+calls :func:`~benchlib.analysis.notebook.run_study` (``from benchlib import run_study``) and one
+method per common section of the report; everything else comes from here (``docs/studies.md``
+walks through adding a study):
+
+* :mod:`~benchlib.analysis.notebook`: :func:`run_study` -> :class:`StudyRun` (the run, its
+  answers, and the report's common sections: ``show_run``, ``show_contracts``,
+  ``show_verdicts``, ``show_design``, ``show_provenance``...);
 
 * :mod:`~benchlib.analysis.questions`: :class:`Contrast`, :class:`Family` (one question = one
   Holm family), :func:`run_family` -> :class:`Answer` (verdicts, with ``not run`` and ``no
@@ -27,10 +34,12 @@ original's numbers and its conclusion's facts; everything else comes from here
   (:func:`stopping_rule`: a notebook's ``sequential`` parameter -> the runner's ``until=`` rule
   and the :class:`~benchlib.stats.sequential.SequentialDesign` its analysis uses;
   :func:`open_questions`, :class:`StopWhenSettled`);
-* :mod:`~benchlib.analysis.planned`: :func:`~benchlib.analysis.planned.run_study` (the fixed
-  design with its looks, or with a time budget a pilot, the plan within the budget for a target
-  MDE, and futility at it), :func:`~benchlib.analysis.planned.run_planned`;
-* :mod:`~benchlib.analysis.params`: parameter lists and numbers;
+* :mod:`~benchlib.analysis.planned`: :class:`~benchlib.analysis.planned.StudyDesign` (what a
+  study runs), :func:`~benchlib.analysis.planned.run_design` (the fixed design with its looks,
+  or with a time budget a pilot, the plan within the budget for a target MDE, and futility at
+  it), :func:`~benchlib.analysis.planned.run_planned`;
+* :mod:`~benchlib.analysis.params`: a study's parameters record
+  (:class:`~benchlib.analysis.params.StudyParameters`), parameter lists and numbers;
 * :mod:`~benchlib.analysis.formats` and :mod:`~benchlib.analysis.display`: numbers, metric words,
   showing tables and text.
 
@@ -78,7 +87,9 @@ _EXPORTS: dict[str, str] = {
     "planned_rows": "benchlib.analysis.questions",
     "provenance_markdown": "benchlib.analysis.run_info",
     "repeats_table": "benchlib.analysis.tables",
+    "responses_table": "benchlib.analysis.tables",
     "run_family": "benchlib.analysis.questions",
+    "saturation_table": "benchlib.analysis.tables",
     "seed_stacks_markdown": "benchlib.analysis.run_info",
     "server_cpu_table": "benchlib.analysis.tables",
     "server_unsaturated": "benchlib.analysis.tables",

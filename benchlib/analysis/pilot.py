@@ -4,8 +4,8 @@
   (:func:`benchlib.stats.variance.window_metrics`), labelled, for
   :func:`~benchlib.stats.variance.pair_components`;
 * :func:`trial_costs`: each trial slot's timestamps, warm-up, measured and peer-tool seconds,
-  for :func:`~benchlib.stats.variance.cost_model`;
-* :func:`plan_from_run`: both, then :func:`~benchlib.stats.variance.plan_design` for one
+  for :func:`~benchlib.stats.planning.cost.cost_model`;
+* :func:`plan_from_run`: both, then :func:`~benchlib.stats.planning.design_plan.plan_design` for one
   condition;
 * :class:`PilotComponents` / :func:`components_from_run`: variance components the run did
   not produce (a stored earlier run, or a pilot's), which alone can *predict* its MDE;
@@ -29,12 +29,20 @@ import argparse
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from benchlib.store.results import Run, open_run
+import numpy as np
+import pandas as pd
+
+from benchlib.stats.planning.cost import CostModel, cost_model
+from benchlib.stats.planning.design_plan import DesignPlan, mde_text, plan_design, predicted_mde
+from benchlib.stats.power import planning_alpha
+from benchlib.stats.quantiles import quantile_of
 from benchlib.stats.sequential import SequentialDesign
-from benchlib.stats.variance import VARIANCE_CONFIDENCE, CostModel, PairComponents
+from benchlib.stats.variance import (VARIANCE_CONFIDENCE, PairComponents, arm_components, components_table,
+                                     pair_components, window_metrics)
+from benchlib.store.results import Run, open_run
 
 __all__ = ["OWN_MDE_LABEL", "PilotComponents", "components_from_run", "design_section", "design_table",
            "pilot_windows", "plan_from_run", "trial_costs", "main"]
@@ -79,9 +87,6 @@ def components_from_run(run: Run, *, metrics: Sequence[str], pairs: Sequence[tup
     """The variance components of a stored run (an earlier run or a pilot), per condition,
     for ``pairs`` ((baseline, arm); default every arm against the run's baseline), with its
     cost model: what :func:`design_table` can predict another run's MDE from."""
-    from benchlib.stats.quantiles import quantile_of
-    from benchlib.stats.variance import cost_model, pair_components
-
     rec = run
     qs = tuple(q for q in (quantile_of(m) for m in metrics) if q is not None) or (0.5,)
     wins = pilot_windows(rec, quantiles=qs, conditions=conditions)
@@ -99,10 +104,6 @@ def pilot_windows(run: Run, *, splits: Sequence[int] = (1, 2, 4, 8), prefixes: S
                   quantiles: Sequence[float] = (0.5, 0.99), conditions: Sequence[str] | None = None) -> Any:
     """One row per window of every stored trial that sent measured requests: ``condition``,
     ``arm``, ``block``, ``valid`` (status ``ok``) and :func:`window_metrics`'s columns."""
-    import pandas as pd
-
-    from benchlib.stats.variance import window_metrics
-
     rec = run
     out = []
     for t in rec.trials:
@@ -126,8 +127,6 @@ def trial_costs(run: Run) -> Any:
     ``started`` (first attempt), ``finished``, ``next_started`` (the next slot's start; NaT
     for the last), ``warmup_s``, ``duration_s`` (measured), ``peer_s`` (the peer tool's run),
     ``between_s`` (the run's pause between trials), ``attempts``."""
-    import pandas as pd
-
     rec = run
     between = rec.experiment.between_trials_s if rec.experiment is not None else 0.0
     rows = []
@@ -154,17 +153,13 @@ def plan_from_run(run: Run, *, condition: str, baseline: str | None = None,
                   contrasts: Sequence[tuple[str, str]] | None = None,
                   metrics: Sequence[str] = ("throughput_rps", "p50_ms", "p99_ms"), target_mde: float = 0.05,
                   n_comparisons: int | None = None, current: tuple[int, float] | None = None,
-                  windows: Any = None, sequential: bool = True, **kwargs: Any) -> Any:
+                  windows: pd.DataFrame | None = None, sequential: bool = True, **kwargs: Any) -> DesignPlan:
     """Plan blocks x duration for one condition of a stored run (see
-    :func:`benchlib.stats.variance.plan_design`; ``kwargs`` go there). Metrics whose
+    :func:`benchlib.stats.planning.design_plan.plan_design`; ``kwargs`` go there). Metrics whose
     components cannot be estimated from this pilot (too few requests per window) are left
     out and named in the plan's notes."""
-    from benchlib.stats.variance import cost_model, pair_components, plan_design
-
     rec = run
     if windows is None:
-        from benchlib.stats.quantiles import quantile_of
-
         qs = tuple(q for q in (quantile_of(m) for m in metrics) if q is not None) or (0.5,)
         windows = pilot_windows(rec, conditions=[condition], quantiles=qs)
     wins = windows
@@ -184,8 +179,6 @@ def plan_from_run(run: Run, *, condition: str, baseline: str | None = None,
     plan = plan_design(comps, cost_model(costs), target_mde=target_mde, n_comparisons=n_comparisons, current=current,
                        sequential=sequential, **kwargs)
     if left:
-        from dataclasses import replace
-
         plan = replace(plan, notes=(*plan.notes, f"left out (no within-trial estimate from this pilot): {', '.join(left)}"))
     return plan
 
@@ -232,25 +225,19 @@ def design_table(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, 
     components come from, in words), ``predicted_mde_pct`` (the largest over the rows, from the
     pilot's components, at this design and each row's level ``alpha / family_size``, on the
     ``variance_confidence`` upper bound of the between-trial variance as the planner plans:
-    :func:`~benchlib.stats.variance.predicted_mde`, the planner's own; NaN without a pilot),
+    :func:`~benchlib.stats.planning.design_plan.predicted_mde`, the planner's own; NaN without a pilot),
     ``own_mde_pct`` (the same from the run's own components, on their point estimates; NaN with a
     pilot), ``achieved_mde_pct`` (the largest of the verdicts' MDEs, infinite for a row with
     too few blocks to be significant at all; median in ``achieved_mde_median_pct``),
     ``between_share_pct`` (median share of the between-trial variance), and the planner's
     choice for ``target_mde`` (on the ``variance_confidence`` upper bound of the between-trial
-    variance, :func:`~benchlib.stats.variance.plan_design`): ``chosen_blocks``,
+    variance, :func:`~benchlib.stats.planning.design_plan.plan_design`): ``chosen_blocks``,
     ``chosen_duration_s``, ``chosen_minutes``, ``chosen_mde_pct``, ``chosen_blocks_point``
     (the blocks the point estimates would need at that duration), ``minutes_now`` (the cost
     model's wall time of the run's own design). With ``sequential`` (the run's
     :class:`~benchlib.stats.sequential.SequentialDesign`) the predicted and own MDEs are the
     sequential test's over its looks, as the verdicts' are.
     """
-    import numpy as np
-    import pandas as pd
-
-    from benchlib.stats.power import planning_alpha
-    from benchlib.stats.variance import cost_model, pair_components, plan_design, predicted_mde
-
     rec = run
     src = pilot if pilot is not None else rec
     if pilot is not None and src.run_id == rec.run_id and src.study == rec.study:
@@ -265,8 +252,6 @@ def design_table(run: Run, answers: Sequence[Any], *, pilot: Run | None = None, 
     if components is not None:
         windows = windows if windows is not None else pd.DataFrame()
     elif windows is None:
-        from benchlib.stats.quantiles import quantile_of
-
         qs = tuple(q for q in (quantile_of(m) for m in metrics) if q is not None) or (0.5,)
         windows = pilot_windows(src, quantiles=qs)
     costs = trial_costs(src if components is None else rec)
@@ -396,8 +381,6 @@ def design_section(run: Run, answers: Sequence[Any], *, pilot: Run | None = None
     if not len(t):
         return "\n\n".join([*lines, "No compared row with a relative effect: nothing to plan."])
 
-    from benchlib.stats.variance import mde_text
-
     def pct(x: Any) -> str:
         return "–" if x is None or math.isnan(float(x)) else mde_text(float(x) / 100.0)
 
@@ -435,10 +418,6 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m benchlib.a
     ap.add_argument("--family-size", type=int, help="rows of the Holm family (default: the rows planned)")
     ap.add_argument("--current", nargs=2, type=float, metavar=("BLOCKS", "SECONDS"), help="today's design")
     args = ap.parse_args(argv)
-    from benchlib.stats.variance import components_table
-
-    from benchlib.stats.quantiles import quantile_of
-
     rec = open_run(args.run)
     metrics = tuple(args.metric or ("throughput_rps", "p50_ms", "p99_ms"))
     qs = tuple(q for q in (quantile_of(m) for m in metrics) if q is not None) or (0.5,)
@@ -446,8 +425,6 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m benchlib.a
     for cond in args.condition or list(rec.conditions):
         base = args.baseline or rec.baseline
         print(f"## {rec.study} / {rec.run_id} / {cond}\n")
-        from benchlib.stats.variance import arm_components, pair_components
-
         w = wins[wins["condition"] == cond]
         arms = [c for m in metrics if m in w.columns for c in arm_components(w, m)]
         pairs = [c for m in metrics if m in w.columns for c in pair_components(w, m, baseline=base)]

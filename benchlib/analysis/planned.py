@@ -1,15 +1,18 @@
-"""A study run planned on this machine, now: a pilot, then the design it chose within a budget.
+"""A study's run as designed: the fixed design, or a pilot and then the design it chose within
+a budget, planned on this machine, now.
 
+:class:`StudyDesign` is what a study runs with one set of parameters (its experiment and
+questions); :func:`run_design` runs it, with the fixed design's looks or within a budget by
 :func:`run_planned` (issue 23, items 3 and 5):
 
 1. **pilot**: the experiment's arms and conditions for ``pilot_blocks`` blocks (at least
-   :data:`~benchlib.stats.budget.MIN_PILOT_BLOCKS`; no peer tool), stored as its own run under
+   :data:`~benchlib.stats.planning.budget.MIN_PILOT_BLOCKS`; no peer tool), stored as its own run under
    the study ``<study>-pilot`` (run id ``<run_id>-pilot``): its trials count in the budget and
    stay out of the study's analysis, which reads only the main run;
 2. **plan**: the pilot's variance components (:func:`~benchlib.analysis.pilot.components_from_run`,
    optionally pooled with ``components=`` of an earlier run on the same machine) and trial
    costs give the blocks, measured seconds and warm-up for the target MDE within what the pilot
-   left of the budget (:func:`~benchlib.stats.budget.plan_within_budget`);
+   left of the budget (:func:`~benchlib.stats.planning.budget.plan_within_budget`);
 3. **main run**: the planned experiment with sequential looks whose futility target is the
    target MDE (:func:`~benchlib.analysis.stopping.stopping_rule`): at each look a question
    settled (decided, or not decidable within the budget) stops, and an arm that serves only
@@ -25,19 +28,26 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchlib.analysis.pilot import PilotComponents, components_from_run, pilot_windows, trial_costs
 from benchlib.analysis.questions import Family
 from benchlib.analysis.stopping import Stopping, analysis_design, blocks_text, row_families, stopping_rule
 from benchlib.core.errors import ParameterError
 from benchlib.core.model import Condition, CrossCheck, Experiment
+from benchlib.run.cpus import CpuPlan
 from benchlib.store.records.plan import PlanRecord
 from benchlib.store.results import Run
-from benchlib.stats.budget import (MIN_PILOT_BLOCKS, BudgetPlan, plan_within_budget, pool_components, request_floor,
-                                   warmup_check)
+from benchlib.stats.planning.budget import (MIN_PILOT_BLOCKS, BudgetPlan, plan_within_budget, request_floor,
+                                            warmup_check)
+from benchlib.stats.planning.cost import cost_model
+from benchlib.stats.variance import pool_components
 
-__all__ = ["PILOT_SUFFIX", "PILOT_WINDOWS", "design_metrics", "PlannedRun", "StudyRun", "pilot_experiment", "planned_experiment", "run_planned", "run_study"]
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = ["DesignRun", "PILOT_SUFFIX", "PILOT_WINDOWS", "PlannedRun", "StudyDesign", "design_metrics", "pilot_experiment",
+           "planned_experiment", "run_design", "run_planned"]
 
 #: The pilot's study folder and run id end in this.
 PILOT_SUFFIX = "-pilot"
@@ -51,7 +61,7 @@ class PlannedRun:
     ----------
     run: the main run (what the analysis reads).
     pilot: the pilot run (kept out of the analysis).
-    plan: the design chosen (:class:`~benchlib.stats.budget.BudgetPlan`).
+    plan: the design chosen (:class:`~benchlib.stats.planning.budget.BudgetPlan`).
     stopping: the main run's sequential stopping (its ``design`` for ``run_family(...,
         sequential=...)``).
     components: the variance components the plan rests on (the pilot's, pooled with a seed's
@@ -98,7 +108,7 @@ def _pilot_load(c: Condition, metrics: Sequence[str]) -> Condition:
     """``c`` without its peer tool and, for an open-model load bounded by time, with measured
     seconds long enough that each of :data:`PILOT_WINDOWS` windows holds the successful requests
     the quantile metrics among ``metrics`` need at the offered rate
-    (:func:`~benchlib.stats.budget.request_floor`); a closed-model load (no known rate) or one
+    (:func:`~benchlib.stats.planning.budget.request_floor`); a closed-model load (no known rate) or one
     bounded by a request count keeps its length."""
     ld = c.load
     if _open_requests(c) is not None:
@@ -176,7 +186,7 @@ def _minutes(run: Run) -> float:
 def _rates(run: Run) -> dict[str, float]:
     """``condition/arm`` -> median successful requests per measured second over the run's valid
     trials (from the per-trial summaries' ``n_ok`` and ``duration_s``): what sets how short a
-    trial can be for a quantile metric (:func:`~benchlib.stats.budget.request_floor`)."""
+    trial can be for a quantile metric (:func:`~benchlib.stats.planning.budget.request_floor`)."""
     s = run.summaries()
     if not len(s) or not {"condition", "arm", "n_ok", "duration_s"} <= set(s.columns):
         return {}
@@ -239,8 +249,6 @@ def run_planned(experiment: Experiment, families: Sequence[Family], *, budget_mi
     if not len(costs):
         raise ParameterError(f"the pilot `{pilot.run_id}` stored no trial: nothing to plan from")
     costs = costs.assign(arm=costs["condition"].astype(str) + "/" + costs["arm"].astype(str))
-    from benchlib.stats.variance import cost_model
-
     loads = [c.load for c in experiment.conditions]
     pilot_loads = [c.load for c in pilot_exp.conditions]
     d0 = max((ld.duration_s or 0.0) for ld in pilot_loads) or float(costs["duration_s"].median())
@@ -284,9 +292,44 @@ def run_planned(experiment: Experiment, families: Sequence[Family], *, budget_mi
     return PlannedRun(run, pilot, plan, stopping, PilotComponents(tuple(comps), source, own.cost))
 
 
+@dataclass(frozen=True, kw_only=True)
+class StudyDesign:
+    """What a study runs with one set of parameters: its study module's ``design(parameters)``
+    builds it (:mod:`benchlib.analysis.studies.registry`), :func:`run_design` runs it, and a
+    study module adds the facts its report needs to a subclass of its own (``Design``).
+
+    Attributes
+    ----------
+    experiment: the arms, conditions and blocks (a budget's plan replaces the blocks and seconds).
+    families: the study's questions, one Holm family each.
+    sequential: the notebook's ``sequential`` (``auto``, ``yes``, ``no``); ``None`` for a study
+        without it: the fixed design without a budget, sequential looks within one.
+    requests: measured requests per trial by condition, for a load bounded by a request count
+        (which quantiles its trials support: the looks' rows and the blocks Holm needs).
+    prepare: what the analysis does to the per-trial summaries before comparing them (a
+        metric in other units), at each look and in the report.
+    cpus: where the server, the client and the dependencies run (``None``: the default plan).
+    reasons: why arms did not run, shortened for verdict rows (``None``: as the runtime said).
+    one_table: the study's one question is stored as ``derived/comparison.json`` and shown
+        without a heading; otherwise each as ``derived/comparison-<key>.json`` under its title.
+    group_headings: group -> its heading: each question's table is shown split by group,
+        under these headings (``None``: one table per question).
+    """
+
+    experiment: Experiment
+    families: tuple[Family, ...]
+    sequential: str | None = None
+    requests: Mapping[str, float] | None = None
+    prepare: Callable[[pd.DataFrame], pd.DataFrame] | None = None
+    cpus: CpuPlan | None = None
+    reasons: Callable[[Mapping[str, str]], dict[str, str]] | None = None
+    one_table: bool = False
+    group_headings: Mapping[str, str] | None = None
+
+
 @dataclass(frozen=True)
-class StudyRun:
-    """What :func:`run_study` returns: the run the analysis reads, its stopping (its ``design``
+class DesignRun:
+    """What :func:`run_design` returns: the run the analysis reads, its stopping (its ``design``
     for ``run_family(..., sequential=...)``, ``None`` when off) and, with a budget, the pilot and
     plan (:class:`PlannedRun`; ``None`` without)."""
 
@@ -295,30 +338,39 @@ class StudyRun:
     planned: PlannedRun | None = None
 
 
-def run_study(experiment: Experiment, families: Sequence[Family], *, sequential: str | bool = "auto",
-              full: bool = False, requests: Mapping[str, float] | None = None,
-              prepare: Callable[[Any], Any] | None = None, compare_kwargs: Mapping[str, Any] | None = None,
-              budget_min: float | None = None, target_mde: float | None = None,
-              components: PilotComponents | None = None, **run_kwargs: Any) -> StudyRun:
-    """The one way a study notebook runs its experiment: without a budget (``budget_min``
-    ``None``, and none on the experiment) the fixed design with :func:`stopping_rule`'s looks;
-    with one, :func:`run_planned` (a pilot, the plan within the budget for ``target_mde``
-    percent, futility at it). ``run_kwargs`` go to :func:`benchlib.run.runner.run_experiment`; its
-    ``notebook_parameters`` (what the notebook was asked) are stored as
-    :func:`~benchlib.analysis.params.as_asked` gives them, and with a budget the main run's
-    run.json adds the design that ran (``pilot``: :attr:`benchlib.store.results.Run.plan`)."""
+def run_design(experiment: Experiment, families: Sequence[Family], *, sequential: str | bool = "auto",
+               full: bool = False, requests: Mapping[str, float] | None = None,
+               prepare: Callable[[Any], Any] | None = None, compare_kwargs: Mapping[str, Any] | None = None,
+               budget_min: float | None = None, target_mde: float | None = None,
+               components: PilotComponents | None = None, **run_kwargs: Any) -> DesignRun:
+    """Run ``experiment`` for ``families``: without a budget (``budget_min`` ``None``, and none
+    on the experiment) the fixed design with :func:`stopping_rule`'s looks, and after each block
+    the questions decided so far on the progress line (:func:`decided_questions` at those looks,
+    unless ``decided=`` is given); with one, :func:`run_planned` (a pilot, the plan within the
+    budget for ``target_mde`` percent, futility at it). ``run_kwargs`` go to
+    :func:`benchlib.run.runner.run_experiment`; its ``notebook_parameters`` (what the notebook
+    was asked) are stored as :func:`~benchlib.analysis.params.as_asked` gives them, and with a
+    budget the main run's run.json adds the design that ran (``pilot``:
+    :attr:`benchlib.store.results.Run.plan`). A study notebook calls
+    :func:`benchlib.analysis.notebook.run_study`, which builds these from its parameters."""
     from benchlib.analysis.params import as_asked
+    from benchlib.analysis.questions import decided_questions
     from benchlib.run.runner import run_experiment
 
     if run_kwargs.get("notebook_parameters") is not None:
         # what the user asked, as `benchlib run -p` takes it again (no budget: budget_min 0)
         run_kwargs["notebook_parameters"] = as_asked(run_kwargs["notebook_parameters"])
     budget = budget_min if budget_min is not None else experiment.budget_min
+    compare = dict(compare_kwargs or {})
     if budget is None:
         stopping = stopping_rule(families, experiment.trials, sequential, full=full, requests=requests, prepare=prepare,
-                                 **dict(compare_kwargs or {}))
-        return StudyRun(run_experiment(experiment, until=stopping.until, **run_kwargs), stopping)
+                                 **compare)
+        if "decided" not in run_kwargs:
+            decided = decided_questions(families, sequential=stopping.design, **compare)
+            run_kwargs["decided"] = decided if prepare is None else (lambda s: decided(prepare(s)))
+        return DesignRun(run_experiment(experiment, until=stopping.until, **run_kwargs), stopping)
+    run_kwargs.pop("decided", None)  # with a budget the plan's looks decide: no interim line
     planned = run_planned(experiment, families, budget_min=budget, target_mde=target_mde, components=components,
                           sequential="yes" if sequential in ("auto", True) else sequential, full=full,
                           requests=requests, prepare=prepare, compare_kwargs=compare_kwargs, **run_kwargs)
-    return StudyRun(planned.run, planned.stopping, planned)
+    return DesignRun(planned.run, planned.stopping, planned)

@@ -413,9 +413,11 @@ def throughput_latency(
             ax.plot(med[x], med[y], marker="o", color=sc.get_facecolor()[0], label=str(lv))
         else:
             sc.set_label(str(lv))
-    ax.set_yscale("log")
+    log = bool((pd.to_numeric(data[y], errors="coerce") > 0).any())  # a log axis needs a positive value
+    if log:  # (a quantile the trials were too short for is missing in every one of them)
+        ax.set_yscale("log")
     ax.set_xlabel(_label(x))
-    ax.set_ylabel(_label(y) + ", log scale")
+    ax.set_ylabel(_label(y) + (", log scale" if log else ""))
     ax.legend(title=hue)
     ax.grid(True, which="both", alpha=0.3)
     return ax

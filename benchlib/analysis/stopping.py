@@ -300,7 +300,7 @@ def analysis_design(families: Sequence[Family], blocks: int, sequential: str | b
     """The sequential design :func:`stopping_rule` gives a run of ``blocks`` planned blocks
     (the same arguments), without its figures: ``None`` when stopping is off (the fixed
     analysis). What the budget planner predicts the verdicts' MDEs with
-    (:func:`~benchlib.stats.budget.plan_within_budget`'s ``looks``)."""
+    (:func:`~benchlib.stats.planning.budget.plan_within_budget`'s ``looks``)."""
     choice, blocks = _choice(sequential), int(blocks)
     if choice == "no" or blocks < 2:
         return None
@@ -312,7 +312,7 @@ def analysis_design(families: Sequence[Family], blocks: int, sequential: str | b
 def row_families(families: Sequence[Family], requests: Mapping[str, float] | None = None) -> dict[tuple[str, str, str, str], int]:
     """Each row's Holm family size by ``(condition, baseline, arm, metric)`` (stored names;
     the largest when a row is in several questions): the level ``alpha / size`` its verdict is
-    decided at, for the planner (:func:`~benchlib.stats.variance.plan_design`'s ``families``)."""
+    decided at, for the planner (:func:`~benchlib.stats.planning.design_plan.plan_design`'s ``families``)."""
     out: dict[tuple[str, str, str, str], int] = {}
     for f in families:
         size = _family_rows(f, requests) or 1

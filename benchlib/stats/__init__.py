@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from benchlib.stats.compare import DEFAULT_METRICS, DESIGNS, compare
 from benchlib.stats.multiplicity import CORRECTIONS, adjust
-from benchlib.stats.power import METHODS, TrialPlan, mde, min_trials, plan, power_t
+from benchlib.stats.planning.sample_size import TrialPlan, plan
+from benchlib.stats.power import METHODS, mde, min_trials, power_t
 from benchlib.stats.comparison import Comparison
 from benchlib.stats.shift import shift_function
 from benchlib.stats.summary import (

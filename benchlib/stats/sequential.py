@@ -32,7 +32,9 @@ a look (conservative when the count is not chosen from the data). Tied blocks (z
 differences) are dropped as in the fixed analysis, which makes the null law approximate for
 metrics with many ties. Only the rank method on paired blocks is sequential.
 
-See ``docs/statistics.md`` ("Stopping early") for the validation figures.
+How many blocks such a design needs for a target is planned in
+:func:`benchlib.stats.planning.sample_size.plan_sequential`. See ``docs/statistics.md``
+("Stopping early") for the validation figures.
 """
 
 from __future__ import annotations
@@ -51,13 +53,14 @@ from benchlib.stats._checks import probability
 from benchlib.stats.estimate import Estimate, tost_pvalue
 from benchlib.stats.exact import _t_cdf, hodges_lehmann_center, min_p_paired, signed_rank, walsh_averages
 from benchlib.stats.multiplicity import best_case_adjusted
-from benchlib.stats.verdict import FUTILITY_POWER
+from benchlib.stats.power import min_trials
+from benchlib.stats.variance import variance_bound
+from benchlib.stats.verdict import FUTILITY_POWER, VerdictKind
 
 __all__ = [
     "DEFAULT_SHAPE",
     "NULL_DRAWS",
     "SequentialDesign",
-    "SequentialPlan",
     "SequentialRow",
     "LookStatus",
     "analyse_row",
@@ -66,7 +69,6 @@ __all__ = [
     "conditional_power",
     "early_stop_estimate",
     "first_crossing",
-    "plan_sequential",
     "settled",
     "status",
 ]
@@ -274,8 +276,6 @@ class SequentialDesign:
         Holm family at level ``alpha`` can reach significance under these boundaries (an
         earlier look could never stop the question). ``target_mde``: futility (see the class).
         """
-        from benchlib.stats.power import min_trials
-
         max_blocks, step = int(max_blocks), int(step)
         if step < 1:
             raise ParameterError(f"step must be a positive number of blocks, got {step!r}")
@@ -367,104 +367,6 @@ class SequentialDesign:
         if self.target_mde is not None:
             out["target_mde"] = self.target_mde
         return out
-
-
-@dataclass(frozen=True)
-class SequentialPlan:
-    """A group-sequential plan: the looks, and what they are predicted to give.
-
-    Attributes
-    ----------
-    design:
-        The looks (its maximum reaches ``target_power`` at ``target_mde``).
-    sigma:
-        SD of the within-block log ratios planned for.
-    target_mde, target_power, power:
-        The effect to detect (relative), the power asked, and the design's predicted power.
-    alpha, row_alpha, n_comparisons, correction:
-        The level, the level one row must reach alone (``alpha / m`` under Holm), the
-        family.
-    fixed_blocks:
-        Blocks of the fixed-size design with the same target (:func:`benchlib.stats.plan`).
-    expected_blocks:
-        Predicted mean blocks run for a one-row question that stops at its first significant
-        look, by true relative effect (0, the target, twice the target); at 0 only an
-        equivalence could stop it earlier (not modelled).
-    """
-
-    design: SequentialDesign
-    sigma: float
-    target_mde: float
-    target_power: float
-    power: float
-    alpha: float
-    row_alpha: float
-    n_comparisons: int
-    correction: str
-    fixed_blocks: int
-    expected_blocks: dict[float, float]
-
-    def explain(self) -> str:
-        """One paragraph in plain words."""
-        exp = ", ".join(f"{b:.1f} at {e:.0%}" for e, b in self.expected_blocks.items())
-        return (
-            f"up to {self.design.max_blocks} blocks, {self.design.describe()}: {self.power:.0%} power to detect a "
-            f"{self.target_mde:.1%} change (within-block SD {self.sigma:.2%}, each row at {self.row_alpha:.3g} = "
-            f"alpha {self.alpha:g} over {self.n_comparisons} row(s)); a fixed design needs {self.fixed_blocks} "
-            f"blocks. Expected blocks run for one row by true effect: {exp}."
-        )
-
-
-def plan_sequential(
-    sigma: float | None = None,
-    *,
-    pilot: Any = None,
-    metric: str = "p50_ms",
-    baseline: str | None = None,
-    target_mde: float = 0.05,
-    power: float = 0.8,
-    alpha: float = 0.05,
-    n_comparisons: int = 1,
-    correction: str = "holm",
-    step: int | None = None,
-    shape: float = DEFAULT_SHAPE,
-    max_blocks: int = 60,
-) -> SequentialPlan:
-    """The fewest blocks at most of a group-sequential design (looks every ``step`` blocks;
-    default 2, or more so that there are at most 10 looks) that detects ``target_mde`` with
-    ``power``, for a paired rank analysis; at most ``max_blocks`` (beyond, a fixed design
-    or a longer measured duration is the better answer).
-
-    ``sigma``: SD of the within-block log ratios; or ``pilot`` (per-trial summaries in
-    blocks) and ``metric`` (and ``baseline``) to estimate it, as :func:`benchlib.stats.plan`.
-    """
-    from benchlib.stats.power import pilot_sigma, planning_alpha
-    from benchlib.stats.power import plan as fixed_plan
-
-    probability("power", power)
-    probability("alpha", alpha)
-    if sigma is None:
-        if pilot is None:
-            raise ParameterError("plan_sequential() needs sigma= or pilot=")
-        sigma, _, _ = pilot_sigma(pilot, metric, design="paired", baseline=baseline)
-    fixed = fixed_plan(sigma=float(sigma), target_mde=target_mde, power=power, alpha=alpha,
-                       n_comparisons=n_comparisons, correction=correction, design="paired")
-    row_alpha = planning_alpha(alpha, int(n_comparisons), correction)
-    n = max(int(fixed), 2)
-    while True:
-        st = step if step is not None else max(2, math.ceil(n / 10))
-        design = SequentialDesign.every(n, step=st, n_comparisons=n_comparisons, alpha=alpha, shape=shape)
-        pw = design.power(target_mde, float(sigma), alpha=row_alpha)
-        if pw >= power:
-            break
-        n += 1
-        if n > max_blocks:
-            raise ParameterError(f"more than {max_blocks} blocks would be needed (sigma={sigma:.3g}, "
-                                 f"target_mde={target_mde})")
-    expected = {e: design.expected_blocks(e, float(sigma), alpha=row_alpha) if e else float(design.max_blocks)
-                for e in (0.0, float(target_mde), 2.0 * float(target_mde))}
-    return SequentialPlan(design, float(sigma), float(target_mde), float(power), pw, float(alpha), row_alpha,
-                          int(n_comparisons), correction, int(fixed), expected)
 
 
 # ---------------------------------------------------------------------------------------
@@ -831,8 +733,6 @@ def budget_mde(row: SequentialRow, design: SequentialDesign, *, alpha_row: float
     with the SD of its within-block log ratios at the one-sided ``confidence`` *lower* bound
     (chi-square on the blocks so far), so a noisy early spread does not stop a row that could
     still reach the target. NaN when the spread is unknown (fewer than 2 blocks)."""
-    from scipy import stats as _st
-
     s = row.estimate.sigma
     if not (np.isfinite(s) and s >= 0) or not row.counts or row.looks_done < 1:
         return math.nan
@@ -842,7 +742,7 @@ def budget_mde(row: SequentialRow, design: SequentialDesign, *, alpha_row: float
     n = row.counts[row.looks_done - 1]
     if n < 2:
         return math.nan
-    s_lo = s * math.sqrt((n - 1) / float(_st.chi2.ppf(confidence, n - 1)))
+    s_lo = math.sqrt(variance_bound(s * s, n - 1, confidence, side="lower"))
     u = _mde_units(row.counts, design.shape, float(alpha_row), float(power), len(row.counts))
     return math.expm1(u * s_lo) if math.isfinite(u) else math.inf
 
@@ -896,8 +796,6 @@ def need_blocks(design: SequentialDesign, *, alpha: float, n_comparisons: int, c
 def settled(v: Any, *, require_practical: bool = False) -> bool:
     """Whether a row is settled: "faster"/"slower" (with ``require_practical``: not "possibly
     within" the margin), "equivalent", or not decidable within the budget (futility)."""
-    from benchlib.stats.verdict import VerdictKind
-
     if v.kind in (VerdictKind.EQUIVALENT, VerdictKind.UNDECIDABLE):
         return True
     if v.kind.directional:

@@ -33,7 +33,7 @@ from scipy import signal, stats
 
 from benchlib.stats.estimate import estimate
 from benchlib.stats.multiplicity import adjust
-from benchlib.stats.power import plan
+from benchlib.stats.planning.sample_size import plan, plan_sequential
 from benchlib.stats.simulate import session_drift
 
 __all__ = [
@@ -520,11 +520,9 @@ def early_stop_checks(reps: int, *, plans: dict[str, Any] | None = None, seed: i
 
 def sequential_designs(target_mde: float = 0.05, power: float = 0.8) -> dict[str, Any]:
     """The group-sequential designs the suite validates: planned with
-    :func:`~benchlib.stats.sequential.plan_sequential` for a ``target_mde`` change at ``power``
+    :func:`~benchlib.stats.planning.sample_size.plan_sequential` for a ``target_mde`` change at ``power``
     in the suite's model (lag-1 0.9, 3% run effect, per-trial medians of 2,000 requests), for
     one row (``"one_row"``) and for a Holm family of four rows (``"four_rows"``)."""
-    from benchlib.stats.sequential import plan_sequential
-
     sigma = paired_sigma()
     return {"sigma": sigma,
             "one_row": plan_sequential(sigma, target_mde=target_mde, power=power),

@@ -19,6 +19,7 @@ from benchlib.analysis.reference import load_reference
 from benchlib.stats.metrics import metric_info
 from benchlib.stats.verdict import Verdict, VerdictKind
 from benchlib.analysis.studies import fastcgi_nginx, grpc_json, iris_kestrel, rest_mongo, rust_vs_go
+from benchlib.analysis.studies.registry import STUDIES, study as registered
 
 K = VerdictKind
 #: the cases the rule names: every kind, and the single-trial (within-run) form of "insufficient"
@@ -114,14 +115,20 @@ def _study05(case: str) -> str:
     return grpc_json.conclusion_markdown(_answers(grpc_json.families(arms, conditions), case), ["go", "rust"])
 
 
-def _verdict_sentences(case: str) -> str:  # the quickstart's and study 90's conclusion
+def _verdict_sentences(case: str) -> str:  # the quickstart's and study 90's conclusion (StudyRun.show_conclusion)
     return verdict_sentences(_OneKind(case, ("p50_ms", "p99_ms", "throughput_rps")))
 
 
+#: every registered study's conclusion builder, by study id
 BUILDERS: dict[str, Callable[[str], str]] = {
-    "01": _study01, "02": _study02, "03": _study03, "04": _study04, "05": _study05,
-    "00 and 90 (verdict_sentences)": _verdict_sentences,
+    "00_quickstart": _verdict_sentences, "01_rest_mongo_go_dotnet_rust": _study01, "02_iris_vs_kestrel": _study02,
+    "03_fastcgi_nginx": _study03, "04_rust_vs_go_logging": _study04, "05_grpc_vs_json": _study05,
+    "90_harness_overhead": _verdict_sentences,
 }
+
+
+def test_every_registered_study_has_its_conclusion_fed_every_kind() -> None:
+    assert list(BUILDERS) == [s.id for s in STUDIES], "a study added to the registry needs its builder here"
 
 
 def _claims(text: str) -> str:
@@ -185,9 +192,10 @@ def test_a_report_names_the_seeds_stacks_that_ran_and_those_that_did_not(tmp_pat
                      conditions=rest_mongo.study_conditions(), trials=2)
     run = Run("01_rest_mongo", "r1", tmp_path, trials=(SimpleNamespace(arm="go-fair"),),  # type: ignore[arg-type]
               experiment=exp, unavailable={"dotnet-fair": "no .NET SDK"})
-    text = seed_stacks_markdown(run, rest_mongo.SEED_STACKS)
+    text = seed_stacks_markdown(run, registered("01").seed_stacks)
     assert text.startswith("**The seed's stacks in this run**: ran here: Go (gin); did not run here: "
                            ".NET (ASP.NET Core MVC) (no .NET SDK), Rust (Rocket) (no trial).")
     assert "a result for another stack is no result for it" in text
-    for study in (rest_mongo, iris_kestrel, fastcgi_nginx, rust_vs_go, grpc_json):
-        assert any(".NET" in label for label in study.SEED_STACKS) or study is rust_vs_go, study.__name__
+    for entry in STUDIES:  # the seeds' stacks: .NET in every seed but study 04's; none for benchlib's own studies
+        dotnet = bool(entry.seed) and entry.id != "04_rust_vs_go_logging"
+        assert any(".NET" in label for label in entry.seed_stacks) == dotnet, entry.id

@@ -12,7 +12,7 @@ import pytest
 
 from benchlib.analysis import Contrast, Family, run_family
 from benchlib.analysis import params
-from benchlib.analysis.planned import PILOT_SUFFIX, pilot_experiment, run_planned, run_study
+from benchlib.analysis.planned import PILOT_SUFFIX, pilot_experiment, run_design, run_planned
 from benchlib.analysis.stopping import blocks_per_arm
 from benchlib.core.errors import ParameterError
 from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
@@ -86,12 +86,12 @@ def test_pilot_plan_and_settled_arms_stop(services: Path, tmp_path: Path) -> Non
     assert f"(between trials vs within a trial) from the pilot's 3 blocks (run `p1{PILOT_SUFFIX}`)" in section
 
 
-def test_without_a_budget_run_study_is_the_fixed_design_with_its_looks(services: Path, tmp_path: Path) -> None:
+def test_without_a_budget_run_design_is_the_fixed_design_with_its_looks(services: Path, tmp_path: Path) -> None:
     exp = Experiment("t-fixed", (Arm("a", "a"), Arm("b", "b")), (Condition("main", LoadSpec(duration_s=0.5)),),
                      trials=2, between_trials_s=0.0)
     rt = FakeRuntime()
-    done = run_study(exp, [Family("b", (Contrast("a", "b"),), ("p50_ms",), conditions=("main",))], sequential="no",
-                     runtime=rt, load=FakeLoad(rt), out_dir=tmp_path / "runs", progress=False)
+    done = run_design(exp, [Family("b", (Contrast("a", "b"),), ("p50_ms",), conditions=("main",))], sequential="no",
+                      runtime=rt, load=FakeLoad(rt), out_dir=tmp_path / "runs", progress=False)
     assert done.planned is None and not done.stopping.on and len(done.run.trials) == 4
     assert params.budget(0, 0) == (None, None) and params.budget(20, 5) == (20.0, 5.0)
     with pytest.raises(ParameterError, match="target_mde must be a positive number"):
@@ -112,7 +112,7 @@ def test_a_pilot_trial_too_short_to_split_for_its_quantiles_is_lengthened() -> N
     """Study 01's default: 100 requests per trial (100/s for 1 s) give a p50 per trial but none per
     half, so the pilot had no within-trial variance and the plan failed; its pilot now measures
     long enough for two windows of the p50's 100 requests (x the request floor's safety)."""
-    from benchlib.stats.budget import request_floor
+    from benchlib.stats.planning.budget import request_floor
 
     open_short = Condition("hello", LoadSpec(model="open", rate_rps=100.0, duration_s=1.0, warmup_s=0.5))
     open_long = Condition("long", LoadSpec(model="open", rate_rps=100.0, duration_s=60.0))
@@ -140,7 +140,7 @@ def test_a_pilot_trial_too_short_to_split_for_its_quantiles_is_lengthened() -> N
 def test_the_plan_sets_every_time_bounded_load_and_its_peer_tools_seconds() -> None:
     from benchlib.analysis.planned import planned_experiment
     from benchlib.core.model import CrossCheck
-    from benchlib.stats.budget import BudgetPlan
+    from benchlib.stats.planning.budget import BudgetPlan
 
     plan = BudgetPlan(budget_min=5.0, target_mde=0.05, pilot_blocks=3, pilot_minutes=1.0, source="pilot",
                       trials=14, duration_s=2.6, warmup_s=0.7, minutes=3.5, mde={}, reaches=True, plan=None,
@@ -175,7 +175,7 @@ def test_a_stored_budget_run_says_what_was_asked_and_the_design_that_ran(service
     from benchlib.analysis.run_info import parameters_markdown
     from benchlib.store.records.plan import PlanRecord
     from benchlib.store.results import open_run
-    from benchlib.stats.variance import mde_text
+    from benchlib.stats.planning.design_plan import mde_text
 
     exp = Experiment("t-asked", (Arm("a", "a"), Arm("b", "b"), Arm("c", "c")),
                      (Condition("main", LoadSpec(connections=2, duration_s=0.5, warmup_s=0.1)),), trials=10,
@@ -184,8 +184,8 @@ def test_a_stored_budget_run_says_what_was_asked_and_the_design_that_ran(service
     asked = {"trials": 10, "duration_s": 0.5, "warmup_s": 0.1, "seed": 1, "budget_min": 2.0, "target_mde": 5.0}
     rt = FakeRuntime()
     load = FakeLoad(rt, {"c": _noisy(200)}, default=Outcome(requests=2000))
-    done = run_study(exp, families, budget_min=2.0, target_mde=5.0, runtime=rt, load=load,
-                     out_dir=tmp_path / "runs", progress=False, run_id="q1", notebook_parameters=asked)
+    done = run_design(exp, families, budget_min=2.0, target_mde=5.0, runtime=rt, load=load,
+                      out_dir=tmp_path / "runs", progress=False, run_id="q1", notebook_parameters=asked)
     planned = done.planned
     assert planned is not None and planned.components is not None
     plan = planned.plan
@@ -217,9 +217,9 @@ def test_a_stored_budget_run_says_what_was_asked_and_the_design_that_ran(service
     assert (f"without a pilot: `benchlib run t-asked -p budget_min 0 -p duration_s {plan.duration_s} -p seed 1 "
             f"-p trials {plan.trials} -p warmup_s {plan.warmup_s}`") in text
     # without a budget the notebook passes params.budget's None: stored as the notebook's 0
-    fixed = run_study(replace(exp, study="t-nobudget", trials=2), families, sequential="no", runtime=rt,
-                      load=FakeLoad(rt), out_dir=tmp_path / "runs", progress=False,
-                      notebook_parameters={"trials": 2, "budget_min": None, "target_mde": None})
+    fixed = run_design(replace(exp, study="t-nobudget", trials=2), families, sequential="no", runtime=rt,
+                       load=FakeLoad(rt), out_dir=tmp_path / "runs", progress=False,
+                       notebook_parameters={"trials": 2, "budget_min": None, "target_mde": None})
     assert dict(fixed.run.notebook_parameters) == {"trials": 2, "budget_min": 0.0} and fixed.run.plan is None
     assert "`benchlib run t-nobudget -p budget_min 0.0 -p trials 2`" in parameters_markdown(fixed.run)
     assert "design that ran" not in parameters_markdown(fixed.run)

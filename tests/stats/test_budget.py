@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from benchlib.core.errors import ParameterError
-from benchlib.stats.budget import plan_within_budget, pool_components, warmup_check
-from benchlib.stats.variance import ArmCost, CostModel, PairComponents
+from benchlib.stats.planning.budget import plan_within_budget, warmup_check
+from benchlib.stats.planning.cost import ArmCost, CostModel
+from benchlib.stats.variance import PairComponents, pool_components
 
 
 def _comp(between_sd: float, within_coef: float, *, n: int = 3, metric: str = "p50_ms", arm: str = "b",
@@ -135,12 +136,12 @@ def test_the_plan_and_the_design_section_predict_one_mde_that_of_the_test_the_ru
     disagreed: the planner took the fixed test's MDE on the 80% upper bound of the between-trial
     variance with one family size for every row, the table the sequential test's (the run's
     analysis) on the point estimates at each row's own family. Both now call
-    ``stats.variance.predicted_mde``: the sequential test over the run's looks (the verdicts'
+    ``stats.planning.design_plan.predicted_mde``: the sequential test over the run's looks (the verdicts'
     MDE), on the planner's bound, each row at alpha / its Holm family. Parent commit: the plan
     said a target of 5% was reached with the fixed test's blocks, where the sequential run's
     MDE at those blocks is larger (rows then read "not decidable within the budget")."""
     from benchlib.stats.sequential import SequentialDesign
-    from benchlib.stats.variance import predicted_mde
+    from benchlib.stats.planning.design_plan import predicted_mde
 
     comps = [_comp(0.02, 0.0004, n=10), _comp(0.03, 0.0004, n=10, arm="c")]
 

@@ -11,6 +11,7 @@ import pytest
 
 from benchlib.core.errors import ParameterError
 from benchlib.stats import plan, power
+from benchlib.stats.planning import sample_size
 from benchlib.stats.power import mde, min_trials, power_rank, power_t, trials_needed
 from benchlib.stats.simulate import simulate_summaries
 
@@ -87,3 +88,4 @@ def test_plan_bad_input():
 
 def test_doctests():
     assert doctest.testmod(power).failed == 0
+    assert doctest.testmod(sample_size).failed == 0  # plan()'s example

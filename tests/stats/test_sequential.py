@@ -10,7 +10,8 @@ import pytest
 from benchlib.core.errors import ParameterError
 from benchlib.stats import compare
 from benchlib.stats.exact import signed_rank
-from benchlib.stats.sequential import SequentialDesign, analyse_row, plan_sequential, status
+from benchlib.stats.planning.sample_size import plan_sequential
+from benchlib.stats.sequential import SequentialDesign, analyse_row, status
 from benchlib.stats.simulate import simulate_summaries
 from benchlib.stats.verdict import VerdictKind, render
 

@@ -12,16 +12,14 @@ from scipy import stats
 from benchlib.core.errors import ParameterError
 from benchlib.stats.power import mde_shift, min_trials, planning_alpha
 from benchlib.stats.simulate import trial_latencies_ms, trial_rows
+from benchlib.stats.planning.cost import ArmCost, CostModel, cost_model
+from benchlib.stats.planning.design_plan import plan_design
 from benchlib.stats.variance import (
-    ArmCost,
-    CostModel,
+    VARIANCE_CONFIDENCE,
     PairComponents,
     arm_components,
     components_table,
-    cost_model,
     pair_components,
-    VARIANCE_CONFIDENCE,
-    plan_design,
     window_metrics,
 )
 

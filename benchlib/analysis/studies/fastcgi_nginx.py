@@ -13,20 +13,20 @@ answers 502) counts in the error-rate rows only (``Family.max_error_rate``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from benchlib.analysis import Answer, Contrast, Family, formats as fmt, params, tables
 from benchlib.analysis import conclusion as say
+from benchlib.analysis.params import Runtime, Sequential, StudyParameters
+from benchlib.analysis.planned import StudyDesign
 from benchlib.core.errors import ParameterError
-from benchlib.core.model import Arm, Condition, CrossCheck, LoadSpec
+from benchlib.core.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
 from benchlib.store.results import Run
 
-__all__ = ["SEED_STACKS", "ARMS", "BASELINE", "DEFAULT_ARMS", "FULL_SCALE", "LIBRARY_ARMS", "MAX_ERROR_RATE", "METRICS", "SEED_LOADS",
-           "STUDY", "best_of_n_markdown", "conclusion_markdown", "families", "limits_markdown", "original_vs_ours",
-           "plateau_markdown", "run_scale", "scaled_load", "study_arms", "study_conditions"]
-
-#: the seed's stacks (in words) -> the prefixes of the arms that run them here (the report's first lines)
-SEED_STACKS: dict[str, tuple[str, ...]] = {"AsyncFastCGI.NET behind nginx (.NET)": ("dotnet-nginx",), "node-fastcgi behind nginx (Node.js)": ("node-nginx",)}
+__all__ = ["ARMS", "BASELINE", "DEFAULT_ARMS", "FULL_SCALE", "LIBRARY_ARMS", "MAX_ERROR_RATE", "METRICS", "Parameters",
+           "SEED_LOADS", "STUDY", "best_of_n_markdown", "conclusion_markdown", "design", "families", "limits_markdown",
+           "original_vs_ours", "plateau_markdown", "run_scale", "scaled_load", "study_arms", "study_conditions"]
 
 STUDY = "03_fastcgi_nginx"
 FRONT = "nginx-fastcgi"
@@ -108,6 +108,51 @@ def run_scale(*, full: bool, trials: int, scale: float, c400_scale: float, ab_bl
     out: dict[str, Any] = dict(FULL_SCALE) if full else {"scale": scale, "c400_scale": c400_scale}
     out["ab_blocks"] = "all" if full or ab_blocks >= trials else ab_blocks
     return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Parameters(StudyParameters):
+    """Study 03's parameters (its notebook's ``parameters`` cell); ``full`` sets :data:`FULL_SCALE`
+    and ab in every block.
+
+    Attributes
+    ----------
+    runtime: ``local`` (processes) or ``docker``.
+    scale, c400_scale: requests per trial of ``c20`` and ``c400`` as fractions of the seed's
+        20,000 and 200,000 (``c400_scale`` 0 leaves ``c400`` out).
+    warmup_s: benchlib's warm-up seconds before its measured requests.
+    arms: the arms, comma-separated (:data:`ARMS`).
+    ab_check: ab exactly as the seed ran it on the same instance, beside benchlib.
+    ab_blocks: ab in that many blocks spread over the run (``trials`` or more: every block).
+    sequential: stop a question at a planned look once settled (``auto``, ``yes``, ``no``).
+    """
+
+    runtime: Runtime = "local"
+    trials: int = 10
+    scale: float = 0.03
+    c400_scale: float = 0.003
+    warmup_s: float = 0.25
+    arms: str = DEFAULT_ARMS
+    ab_check: bool = True
+    ab_blocks: int = 3
+    sequential: Sequential = "auto"
+    seed: int = 3
+
+    FULL_SCALE: ClassVar[Mapping[str, Any]] = FULL_SCALE
+
+
+def design(p: Parameters) -> StudyDesign:
+    """The chosen arms under the seed's two loads at ``scale`` and ``c400_scale`` (ab beside
+    benchlib in ``ab_blocks`` blocks), and the four questions."""
+    chosen = study_arms(p.arms)
+    size = run_scale(full=p.full, trials=p.trials, scale=p.scale, c400_scale=p.c400_scale, ab_blocks=p.ab_blocks)
+    conditions = study_conditions(size["scale"], size["c400_scale"], warmup_s=p.warmup_s, ab=p.ab_check)
+    names = [a.name for a in chosen]
+    experiment = Experiment(study=STUDY, arms=chosen, conditions=conditions, trials=p.trials, seed=p.seed,
+                            cross_check_blocks=size["ab_blocks"], runtime=p.runtime, cluster=p.cluster,
+                            baseline=BASELINE if BASELINE in names else None)
+    return StudyDesign(experiment=experiment, families=tuple(families(names, [c.name for c in conditions])),
+                       sequential=p.sequential, requests={c.name: int(c.load.requests or 0) for c in conditions})
 
 
 def families(arm_names: Sequence[str], conditions: Sequence[str]) -> list[Family]:

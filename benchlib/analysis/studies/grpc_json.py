@@ -19,24 +19,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from benchlib.analysis import Answer, Contrast, Family, params
 from benchlib.analysis.client_cost import ClientPair
 from benchlib.analysis import conclusion as say
+from benchlib.analysis.params import Runtime, Sequential, StudyParameters
+from benchlib.analysis.planned import StudyDesign
 from benchlib.core.errors import ParameterError
 from benchlib.runtime.manifest import find_services_dir
-from benchlib.core.model import Arm, Condition, CrossCheck, LoadSpec
+from benchlib.core.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
 
 __all__ = [
     "CANNED", "CANNED_SERVICE", "CONCURRENCY", "FULL", "LANGUAGES", "NOT_OFFERED", "PAYLOADS", "PROTOCOLS",
-    "SEED_RATIO", "SEED_STACKS", "STUDY", "VARIANTS", "arm_name", "client_cost_arms", "client_pairs", "client_paths",
-    "conclusion_markdown", "endpoint_of", "families", "ghz_arms", "h2load_arms", "original_vs_ours", "payload_file",
-    "split_arm", "study_arms", "study_conditions", "with_microseconds",
+    "Parameters", "SEED_RATIO", "STUDY", "VARIANTS", "arm_name", "client_cost_arms", "client_pairs", "client_paths",
+    "conclusion_markdown", "design", "endpoint_of", "families", "ghz_arms", "h2load_arms", "original_vs_ours",
+    "payload_file", "split_arm", "study_arms", "study_conditions", "with_microseconds",
 ]
-
-#: the seed's stacks (in words) -> the prefixes of the arms that run them here (the report's first lines)
-SEED_STACKS: dict[str, tuple[str, ...]] = {".NET Core gRPC and JSON (the seed ran .NET only)": ("dotnet-",)}
 
 STUDY = "05_grpc_vs_json"
 #: language -> its service folder
@@ -183,6 +183,55 @@ def with_microseconds(summaries: Any) -> Any:
 
 
 # -- the questions -----------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class Parameters(StudyParameters):
+    """Study 05's parameters (its notebook's ``parameters`` cell); ``full`` sets :data:`FULL`.
+
+    Attributes
+    ----------
+    runtime: ``local`` (processes) or ``docker``.
+    duration_s, warmup_s: measured and warm-up seconds per trial (and per ghz or h2load run).
+    languages, protocols, payloads, concurrency: the arms and conditions (comma-separated:
+        :data:`LANGUAGES`, :data:`PROTOCOLS`, :data:`PAYLOADS`, :data:`CONCURRENCY`).
+    ghz_languages, h2load_languages: the languages whose gRPC (ghz) or JSON over HTTP/1.1
+        (h2load) arms the peer tool also loads (``""``: none).
+    client_cost: also the cost arms (benchlib's own cost per call on each path).
+    sequential: stop a question at a planned look once settled (``auto``, ``yes``, ``no``).
+    """
+
+    runtime: Runtime = "local"
+    trials: int = 8
+    duration_s: float = 0.8
+    warmup_s: float = 0.3
+    languages: str = "go,rust,python,dotnet"
+    protocols: str = "grpc,json"
+    payloads: str = "small,huge"
+    concurrency: str = "1"
+    ghz_languages: str = "go"
+    h2load_languages: str = "go"
+    client_cost: bool = True
+    sequential: Sequential = "auto"
+    seed: int = 5
+
+    FULL_SCALE: ClassVar[Mapping[str, Any]] = FULL
+
+
+def design(p: Parameters) -> StudyDesign:
+    """Every language x protocol x payload arm (and the cost arms), one condition per number of
+    callers (ghz and h2load beside benchlib on the chosen languages' arms), and the questions,
+    compared on latencies in µs (:func:`with_microseconds`)."""
+    arms = study_arms(p.languages, p.protocols, p.payloads) + (
+        client_cost_arms(p.protocols, p.payloads) if p.client_cost else ())
+    conditions = study_conditions(p.concurrency, p.duration_s, p.warmup_s, ghz=ghz_arms(p.ghz_languages, p.payloads),
+                                  h2load=h2load_arms(p.h2load_languages, p.payloads))
+    experiment = Experiment(study=STUDY, arms=arms, conditions=conditions, trials=p.trials, seed=p.seed,
+                            cross_check_blocks="all" if p.full else 3, runtime=p.runtime, cluster=p.cluster,
+                            baseline=arms[0].name)
+    return StudyDesign(experiment=experiment, families=tuple(families([a.name for a in arms],
+                                                                      [c.name for c in conditions])),
+                       sequential=p.sequential, prepare=with_microseconds)
+
 
 def _pairs(have: set[str], base_proto: str, proto: str, conditions: Sequence[str],
            group: str = "{lang} {payload} {cond}") -> list[Contrast]:

@@ -22,25 +22,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from benchlib.analysis import Answer, Family, blocks_needed
 from benchlib.analysis import conclusion as say
 from benchlib.analysis import formats as fmt, params, peers, tables
-from benchlib.core.model import Arm, Condition, CrossCheck, LoadSpec
+from benchlib.analysis.params import Runtime, Sequential, StudyParameters
+from benchlib.analysis.planned import StudyDesign
+from benchlib.core.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
 from benchlib.store.results import Run
 from benchlib.stats.verdict import VerdictKind
 
-__all__ = ["SEED_STACKS", 
-    "BOMBARDIER_STACKS", "BOMBARDIER_WHY", "CONDITION", "COST_METRICS", "ENDPOINTS", "FAIR_ROWS", "FULL", "METRICS",
-    "REPEAT_INVALID", "SEED_CONNECTIONS", "SEED_REQUESTS", "STACKS", "STUDY", "Stack", "VARIANTS", "arm_name",
-    "bombardier_setup", "bombardier_stacks", "bombardier_tables", "conclusion_markdown", "cpu_plan", "families",
-    "original_vs_ours", "planned_blocks", "ratio_table", "run_parameters", "seed_load", "seed_ratio", "study_arms",
-    "study_condition",
+__all__ = [
+    "BOMBARDIER_STACKS", "BOMBARDIER_WHY", "CONDITION", "COST_METRICS", "Design", "ENDPOINTS", "FAIR_ROWS", "FULL",
+    "METRICS", "Parameters", "REPEAT_INVALID", "SEED_CONNECTIONS", "SEED_REQUESTS", "STACKS", "STUDY", "Stack",
+    "VARIANTS", "arm_name", "bombardier_setup", "bombardier_stacks", "bombardier_tables", "conclusion_markdown",
+    "cpu_plan", "design", "families", "original_vs_ours", "planned_blocks", "ratio_table", "run_parameters",
+    "seed_load", "seed_ratio", "study_arms", "study_condition",
 ]
-
-#: the seed's stacks (in words) -> the prefixes of the arms that run them here (the report's first lines)
-SEED_STACKS: dict[str, tuple[str, ...]] = {"Iris (Go)": ("iris-",), "Kestrel (.NET)": ("kestrel-",)}
 
 STUDY = "02_iris_vs_kestrel"
 SEED_CONNECTIONS = 125
@@ -163,6 +162,59 @@ def bombardier_setup(arms: Sequence[Arm], stacks: str | Sequence[str] = BOMBARDI
     return peers.peer_setup("bombardier", [a.name for a in arms if a.endpoint == "random"
                                            and a.name.removesuffix("-random") in chosen], bool(chosen),
                             flag='bombardier="none"')
+
+
+@dataclass(frozen=True, kw_only=True)
+class Parameters(StudyParameters):
+    """Study 02's parameters (its notebook's ``parameters`` cell); ``full`` sets :data:`FULL`.
+
+    Attributes
+    ----------
+    runtime: ``local`` (processes) or ``docker``.
+    scale: requests per trial as a fraction of the seed's 500,000 (at least 1,000).
+    warmup_s: warm-up seconds before each measured phase.
+    variants: Iris and Kestrel handlers: ``faithful``, ``verbatim``, ``fair`` (comma-separated).
+    fair_rows: the other stacks with the fair handler: ``nethttp``, ``actix``, ``node``, ``python``.
+    endpoints: ``random`` (the seed's), ``fixed`` (one string made at start).
+    server_cpus: the server's CPUs (every CPU: shared with the client, not isolated).
+    bombardier: stacks whose random arm bombardier also loads (names, ``all`` or ``none``).
+    sequential: stop a question at a planned look once settled (``auto``, ``yes``, ``no``).
+    """
+
+    runtime: Runtime = "local"
+    trials: int = 10
+    scale: float = 0.1
+    warmup_s: float = 1.0
+    variants: str = "faithful,verbatim,fair"
+    fair_rows: str = "nethttp,actix,node,python"
+    endpoints: str = "random"
+    server_cpus: int = 1
+    bombardier: str = BOMBARDIER_STACKS
+    sequential: Sequential = "auto"
+    seed: int = 2
+
+    FULL_SCALE: ClassVar[Mapping[str, Any]] = FULL
+
+
+@dataclass(frozen=True, kw_only=True)
+class Design(StudyDesign):
+    """Study 02's design, with the sentence saying which arms bombardier checks."""
+
+    bombardier_note: str
+
+
+def design(p: Parameters) -> Design:
+    """Every chosen stack on every chosen endpoint in one closed-model condition (bombardier
+    beside benchlib on the chosen stacks' random arm, built here if missing), the server on
+    ``server_cpus`` CPUs, and the four questions."""
+    arms = study_arms(p.variants, p.fair_rows, p.endpoints)
+    checked, note = bombardier_setup(arms, p.bombardier)
+    condition = study_condition(p.scale, warmup_s=p.warmup_s, bombardier_arms=checked)
+    experiment = Experiment(study=STUDY, arms=arms, conditions=(condition,), trials=p.trials, seed=p.seed,
+                            runtime=p.runtime, cluster=p.cluster, repeat_invalid=REPEAT_INVALID)
+    return Design(experiment=experiment, families=tuple(families([a.name for a in arms])), sequential=p.sequential,
+                  requests={CONDITION: int(condition.load.requests or 0)}, cpus=cpu_plan(p.server_cpus),
+                  reasons=tables.short_reasons, bombardier_note=note)
 
 
 # -- the questions -------------------------------------------------------------------------------

@@ -27,29 +27,30 @@ import subprocess
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 from benchlib.analysis import Answer, Contrast, Family, planned_rows
 from benchlib.analysis import conclusion as say
 from benchlib.analysis import formats as fmt, params, peers, tables
+from benchlib.analysis.params import Runtime, Sequential, StudyParameters
+from benchlib.analysis.planned import StudyDesign
 from benchlib.core.errors import ParameterError
-from benchlib.core.model import Arm, Condition, CrossCheck, Limits, LoadSpec
+from benchlib.core.model import Arm, Condition, CrossCheck, Experiment, Limits, LoadSpec
 from benchlib.store.results import Run
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["SEED_STACKS", 
-    "BASELINE", "CONDITIONS", "DEFAULT_DESIGN", "DEFAULT_LOADS", "EXTRA_KEYS", "FULL_DESIGN", "IMPLEMENTATIONS",
-    "Implementation", "LIMITS", "METRICS", "QUESTIONS", "REPEAT_INVALID", "SEED_DURATION_S", "SEED_IN_FLIGHT",
-    "BETWEEN_TRIALS_S", "DEPENDENCIES",
-    "SEED_RATE_RPS", "VARIANTS", "WARMUP_S", "conclusion_markdown", "database_info", "family", "k6_setup",
-    "k6_tables", "original_vs_ours", "parse_variants", "percentile_support",
-    "planned_family", "requests_per_trial", "scaled_load", "short_reasons", "study_arms", "study_conditions",
+__all__ = [
+    "BASELINE", "BETWEEN_TRIALS_S", "CONDITIONS", "DEFAULT_DESIGN", "DEFAULT_LOADS", "DEPENDENCIES", "Design",
+    "EXTRA_KEYS", "FULL_DESIGN", "IMPLEMENTATIONS", "Implementation", "LIMITS", "METRICS", "Parameters", "QUESTIONS",
+    "REPEAT_INVALID", "SEED_DURATION_S", "SEED_IN_FLIGHT", "SEED_RATE_RPS", "STUDY", "VARIANTS", "WARMUP_S",
+    "conclusion_markdown", "database_info", "default_design_markdown", "design", "family", "k6_setup", "k6_tables",
+    "original_vs_ours", "parse_variants", "percentile_support", "planned_family", "provenance_notes",
+    "requests_per_trial", "scaled_load", "short_reasons", "study_arms", "study_conditions",
 ]
 
-#: the seed's stacks (in words) -> the prefixes of the arms that run them here (the report's first lines)
-SEED_STACKS: dict[str, tuple[str, ...]] = {"Go (gin)": ("go-",), ".NET (ASP.NET Core MVC)": ("dotnet-",), "Rust (Rocket)": ("rust-",)}
+STUDY = "01_rest_mongo_go_dotnet_rust"
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,64 @@ QUESTIONS: dict[str, str] = {
     "implementation": "implementation: faithful vs fair, same language",
     "original": "the original's code: faithful vs Go faithful",
 }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Parameters(StudyParameters):
+    """Study 01's parameters (its notebook's ``parameters`` cell).
+
+    Attributes
+    ----------
+    sequential: stop a question at a planned look once settled (``auto``, ``yes``, ``no``).
+    runtime: ``local`` (processes, limits through cgroups) or ``docker``.
+    scale: multiplies the design's rates and seconds (requests per trial grow as its square).
+    warmup_s: warm-up seconds before each measured phase; ``0``: the design's.
+    variants: ``faithful``, ``fair`` (comma-separated).
+    extras: ``yes``: also Python and Node.js; ``auto``: the design's.
+    k6_check: k6 with the original script's shape beside benchlib on the faithful instances.
+    cross_check_blocks: the blocks k6 runs in (a number, a fraction, ``all``); ``auto``: the design's.
+    """
+
+    sequential: Sequential = "auto"
+    runtime: Runtime = "local"
+    scale: float = 1.0
+    warmup_s: float = 0.0
+    variants: str = "faithful,fair"
+    extras: str = "auto"
+    k6_check: bool = True
+    cross_check_blocks: str = "auto"
+
+    DEFAULT_DESIGN: ClassVar[Mapping[str, Any]] = DEFAULT_DESIGN
+    FULL_DESIGN: ClassVar[Mapping[str, Any]] = FULL_DESIGN
+
+
+@dataclass(frozen=True, kw_only=True)
+class Design(StudyDesign):
+    """Study 01's design, with the facts its report needs: the variants and whether the extra
+    rows run, the arms k6 checks and the sentence saying so."""
+
+    variants: tuple[str, ...]
+    extras: bool
+    k6_arms: tuple[str, ...]
+    k6_note: str
+
+
+def design(p: Parameters) -> Design:
+    """The arms of the chosen variants (the extra rows with ``extras``), both endpoints at
+    ``scale`` with k6 beside benchlib (built here if missing), FerretDB shared per block, and
+    the one family of three questions."""
+    chosen = parse_variants(p.variants)
+    extras = params.yes_no("extras", p.extras)
+    arms = study_arms(chosen, extras=extras)
+    k6_arms, k6_note = k6_setup(arms, chosen, p.k6_check)
+    experiment = Experiment(
+        study=STUDY, arms=arms, conditions=study_conditions(p.scale, k6_arms=k6_arms, warmup_s=p.warmup_s, full=p.full),
+        trials=p.trials, seed=p.seed, runtime=p.runtime, cluster=p.cluster, limits=LIMITS,
+        repeat_invalid=REPEAT_INVALID, dependencies=DEPENDENCIES, between_trials_s=BETWEEN_TRIALS_S,
+        baseline=BASELINE if "fair" in chosen else "go-faithful", cross_check_blocks=p.cross_check_blocks)
+    return Design(experiment=experiment, families=(family(chosen, extras=extras),), sequential=p.sequential,
+                  requests=requests_per_trial(p.scale, full=p.full), reasons=short_reasons, one_table=True,
+                  group_headings={c: f"`GET {path}`" for c, path in CONDITIONS.items()}, variants=chosen, extras=extras, k6_arms=k6_arms, k6_note=k6_note)
 
 
 def parse_variants(text: str | Sequence[str]) -> tuple[str, ...]:
@@ -199,10 +258,24 @@ def short_reasons(unavailable: Mapping[str, str]) -> dict[str, str]:
 
 def percentile_support(scales: Sequence[float] = (0.2, 1.0, 2.0, 3.0, 5.0, 8.0), *,
                        current: float | None = None) -> pd.DataFrame:
-    """Which latency percentiles a trial supports at each scale (:func:`benchlib.analysis.tables.percentile_support`)."""
+    """Which latency percentiles a trial supports at each scale of the seed's load
+    (:func:`benchlib.analysis.tables.percentile_support`), ``current`` among them, marked as
+    this run's."""
+    every = sorted({float(x) for x in scales} | ({float(current)} if current is not None else set()))
     loads = {f"{s:g}" + (" (this run)" if current is not None and s == current else ""):
-             {c: scaled_load(c, s) for c in CONDITIONS} for s in scales}
+             {c: scaled_load(c, s) for c in CONDITIONS} for s in every}
     return tables.percentile_support(loads, labels=CONDITIONS)
+
+
+def default_design_markdown(p: Parameters) -> str:
+    """What the default design's trials hold (rate, seconds, requests per endpoint), beside the
+    seed's load the percentile table shows; "" at full scale (the seed's load itself)."""
+    if p.full:
+        return ""
+    return ("This run uses the **default design** (`full=False`): " + ", ".join(
+        f"`{CONDITIONS[c]}` at {ld.rate_rps}/s for {ld.duration_s:g} s ({int((ld.rate_rps or 0) * (ld.duration_s or 0)):,} "
+        "requests)" for c, ld in ((c, scaled_load(c, p.scale, full=False)) for c in CONDITIONS))
+            + " per trial; the table above is the seed's load at each scale (`full=True`).")
 
 
 def k6_setup(arms: Sequence[Arm], variants: Sequence[str], enabled: bool = True) -> tuple[tuple[str, ...], str]:
@@ -309,6 +382,18 @@ def database_info(result: Run, *, timeout_s: float = 60.0) -> dict[str, Any]:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(info, indent=1, sort_keys=True, default=str) + "\n")
     return info
+
+
+def provenance_notes(run: Run, d: Design) -> list[str]:
+    """The provenance's own lines: which MongoDB server ran (:func:`database_info`) and what k6
+    cross-checked."""
+    db = database_info(run)
+    gone = sorted(set(d.k6_arms) & set(run.unavailable))
+    return [f"- MongoDB server: {db.get('server', '?')} {db.get('ferretdb_version') or ''}, backend "
+            f"{db.get('backend', '?')}, reports MongoDB {db.get('mongodb_compat_version', '?')}"
+            + (f" ({db['error']})" if db.get("error") else "")
+            + f"; FerretDB version line in the trials' logs: {db.get('trial_logs')}",
+            f"- k6: {d.k6_note}" + (f" ({', '.join(gone)} not run)" if gone else "")]
 
 
 # -- the conclusion ---------------------------------------------------------------------------

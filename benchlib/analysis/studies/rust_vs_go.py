@@ -19,24 +19,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from benchlib.analysis import Answer, Family
 from benchlib.analysis import conclusion as say
 from benchlib.analysis import formats as fmt, params, peers
+from benchlib.analysis.notebook import StudyRun
+from benchlib.analysis.params import Runtime, Sequential, StudyParameters
+from benchlib.analysis.planned import StudyDesign
 from benchlib.core.errors import ParameterError
-from benchlib.core.model import Arm
+from benchlib.core.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
 from benchlib.store.results import Run
 
-__all__ = ["SEED_STACKS", 
-    "EXTRA_SERVERS", "LOG_LINES_PER_REQUEST", "METRICS", "SEED_ARMS", "SERVERS", "SINKS", "STUDY", "SWEEP_FRACTIONS", "DEFAULT_DESIGN", "FULL_DESIGN",
-    "parse_fractions",
-    "WRK_WHY", "WRK_WHY_LATENCY", "arm_name", "closed_families", "conclusion_markdown", "expected_log_lines",
-    "gap_table", "original_vs_ours", "split_arm", "study_arms", "sweep_family", "wrk_tables",
-]
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
-#: the seed's stacks (in words) -> the prefixes of the arms that run them here (the report's first lines)
-SEED_STACKS: dict[str, tuple[str, ...]] = {"actix-web with Logger (Rust)": ("actix-",), "net/http with logging (Go)": ("go-",)}
+__all__ = [
+    "DEFAULT_DESIGN", "Design", "EXTRA_SERVERS", "FULL_DESIGN", "LOG_LINES_PER_REQUEST", "METRICS", "Parameters",
+    "SEED_ARMS", "SERVERS", "SINKS", "STUDY", "SWEEP_FRACTIONS", "SweepDesign", "WRK_WHY", "WRK_WHY_LATENCY",
+    "achieved_table", "arm_name", "check_budget", "closed_families", "conclusion_markdown", "design",
+    "expected_log_lines", "gap_table", "original_vs_ours", "parse_fractions", "run_sweep", "split_arm", "study_arms",
+    "sweep_family", "wrk_flags", "wrk_tables",
+]
 
 STUDY = "04_rust_vs_go_logging"
 SINKS: tuple[str, ...] = ("pipe", "file", "discard")
@@ -84,6 +89,135 @@ def check_budget(budget_min: float | None, sweep: bool) -> None:
     if budget_min is not None and sweep:
         raise ParameterError("budget_min with the sweep is not supported: the sweep is a second run outside the "
                              "budget; set sweep=\"no\" (or budget_min=0 for the fixed design with the sweep)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Parameters(StudyParameters):
+    """Study 04's parameters (its notebook's ``parameters`` cell).
+
+    Attributes
+    ----------
+    sequential: stop a question at a planned look once settled (``auto``, ``yes``, ``no``).
+    runtime: ``local`` (processes) or ``docker``.
+    duration_s, warmup_s: measured and warm-up seconds per closed-model trial (and per wrk
+        run); ``0``: the design's.
+    connections: closed model: keep-alive connections; sweep: most requests in flight.
+    workers: client worker processes (the seed's ``wrk -t2``).
+    sinks, sink_servers: the log sinks each of those servers runs with (comma-separated).
+    extras: ``yes``: the rows beyond the seed (Python, Node.js); ``auto``: the design's.
+    wrk_check: wrk with the seed's flags on the seed's arms, beside benchlib.
+    cross_check_blocks: the blocks wrk runs in; ``auto``: the design's.
+    sweep: ``yes``: the open-model sweep after the closed run; ``auto``: the design's.
+    sweep_rates: its fractions of the slowest sweep arm's capacity; ``auto``: the design's.
+    sweep_arms: its arms (the first is its baseline).
+    sweep_duration_s: measured seconds per sweep trial; ``0``: the design's.
+    """
+
+    sequential: Sequential = "auto"
+    runtime: Runtime = "local"
+    duration_s: float = 0.0
+    warmup_s: float = 0.0
+    connections: int = 100
+    workers: int = 2
+    sinks: str = "pipe,discard"
+    sink_servers: str = "actix-release,go"
+    extras: str = "auto"
+    wrk_check: bool = True
+    cross_check_blocks: str = "auto"
+    sweep: str = "auto"
+    sweep_rates: str = "auto"
+    sweep_arms: str = "actix-release-pipe,go-pipe"
+    sweep_duration_s: float = 0.0
+    seed: int = 4
+
+    DEFAULT_DESIGN: ClassVar[Mapping[str, Any]] = DEFAULT_DESIGN
+    FULL_DESIGN: ClassVar[Mapping[str, Any]] = FULL_DESIGN
+
+
+@dataclass(frozen=True, kw_only=True)
+class Design(StudyDesign):
+    """Study 04's design, with what its sweep needs: whether the extra rows and the sweep run,
+    the sweep's fractions of capacity and its arms."""
+
+    extras: bool
+    sweep: bool
+    fractions: tuple[float, ...]
+    sweep_arms: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepDesign(StudyDesign):
+    """The open-model sweep's design, with the closed-model capacity its rates come from
+    (arm -> median requests/s of its closed-model trials)."""
+
+    capacity: Mapping[str, float]
+
+
+def design(p: Parameters) -> Design:
+    """The seed's load as a closed model (wrk with the seed's flags beside benchlib on the seed's
+    arms), the arms of the chosen sinks and servers (the extra rows with ``extras``), and the
+    closed-model questions; a budget with the sweep is refused (:func:`check_budget`)."""
+    extras, sweep = params.yes_no("extras", p.extras), params.yes_no("sweep", p.sweep)
+    fractions = parse_fractions(p.sweep_rates)
+    arms = study_arms(sinks=p.sinks, sink_servers=p.sink_servers, extras=extras)
+    sweep_arms = params.choices(p.sweep_arms, [a.name for a in arms], "sweep arm(s)") if sweep else ()
+    check_budget(p.budget_target[0], sweep)
+    load = LoadSpec(model="closed", connections=p.connections, duration_s=p.duration_s, warmup_s=p.warmup_s,
+                    workers=p.workers)
+    wrk = (CrossCheck("wrk", (("threads", p.workers), ("connections", p.connections),
+                              ("duration_s", max(1, round(p.duration_s)))), arms=SEED_ARMS) if p.wrk_check else None)
+    experiment = Experiment(study=STUDY, arms=arms, conditions=(Condition("closed", load, cross_check=wrk),),
+                            trials=p.trials, seed=p.seed, runtime=p.runtime, cluster=p.cluster,
+                            baseline="actix-debug-pipe", cross_check_blocks=p.cross_check_blocks)
+    return Design(experiment=experiment, families=tuple(closed_families([a.name for a in arms], extras=extras)),
+                  sequential=p.sequential, extras=extras, sweep=sweep, fractions=fractions, sweep_arms=sweep_arms)
+
+
+def wrk_flags(study: StudyRun[Parameters, Design]) -> str:
+    """wrk's flags in this run (``-t2 -c100 -d2s``): its seconds follow the closed-model trials
+    that ran (with a budget, the plan's), in whole seconds."""
+    p = study.parameters
+    return f"-t{p.workers} -c{p.connections} -d{max(1, round(study.experiment.conditions[0].load.duration_s or 0))}s"
+
+
+def wrk_line(study: StudyRun[Parameters, Design]) -> str:
+    """The report's line on wrk: its command and the arms it ran on, or ``off``."""
+    if not study.parameters.wrk_check:
+        return "- wrk cross-check: off"
+    names = {a.name for a in study.experiment.arms}
+    return (f"- wrk cross-check: `wrk {wrk_flags(study)} --latency` on "
+            + ", ".join(a for a in SEED_ARMS if a in names))
+
+
+def run_sweep(study: StudyRun[Parameters, Design]) -> StudyRun[Parameters, StudyDesign] | None:
+    """The open-model sweep (``None`` when ``sweep`` is off): every sweep arm at the same
+    arrival rates, at :attr:`Design.fractions` of the slowest one's closed-model capacity
+    (the median of its trials' requests/s, :func:`benchlib.core.sweep.capacity`), in
+    randomized blocks of its own, stored as ``<run_id>-sweep``."""
+    from benchlib.core.sweep import capacity, sweep_conditions
+
+    d, p = study.design, study.parameters
+    if not d.sweep:
+        return None
+    caps = capacity(study.summaries, arms=d.sweep_arms, condition="closed")
+    closed = study.experiment.conditions[0].load
+    conditions = sweep_conditions(caps, d.fractions, closed.with_(duration_s=p.sweep_duration_s))
+    experiment = Experiment(study=STUDY, arms=tuple(a for a in study.experiment.arms if a.name in d.sweep_arms),
+                            conditions=conditions, trials=study.experiment.trials, seed=p.seed, runtime=p.runtime,
+                            cluster=p.cluster, baseline=d.sweep_arms[0], cross_check_blocks=p.cross_check_blocks)
+    family = sweep_family([c.name for c in conditions], d.sweep_arms)
+    return study.run_part("sweep", SweepDesign(experiment=experiment, families=(family,), sequential=p.sequential,
+                                               capacity=caps))
+
+
+def achieved_table(summaries: pd.DataFrame) -> pd.DataFrame:
+    """Per sweep step and arm: the offered and the achieved rate (medians over the valid
+    trials) and their ratio (a server that keeps up achieves what is offered)."""
+    kept = (summaries[summaries["valid"].astype(bool)].groupby(["condition", "arm"])[["offered_rps", "throughput_rps"]]
+            .median())
+    kept["achieved / offered"] = kept["throughput_rps"] / kept["offered_rps"]
+    return kept.rename(columns={"offered_rps": "offered req/s",
+                                "throughput_rps": "achieved req/s (median of trials)"}).round(3).reset_index()
 
 
 # -- arms --------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 A study given a time budget (:func:`benchlib.analysis.planned.run_planned`) runs a pilot, plans
 the design within the budget and runs that design; the main run's run.json keeps, under
 ``pilot``, the pilot's study and run id and the plan
-(:meth:`benchlib.stats.budget.BudgetPlan.to_dict`). :class:`PlanRecord` reads it back:
+(:meth:`benchlib.stats.planning.budget.BudgetPlan.to_dict`). :class:`PlanRecord` reads it back:
 :attr:`benchlib.store.results.Run.plan`. With the run's ``notebook_parameters`` (what the user
 asked) and its experiment (the design that ran: ``parameters``), a stored budget run says both.
 """

@@ -6,7 +6,7 @@ and kept out of its analysis) that estimates the variance components where it ru
 seconds per trial, the warm-up and the blocks:
 
 * **blocks x duration**: the least wall time reaching ``target_mde`` on every row
-  (:func:`~benchlib.stats.variance.plan_design`, on the 80% upper confidence bound of the
+  (:func:`~benchlib.stats.planning.design_plan.plan_design`, on the 80% upper confidence bound of the
   between-trial variance); when that does not fit into what the pilot left of the budget, the
   design with the smallest MDE that does (the plan then says the target is not reached, and
   the sequential analysis's futility rule, ``SequentialDesign(target_mde=...)``, names the
@@ -19,7 +19,8 @@ seconds per trial, the warm-up and the blocks:
   pilot's measured phase differs in level from the rest by more than half the target (the
   service was not yet in steady state when measurement began);
 * stored components of an earlier run on the same machine may seed the pilot's
-  (:func:`pool_components`: degrees of freedom add up, the upper bound narrows).
+  (:func:`benchlib.stats.variance.pool_components`: degrees of freedom add up, the upper bound
+  narrows).
 
 :class:`BudgetPlan` is the result, with its Markdown for the report's design section.
 """
@@ -29,30 +30,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from benchlib.core.errors import ParameterError
+from benchlib.stats.planning.cost import CostModel
+from benchlib.stats.planning.design_plan import DEFAULT_DURATIONS, DesignPlan, mde_text, plan_design
 from benchlib.stats.quantiles import quantile_of
+from benchlib.stats.sequential import SequentialDesign
 from benchlib.stats.summary import required_requests
-from benchlib.stats.variance import (
-    DEFAULT_DURATIONS,
-    VARIANCE_CONFIDENCE,
-    CostModel,
-    DesignPlan,
-    PairComponents,
-    _chi2_ci,
-    mde_text,
-    plan_design,
-)
-
-if TYPE_CHECKING:
-    from benchlib.stats.sequential import SequentialDesign
+from benchlib.stats.variance import VARIANCE_CONFIDENCE, PairComponents
 
 __all__ = ["MIN_PILOT_BLOCKS", "REQUEST_SAFETY", "BudgetPlan", "LengthFloor", "WarmupCheck", "plan_within_budget",
-           "pool_components", "request_floor", "warmup_check"]
+           "request_floor", "warmup_check"]
 
 #: The fewest pilot blocks: 2 df for the between-trial variance of each row.
 MIN_PILOT_BLOCKS = 3
@@ -111,29 +103,6 @@ def request_floor(metrics: Sequence[str], rates: Mapping[str, float], *,
     arm = min(rates, key=lambda a: rates[a])
     need = required_requests(qs[metric])
     return LengthFloor(metric, need, str(arm), float(rates[arm]), float(safety), float(safety) * need / float(rates[arm]))
-
-
-def pool_components(pilot: Sequence[PairComponents], seed: Sequence[PairComponents]) -> tuple[PairComponents, ...]:
-    """The pilot's components, each pooled with the seed's of the same row (condition,
-    baseline, arm, metric), if any: between-trial variance and within-trial coefficient
-    weighted by their degrees of freedom (``n_blocks - 1``), at the pilot's duration; a row
-    only the seed has is left out (the pilot decides which rows exist here)."""
-    seeds = {c.row: c for c in seed if math.isfinite(c.within_coef) and c.n_blocks >= 2}
-    out = []
-    for c in pilot:
-        s = seeds.get(c.row)
-        if s is None or not math.isfinite(c.within_coef):
-            out.append(c)
-            continue
-        da, db = c.n_blocks - 1, s.n_blocks - 1
-        between = (da * c.between_var + db * s.between_var) / (da + db)
-        coef = (da * c.within_coef + db * s.within_coef) / (da + db)
-        within = coef / c.duration_s
-        total = between + within
-        out.append(replace(c, n_blocks=da + db + 1, total_var=total, total_ci=_chi2_ci(total, da + db),
-                           within_var=within, within_coef=coef, between_var=between,
-                           between_ci=_chi2_ci(between, da + db) if between > 0 else (0.0, 0.0)))
-    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -213,11 +182,11 @@ class BudgetPlan:
         Metric -> the largest predicted MDE (relative) over its rows at the chosen design, on
         the 80% upper bound of the between-trial variance, each row at alpha / its Holm family,
         for the test the run's analysis uses (over ``looks`` when sequential):
-        :func:`~benchlib.stats.variance.predicted_mde`, which the report's design section calls too.
+        :func:`~benchlib.stats.planning.design_plan.predicted_mde`, which the report's design section calls too.
     reaches:
         The target is reached on every row within the budget.
     plan:
-        The planner's full answer (:class:`~benchlib.stats.variance.DesignPlan`).
+        The planner's full answer (:class:`~benchlib.stats.planning.design_plan.DesignPlan`).
     warmup:
         The steady-state check behind ``warmup_s``.
     notes:
@@ -349,7 +318,7 @@ def plan_within_budget(
     """Choose blocks, measured seconds and warm-up for ``target_mde`` (relative) within what
     the pilot left of ``budget_min`` minutes.
 
-    The least wall time reaching the target (:func:`~benchlib.stats.variance.plan_design`, on
+    The least wall time reaching the target (:func:`~benchlib.stats.planning.design_plan.plan_design`, on
     the ``variance_confidence`` upper bound of the between-trial variance); if that exceeds
     ``budget_min - pilot_minutes``, the design with the smallest MDE relative to the target
     within it (``reaches`` False). ``warmup`` (:func:`warmup_check`) sets the warm-up, which
@@ -366,7 +335,7 @@ def plan_within_budget(
     ``looks`` (blocks -> the run's :class:`~benchlib.stats.sequential.SequentialDesign`, or
     ``None`` for the fixed test) and ``families`` (each row's Holm family size, by
     :attr:`~benchlib.stats.variance.PairComponents.row`) make the MDEs those of the analysis
-    the run will get (:func:`~benchlib.stats.variance.plan_design`).
+    the run will get (:func:`~benchlib.stats.planning.design_plan.plan_design`).
 
     ``outside_minutes``: what the main run will spend outside its trials' cycles (its start,
     the analysis at its looks, the report), which the cost model does not see; counted against
