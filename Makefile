@@ -1,7 +1,9 @@
 # The two commands of the README:
 #   make report   run every study notebook (local runtime by default) -> reports/*.html + reports/index.html,
 #                 then the site of every kept run (benchlib publish) -> reports/site/index.html
-#   make test     run the test suite (scripts/test.sh: the pure tests in parallel, then the rest serially)
+#   make test     the static checks (make lint), then the test suite (scripts/test.sh: the pure tests
+#                 in parallel, then the rest serially); a failing check fails the target before any test
+#   make lint     ruff, mypy --strict (core, stats, store) and commit subjects (scripts/lint.sh)
 # Both set up what they need first (scripts/setup.sh, idempotent: the project's virtual
 # environment .venv with the exact versions of requirements.lock, the Jupyter kernel "benchlib").
 # Pass notebook parameters to `make report` with P, e.g. make report P="-p trials 4 -p runtime docker",
@@ -15,7 +17,7 @@ PYTHON ?= .venv/bin/python
 P ?=
 N ?=
 
-.PHONY: setup report test test-slow lab
+.PHONY: setup report lint test test-slow lab
 
 setup:
 	BASE_PYTHON='$(BASE_PYTHON)' PYTHON='$(PYTHON)' scripts/setup.sh
@@ -23,7 +25,10 @@ setup:
 report: setup
 	$(PYTHON) -m benchlib.cli report --publish $(N) $(P)
 
-test: setup
+lint: setup
+	PYTHON=$(PYTHON) scripts/lint.sh
+
+test: setup lint
 	PYTHON=$(PYTHON) scripts/test.sh
 
 test-slow: setup
