@@ -5,6 +5,7 @@ A study notebook is its ``parameters`` cell (papermill and ``benchlib run -p`` s
     from benchlib import run_study
 
     study = run_study("04_rust_vs_go_logging", globals())  # its parameters, read once and checked
+    study.show_claims()      # the seed's claims, re-run and tested at their own size (first)
     study.show_run()         # which of the seed's stacks ran, the design, the minutes it took
     study.show_contracts()   # what each instance answered, the trials per arm, the load hosts
     study.show_verdicts()    # one table per question, each stored as derived/comparison*.json
@@ -119,6 +120,22 @@ class StudyRun(Generic[P, D]):
         return self.answers[key]
 
     # -- the report's sections, one call each ------------------------------------------------
+
+    def show_claims(self) -> None:
+        """The report's first section, "The claim, re-run": one row per claim of the study's
+        entry (the original's number, the re-run's ratio [interval], the outcome at the claim's
+        own size, the variant, what did not run and why), then one sentence per claim, all from
+        this run's data (:func:`~benchlib.analysis.claims.answer_claims_of_run`); the answers are
+        stored as ``derived/claims.json``. A study without claims (or a second experiment)
+        shows nothing."""
+        from benchlib.analysis.claims import answer_claims_of_run, claims_markdown, save_claims
+
+        if self.part or not self.study.claims:
+            return
+        answers = answer_claims_of_run(self.study.claims, self.summaries,
+                                       arms=[a.name for a in self.experiment.arms], unavailable=self.unavailable)
+        save_claims(answers, Path(self.run.store.path))
+        show(claims_markdown(answers))
 
     def show_run(self, *notes: str) -> None:
         """The report's first lines: which of the seed's stacks ran (the study's run, when its

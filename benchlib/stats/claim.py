@@ -19,6 +19,11 @@ claimed                                       (intersection-union: the larger p-
 not decided         otherwise                 (the MDE against C is printed)
 ==================  ========================  ==============================================
 
+A claim of parity ("A can reach B's performance": ``parity=True``, ``C = 1``) has two outcomes
+only, with ``h = -log(1 + m)`` and ``d = +1`` (the ratio oriented so that higher is A's claim):
+*holds* (``θ >= h``, "θ < h" rejected: A is at least ``1 / (1 + m)`` of B) and *smaller than
+claimed* (``θ < h``, "θ >= h" rejected).
+
 Each one-sided p-value is twice the one-sided tail (``p_at(c)`` of the two-sided test when
 the estimate lies on the rejecting side, else 1), so a row's decision at level α is that of a
 two-sided ``1 - α`` interval lying wholly in the region: a wrong outcome needs the interval to
@@ -83,6 +88,7 @@ class ClaimData:
     paired: bool = True
     margin: float = MARGIN
     equivalence: float = EQUIVALENCE
+    parity: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,11 +133,17 @@ class ClaimResult:
 
 
 def claim_boundary(claimed: float, margin: float = MARGIN) -> float:
-    """``C / (1 + margin)`` in C's direction (``C * (1 + margin)`` for a claim below 1)."""
-    return claimed / (1.0 + margin) if claimed > 1.0 else claimed * (1.0 + margin)
+    """``C / (1 + margin)`` in C's direction (``C * (1 + margin)`` for a claim below 1; a claim
+    of parity, ``C = 1``: ``1 / (1 + margin)``)."""
+    return claimed / (1.0 + margin) if claimed >= 1.0 else claimed * (1.0 + margin)
 
 
 def _check(c: ClaimData) -> None:
+    if c.parity:
+        if c.claimed != 1.0 or not c.margin > 0:
+            raise ParameterError(f"claim {c.key!r}: a claim of parity has the claimed ratio 1 and a positive margin, "
+                                 f"got {c.claimed!r} and {c.margin!r}")
+        return
     if not (math.isfinite(c.claimed) and c.claimed > 0 and c.claimed != 1.0):
         raise ParameterError(f"claim {c.key!r}: the claimed ratio must be a positive number other than 1, "
                              f"got {c.claimed!r}")
@@ -160,6 +172,8 @@ def _row(c: ClaimData) -> tuple[dict[str, float], float, float, float, float, fl
     h = abs(math.log(c.claimed)) - math.log1p(c.margin)
     e = math.log1p(c.equivalence)
     eff = est.effect
+    if c.parity:
+        d, h = 1.0, -math.log1p(c.margin)
     if est.lo == est.hi:  # no spread: the effect is known exactly
         at = lambda x: 0.0 if x != eff else 1.0  # noqa: E731
     else:
@@ -170,6 +184,9 @@ def _row(c: ClaimData) -> tuple[dict[str, float], float, float, float, float, fl
     p_hold = _beyond(ph, d * eff, h, above=True)
     p_small = max(_beyond(p0, d * eff, 0.0, above=True), _beyond(ph, d * eff, h, above=False))
     p_eq = max(_beyond(at(e), eff, e, above=False), _beyond(at(-e), eff, -e, above=True))
+    if c.parity:  # only "holds" and "smaller than claimed" apply
+        p_rev = p_eq = 1.0
+        p_small = _beyond(ph, eff, h, above=False)
     ps = {ClaimOutcome.REVERSED.value: p_rev, ClaimOutcome.NO_DIFFERENCE.value: p_eq,
           ClaimOutcome.HOLDS.value: p_hold, ClaimOutcome.SMALLER.value: p_small}
     n = int(a.size if c.paired else min(a.size, b.size))

@@ -41,7 +41,7 @@ def test_a_wide_interval_is_not_decided_and_prints_its_mde_against_the_claim() -
     assert r.boundary == pytest.approx(2.0 / 1.1)
 
 
-def answer_claims_are_one_holm_family() -> None:
+def test_answer_claims_are_one_holm_family() -> None:
     num, den = _blocks(1.5, n=8, sd=0.03)
     alone = answer_claims([ClaimData("a", 2.0, num, den)])[0]
     assert alone.outcome is ClaimOutcome.SMALLER  # 8 blocks: smallest exact p 0.0078
@@ -67,3 +67,15 @@ def test_a_claim_that_cannot_be_tested_at_its_size_is_refused(claimed: float) ->
 def test_the_boundary_lies_in_the_claims_direction() -> None:
     assert claim_boundary(2.0, 0.1) == pytest.approx(1.818, abs=1e-3)
     assert claim_boundary(0.5, 0.1) == pytest.approx(0.55)
+
+
+@pytest.mark.parametrize(("true", "outcome"), [(0.97, ClaimOutcome.HOLDS), (1.2, ClaimOutcome.HOLDS),
+                                               (0.7, ClaimOutcome.SMALLER)])
+def test_a_claim_of_parity_holds_or_falls_short_and_nothing_else(true: float, outcome: ClaimOutcome) -> None:
+    num, den = _blocks(true)
+    (r,) = answer_claims([ClaimData("parity", 1.0, num, den, parity=True)])
+    assert r.outcome is outcome, r
+    assert r.boundary == pytest.approx(1 / 1.1)
+    assert r.p_outcomes["reversed"] == r.p_outcomes["no difference"] == 1.0
+    with pytest.raises(ParameterError, match="claim of parity"):
+        answer_claims([ClaimData("bad", 2.0, num, den, parity=True)])
