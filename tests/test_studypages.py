@@ -22,7 +22,8 @@ def test_committed_pages_agree_with_their_recorded_findings() -> None:
     for p in pages:
         text = p.read_text(encoding="utf-8")
         assert studypages.BEGIN.search(text) and studypages.STACKS_BEGIN.search(text), p.name
-        assert text.find("<!-- stacks:begin") < 600, f"{p.name}: the seed's stacks belong in the first lines"
+        after_claims = text.find(studypages.CLAIMS_END) + len(studypages.CLAIMS_END)
+        assert 0 < text.find("<!-- stacks:begin") - after_claims < 600, f"{p.name}: the seed's stacks follow the claims"
     for study, f in studypages.load(studypages.default_path(ROOT)).items():  # the reference runs' machine, in words
         assert "hypervisor steal" in f.disturbance and "stored trials beyond the disturbance bounds" in f.disturbance, study
 
@@ -127,3 +128,39 @@ def test_no_user_facing_file_carries_machine_paths_or_development_history() -> N
                 if not any(line[m.start():].startswith(a) for a in ALLOWED):
                     found.append(f"{p.relative_to(ROOT)}:{n}: {m.group(0)!r}")
     assert not found, "move these to docs/dev/ (or the commit history):\n" + "\n".join(found)
+
+
+def test_each_page_and_the_readme_open_with_the_claim_block_of_the_recorded_run(tmp_path: Path) -> None:
+    from benchlib.analysis.claims import ClaimAnswer, save_claims
+    from benchlib.analysis.studies.registry import study
+
+    for p in sorted((ROOT / "docs" / "studies").glob("*.md")):
+        text = p.read_text(encoding="utf-8")
+        assert text.split("\n")[2].startswith("<!-- claims:begin study="), f"{p.name}: the claim block comes first"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme.find(studypages.README_BEGIN) < readme.find("## Two commands")
+    page = tmp_path / "docs" / "studies" / "02_iris_vs_kestrel.md"
+    page.parent.mkdir(parents=True)
+    page.write_text("# Study 02\n\n<!-- claims:begin study=02_iris_vs_kestrel -->\n<!-- claims:end -->\n")
+    (tmp_path / "README.md").write_text(f"# x\n\n{studypages.README_BEGIN}\n{studypages.README_END}\n")
+    store = tmp_path / "data" / "findings.json"
+    store.parent.mkdir()
+    studypages.save({}, store)
+    studypages.sync(tmp_path, store)
+    assert "| not yet recorded |" in page.read_text() and "not yet recorded |" in (tmp_path / "README.md").read_text()
+    folder = _run_folder(tmp_path, 0.12)
+    kestrel, actix = study("02").claims
+    save_claims([ClaimAnswer(kestrel, "not run", "kestrel-faithful-random: no dotnet toolchain"),
+                 ClaimAnswer(actix, "smaller than claimed", ratio=2.1, lo=1.9, hi=2.3, family=1, n=10)], folder)
+    f = studypages.record(folder)
+    assert f.claims and f.machine.cpu_model == ""
+    studypages.save({f.key: f}, store)
+    assert set(studypages.check(tmp_path, store)) == {page, tmp_path / "README.md"}  # disagrees until synced
+    studypages.sync(tmp_path, store)
+    assert studypages.check(tmp_path, store) == []
+    text = page.read_text()
+    assert "Run `ref1` (2026-12-04 06:00 UTC, default scale; machine: CPU model not recorded" in text
+    assert "2.10x [1.90, 2.30]" in text and "not run: kestrel-faithful-random: no dotnet toolchain" in text
+    assert "| [02](docs/studies/02_iris_vs_kestrel.md) | actix-web / Iris" in (tmp_path / "README.md").read_text()
+    page.write_text(page.read_text().replace("2.10x", "2.20x"))  # a hand edit of a figure
+    assert studypages.check(tmp_path, store) == [page]

@@ -17,7 +17,14 @@ tables the notebook stored). Nobody edits a page's findings by hand:
   ``... study=<study> scale=full -->``) and ``<!-- findings:end -->`` the run's identity and
   one sentence per verdict by its kind's template
   (:func:`benchlib.analysis.conclusion.sentence`); a page without a recorded run says so;
-* ``check`` lists the pages that disagree with the file (``tests/test_studypages.py``).
+* ``sync`` also writes each page's first block, between ``<!-- claims:begin study=<study> -->``
+  and ``<!-- claims:end -->``: "The claim, re-run" as the recorded default run answered it
+  (its ``derived/claims.json``: :mod:`benchlib.analysis.claims`), with the run's id, date,
+  scale, machine (CPU model, cores, virtualisation) and load average; and README.md's table
+  "What the re-runs found" (between ``<!-- claims-table:begin -->`` and
+  ``<!-- claims-table:end -->``), one row per seed claim linking its page. A claim no recorded
+  run answered reads "not yet recorded" (never a number typed by hand);
+* ``check`` lists the pages (and README.md) that disagree with the file (``tests/test_studypages.py``).
 """
 
 from __future__ import annotations
@@ -33,16 +40,23 @@ from pathlib import Path
 from typing import Any
 
 from benchlib.analysis import conclusion as say
+from benchlib.analysis.claims import ClaimAnswer, claims_markdown, load_claims, original_text
 from benchlib.core.errors import ParameterError
 from benchlib._project.measurements import replace_block, write_generated
 from benchlib.store.derived import stored_verdict, stored_verdicts
 
-__all__ = ["Finding", "SCALES", "check", "key", "load", "main", "page_block", "record", "save", "stacks_block", "sync"]
+__all__ = ["Finding", "Machine", "NOT_RECORDED", "SCALES", "check", "claims_block", "key", "load", "main", "page_block",
+           "readme_table", "record", "save", "stacks_block", "sync"]
 
 BEGIN = re.compile(r"<!-- findings:begin study=(\S+?)(?: scale=(\w+))? -->")
 END = "<!-- findings:end -->"
 STACKS_BEGIN = re.compile(r"<!-- stacks:begin study=(\S+) -->")
 STACKS_END = "<!-- stacks:end -->"
+CLAIMS_BEGIN = re.compile(r"<!-- claims:begin study=(\S+) -->")
+CLAIMS_END = "<!-- claims:end -->"
+README_BEGIN, README_END = "<!-- claims-table:begin -->", "<!-- claims-table:end -->"
+#: what a claim row reads until a recorded run answers it
+NOT_RECORDED = "not yet recorded"
 #: a load average above this before the run: the page says the findings are not a quiet machine's
 QUIET_LOAD = 0.3
 #: the scales a finding can be recorded at (the notebooks' ``full`` parameter false / true)
@@ -54,6 +68,40 @@ def _seed_stacks() -> dict[str, Mapping[str, Sequence[str]]]:
     from benchlib.analysis.studies.registry import STUDIES
 
     return {s.id: s.seed_stacks for s in STUDIES if s.seed_stacks}
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The machine a recorded run ran on: its CPU model, its CPU count (``cores``: logical CPUs,
+    ``None`` when not recorded) and its virtualisation in words (``"not recorded"`` when the run
+    did not say and it was recorded elsewhere)."""
+
+    cpu_model: str = ""
+    cores: int | None = None
+    virtualisation: str = "not recorded"
+
+    def words(self) -> str:
+        """``Intel Xeon ..., 2 CPUs, virtual machine (hypervisor flag)``."""
+        cores = f"{self.cores} CPUs" if self.cores else "CPUs not recorded"
+        return f"{self.cpu_model or 'CPU model not recorded'}, {cores}, virtualisation: {self.virtualisation}"
+
+
+def _virtualisation(raw: Mapping[str, Any], hostname: str) -> str:
+    """The run's virtualisation in words: as its provenance recorded it, else read from this
+    machine's ``/proc/cpuinfo`` (its ``hypervisor`` flag) when the run ran here (same
+    hostname), else ``not recorded``."""
+    import socket
+
+    said = raw.get("virtualization") or raw.get("virtualisation")
+    if said:
+        return str(said)
+    if not hostname or hostname != socket.gethostname():
+        return "not recorded"
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return "not recorded"
+    return "virtual machine (the CPU's hypervisor flag)" if " hypervisor" in flags else "none detected"
 
 
 @dataclass(frozen=True)
@@ -71,6 +119,9 @@ class Finding:
     parts: the run's companion runs whose verdicts it includes (a study's second experiment in
     ``<run_id>-<part>``, e.g. study 04's ``-sweep``): their run id -> the 1-min load average
     just before each (``None`` when not recorded).
+    machine: the machine it ran on (:class:`Machine`).
+    claims: its claim answers as stored (``derived/claims.json``,
+        :meth:`benchlib.analysis.claims.ClaimAnswer.to_dict`); empty before claims were stored.
     """
 
     study: str
@@ -83,6 +134,8 @@ class Finding:
     verdicts: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
     scale: str = "default"
     parts: Mapping[str, float | None] = field(default_factory=dict)
+    machine: Machine = field(default_factory=Machine)
+    claims: Sequence[Mapping[str, Any]] = ()
 
     def __post_init__(self) -> None:
         if self.scale not in SCALES:
@@ -101,7 +154,7 @@ def key(study: str, scale: str = "default") -> str:
 
 def default_path(root: Path | None = None) -> Path:
     """``data/findings.json`` of the project."""
-    from benchlib.publish.report import project_root
+    from benchlib.publish.notebooks import project_root
 
     return (root or project_root()) / "data" / "findings.json"
 
@@ -112,7 +165,9 @@ def load(path: str | Path) -> dict[str, Finding]:
     if not p.exists():
         return {}
     doc = json.loads(p.read_text(encoding="utf-8"))
-    return {k: Finding(**{**v, "arms": tuple(v.get("arms", ()))}) for k, v in doc.get("findings", {}).items()}
+    return {k: Finding(**{**v, "arms": tuple(v.get("arms", ())), "machine": Machine(**v.get("machine", {})),
+                          "claims": tuple(v.get("claims", ()))})
+            for k, v in doc.get("findings", {}).items()}
 
 
 def save(findings: Mapping[str, Finding], path: str | Path) -> Path:
@@ -132,7 +187,10 @@ def record(run_folder: str | Path) -> Finding:
     got = stored_verdicts(folder)
     run = got.run
     disturbance = _disturbance_words(folder)
-    return Finding(study=got.study, run_id=got.run_id,
+    prov = run.provenance
+    machine = Machine(prov.cpu_model, prov.cpu_count, _virtualisation(prov.raw, prov.hostname))
+    claims = tuple(a.to_dict() for a in load_claims(folder))
+    return Finding(study=got.study, run_id=got.run_id, machine=machine, claims=claims,
                    date=run.provenance.collected_utc[:16].replace("T", " "),
                    loadavg=run.provenance.loadavg_1min, disturbance=disturbance,
                    arms=run.arm_names(), unavailable=dict(run.unavailable), verdicts=got.verdicts, scale=got.scale,
@@ -215,23 +273,89 @@ def page_block(study: str, findings: Mapping[str, Finding], scale: str = "defaul
     return "\n".join(lines).rstrip()
 
 
+def _load_txt(x: float | None) -> str:
+    return f"{x:.2f}" if x is not None else "not recorded"
+
+
+def _study_claims(study: str) -> tuple[Any, ...]:
+    from benchlib.analysis.studies.registry import study as find_study
+
+    return find_study(study).claims
+
+
+def _answers(study: str, f: Finding | None) -> list[ClaimAnswer]:
+    """The recorded run's claim answers, or each registry claim reading ``not yet recorded``."""
+    if f is not None and f.claims:
+        return [ClaimAnswer.from_dict(d) for d in f.claims]
+    return [ClaimAnswer(c, NOT_RECORDED) for c in _study_claims(study)]
+
+
+def claims_block(study: str, findings: Mapping[str, Finding]) -> str:
+    """The page's first block, "The claim, re-run": the recorded default run's identity (run
+    id, date, scale, machine, load average) and its claim answers (:func:`claims_markdown`);
+    before a run with stored claims is recorded, every claim row reads ``not yet recorded``."""
+    f = findings.get(key(study))
+    head = "### The claim, re-run\n\n"
+    if f is None or not f.claims:
+        why = ("no reference run is recorded for this page yet" if f is None else
+               f"the recorded run `{f.run_id}` predates stored claim answers")
+        rows = ["| claim | original | re-run |", "|---|---|---|"]
+        rows += [f"| {c.label} ({c.variant}) | {original_text(c)} | {NOT_RECORDED} |" for c in _study_claims(study)]
+        return head + (f"_Not yet recorded: {why}. The rows are filled from a default run's `derived/claims.json` "
+                       "(`python -m benchlib._project.studypages record <run folder>`, then `sync`)._\n\n"
+                       + "\n".join(rows))
+    ident = (f"Run `{f.run_id}` ({f.date} UTC, {f.scale} scale; machine: {f.machine.words()}; 1-min load average "
+             f"before it: {_load_txt(f.loadavg)}).")
+    return head + ident + "\n\n" + claims_markdown(_answers(study, f))
+
+
+def _outcome_cell(a: ClaimAnswer) -> str:
+    return NOT_RECORDED if a.outcome == NOT_RECORDED else f"{a.ratio_text()}: {a.outcome_text()}"
+
+
+def readme_table(findings: Mapping[str, Finding], root: Path) -> str:
+    """README's "What the re-runs found": one row per seed claim (its faithful and nearest
+    rows; the fair variants are on each page), linking its page (under ``root``), from the
+    recorded default runs."""
+    from benchlib.analysis.studies.registry import STUDIES
+
+    rows = ["| study | claim | the original | re-run (default scale) |", "|---|---|---|---|"]
+    for s in STUDIES:
+        if not s.claims:
+            continue
+        page = next(iter(sorted((root / "docs" / "studies").glob(f"{s.id[:2]}_*.md"))), None)
+        link = f"[{s.id[:2]}]({page.relative_to(root).as_posix()})" if page else s.id[:2]
+        for a in _answers(s.id, findings.get(key(s.id))):
+            if a.claim.variant == "fair":
+                continue
+            c = a.claim
+            number = "parity" if c.parity else f"{c.claimed:.2f}x"
+            rows.append(f"| {link} | {c.label} ({c.variant}) | {number} | {_outcome_cell(a)} |")
+    return "\n".join(rows)
+
+
 def _targets(root: Path, findings: Mapping[str, Finding]) -> list[tuple[Path, str]]:
     out = []
     for page in sorted((root / "docs" / "studies").glob("*.md")):
         text = page.read_text(encoding="utf-8")
-        ms, n = list(BEGIN.finditer(text)), STACKS_BEGIN.search(text)
+        ms, n, c = list(BEGIN.finditer(text)), STACKS_BEGIN.search(text), CLAIMS_BEGIN.search(text)
         for m in ms:
             text = replace_block(text, m.group(0), END, page_block(m.group(1), findings, m.group(2) or "default"))
         if n:
             text = replace_block(text, n.group(0), STACKS_END, stacks_block(n.group(1), findings))
-        if ms or n:
+        if c:
+            text = replace_block(text, c.group(0), CLAIMS_END, claims_block(c.group(1), findings))
+        if ms or n or c:
             out.append((page, text))
+    readme = root / "README.md"
+    if readme.exists() and README_BEGIN in (text := readme.read_text(encoding="utf-8")):
+        out.append((readme, replace_block(text, README_BEGIN, README_END, readme_table(findings, root))))
     return out
 
 
 def sync(root: str | Path | None = None, path: str | Path | None = None) -> list[Path]:
     """Rewrite every page's block from the file; the pages changed."""
-    from benchlib.publish.report import project_root
+    from benchlib.publish.notebooks import project_root
 
     r = Path(root) if root else project_root()
     return write_generated(_targets(r, load(path or default_path(r))))
@@ -239,7 +363,7 @@ def sync(root: str | Path | None = None, path: str | Path | None = None) -> list
 
 def check(root: str | Path | None = None, path: str | Path | None = None) -> list[Path]:
     """The pages whose block disagrees with the file (empty: all agree)."""
-    from benchlib.publish.report import project_root
+    from benchlib.publish.notebooks import project_root
 
     r = Path(root) if root else project_root()
     return [p for p, text in _targets(r, load(path or default_path(r))) if p.read_text(encoding="utf-8") != text]

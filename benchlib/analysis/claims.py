@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = ["CLAIMS_FILE", "Claim", "ClaimAnswer", "Variant", "answer_claims_of_run", "claims_markdown",
-           "claims_table", "load_claims", "save_claims"]
+           "claims_table", "conclusion_sentence", "load_claims", "original_text", "save_claims"]
 
 #: Where a run's claim answers are stored, in its run folder.
 CLAIMS_FILE = "derived/claims.json"
@@ -297,9 +297,11 @@ def load_claims(run_folder: str | Path) -> list[ClaimAnswer]:
     return [ClaimAnswer.from_dict(d) for d in doc.get("claims", [])]
 
 
-def _original(c: Claim) -> str:
-    return (f"the reading it invites: {c.original}" if c.invites else c.original) + f" ({c.claimed:.2f}x)" \
-        if not c.parity else c.original + " (parity)"
+def original_text(c: Claim) -> str:
+    """The original's words and number: ``"Kestrel does the job 10+ times faster" (13.32x)``;
+    where it drew no conclusion, ``the reading it invites: ...``; a claim of parity ``(parity)``."""
+    words = f"the reading it invites: {c.original}" if c.invites else c.original
+    return f"{words} (parity)" if c.parity else f"{words} ({c.claimed:.2f}x)"
 
 
 def claims_table(answers: Sequence[ClaimAnswer]) -> list[dict[str, str]]:
@@ -310,7 +312,7 @@ def claims_table(answers: Sequence[ClaimAnswer]) -> list[dict[str, str]]:
     for a in answers:
         c = a.claim
         bound = "; ".join(f"{arm} ≥ {rps:,.0f} req/s, client-bound" for arm, rps in a.client_bound.items())
-        rows.append({"claim": c.label, "original": _original(c), "re-run ratio [CI]": a.ratio_text(),
+        rows.append({"claim": c.label, "original": original_text(c), "re-run ratio [CI]": a.ratio_text(),
                      "outcome": a.outcome_text(), "variant": c.variant,
                      "did not run / bound": a.why if a.outcome == NOT_RUN else bound})
     return rows
