@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.publish import census as cz
 from benchlib.core.errors import ParameterError
+from benchlib.publish import census as cz
 
 
 def _run(root: Path, study: str, run_id: str, verdicts: dict[str, list[dict]]) -> Path:
@@ -138,3 +138,21 @@ def test_opposite_means_opposite_directions_and_direction_against_equivalent_is_
     b = [row("x", "slower"), row("y", "equivalent"), row("z", "slower")]
     g = cz.agreement("s", a, b)
     assert (g.alike, g.opposite, g.split, g.one, g.either) == (0, 1, 2, 0, 3)
+
+
+def test_claim_rows_are_counted_apart_and_compared_across_two_runs(tmp_path: Path, capsys) -> None:
+    from benchlib.analysis.claims import ClaimAnswer, save_claims
+    from benchlib.analysis.studies.registry import study
+
+    faithful, fair = study("04").claims
+    a = _run(tmp_path / "A", "s", "r1", {"comparison": [_v("faster", "a")]})
+    b = _run(tmp_path / "B", "s", "r2", {"comparison": [_v("faster", "a")]})
+    save_claims([ClaimAnswer(faithful, "holds", ratio=2.5, lo=2.3, hi=2.7),
+                 ClaimAnswer(fair, "not decided", mde_vs_claim=0.12)], a)
+    save_claims([ClaimAnswer(faithful, "holds"), ClaimAnswer(fair, "smaller than claimed")], b)
+    assert "ran  2  decided  1 (faithful holds); not decided: fair (MDE 12%); not run 0" in cz.claim_line("s", a)
+    assert cz.claim_agreement(a, b) == (1, 2, ["fair: not decided / smaller than claimed"])
+    assert cz.main([str(a), "--against", str(b)]) == 0
+    out = capsys.readouterr().out
+    assert out.index("claim rows (first)") < out.index("other rows (first)")
+    assert "1 of 2; differing: fair: not decided / smaller than claimed" in out

@@ -22,10 +22,16 @@ The definitions are issue 23's, made harder to meet by relabelling (issue 39, it
   **opposite** when both decided it in opposite directions (faster against slower); **split**
   when one run decided a direction and the other equivalence.
 
+The **claim rows** (a run's ``derived/claims.json``: :mod:`benchlib.analysis.claims`, each seed
+claim tested at its own size) are counted apart from the other rows: per run, the claim rows
+that ran, those decided (holds, smaller than claimed, reversed, no difference) and each
+undecided one's MDE against its claim, those not run; and with ``--against`` whether both runs
+reached the same outcome on each.
+
 ``python -m benchlib.publish.census FOLDER... [--against FOLDER...] [--target PCT]`` prints, per run
-folder (``data/runs/<study>/<run_id>``), its headline rows, decided rows and the MDEs of the
-undecided ones against the target, then the totals and, with ``--against`` (the second
-report's folders, matched by study), the agreement between the two.
+folder (``data/runs/<study>/<run_id>``), its claim rows, then its other (headline) rows, decided
+rows and the MDEs of the undecided ones against the target, then the totals and, with
+``--against`` (the second report's folders, matched by study), the agreement between the two.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from benchlib.stats.metrics import RATE_METRICS
 from benchlib.stats.verdict import DECIDED, VerdictKind
 
 __all__ = ["CLIENT_SHARE", "DECIDED", "EXPLAINED", "EXPLAINED_SHARE", "Agreement", "Census", "Row", "agreement",
-           "census", "headline_rows", "main", "total"]
+           "census", "claim_agreement", "claim_line", "headline_rows", "main", "total"]
 
 #: undecided kinds whose row may carry its own evidence of why no design of this study decides it
 #: (:attr:`Row.explained`)
@@ -221,6 +227,37 @@ def agreement(study: str, a: Sequence[Row], b: Sequence[Row]) -> Agreement:
     return Agreement(study, len(keys), alike, opposite, one, len(both) - opposite)
 
 
+def claim_line(study: str, run_folder: str | Path) -> str:
+    """One line on a run's claim rows: those that ran, decided (with their outcomes), not
+    decided (with their MDE against the claim) and not run; "no claim rows stored" for a run
+    whose notebook stored none."""
+    from benchlib.analysis.claims import load_claims
+
+    answers = load_claims(run_folder)
+    if not answers:
+        return f"{study:30s} claim rows: none stored (a run from before claims, or a study without them)"
+    ran = [a for a in answers if a.ran]
+    decided = [a for a in ran if a.decided]
+    open_rows = [a for a in ran if not a.decided]
+    words = ", ".join(f"{a.claim.key} {a.outcome}" for a in decided) or "none"
+    undecided = ", ".join(f"{a.claim.key} (MDE {_pct(a.mde_vs_claim, 0)})" for a in open_rows) or "none"
+    return (f"{study:30s} claim rows {len(answers):2d}  ran {len(ran):2d}  decided {len(decided):2d} ({words}); "
+            f"not decided: {undecided}; not run {len(answers) - len(ran)}")
+
+
+def claim_agreement(a_folder: str | Path, b_folder: str | Path) -> tuple[int, int, list[str]]:
+    """Two runs of one study on their claim rows that ran in both: ``(alike, rows, differing)``,
+    alike when both decided the same outcome; ``differing`` names each other row with its two
+    outcomes."""
+    from benchlib.analysis.claims import load_claims
+
+    a = {x.claim.key: x for x in load_claims(a_folder) if x.ran}
+    b = {x.claim.key: x for x in load_claims(b_folder) if x.ran}
+    keys = [k for k in a if k in b]
+    alike = [k for k in keys if a[k].decided and a[k].outcome == b[k].outcome]
+    return len(alike), len(keys), [f"{k}: {a[k].outcome} / {b[k].outcome}" for k in keys if k not in alike]
+
+
 def _runs(folders: Sequence[str]) -> dict[str, tuple[str, list[Row]]]:
     out: dict[str, tuple[str, list[Row]]] = {}
     for f in folders:
@@ -242,10 +279,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise ParameterError(f"--target {a.target}: give a percentage above 0, e.g. 10")
     target = a.target / 100
     first = _runs(a.folders)
+    folders = {label: {headline_rows(f)[0]: f for f in fs} for label, fs in (("first", a.folders),
+                                                                             ("against", a.against))}
     for label, runs in (("first", first), ("against", _runs(a.against) if a.against else {})):
         if not runs:
             continue
-        print(f"census ({label}), target MDE {a.target:g}%:")
+        print(f"claim rows ({label}), each tested at its own size:")
+        for s, f in sorted(folders[label].items()):
+            print("  " + claim_line(s, f))
+        print(f"other rows ({label}), target MDE {a.target:g}%:")
         parts = [census(s, rid, rows) for s, (rid, rows) in sorted(runs.items())]
         for c in parts:
             print("  " + c.line(target))
@@ -256,7 +298,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.against:
         second = _runs(a.against)
         agreements = [agreement(s, first[s][1], second[s][1]) for s in sorted(set(first) & set(second))]
-        print("agreement (rows decided in either run):")
+        print("claim rows alike in both runs (the same decided outcome):")
+        for s in sorted(set(first) & set(second)):
+            same, n, differ = claim_agreement(folders["first"][s], folders["against"][s])
+            print(f"  {s:30s} {same} of {n}" + (f"; differing: {'; '.join(differ)}" if differ else ""))
+        print("agreement (other rows decided in either run):")
         for g in agreements:
             print(f"  {g.study:30s} rows {g.rows:3d}  decided in either {g.either:3d}  alike {g.alike:3d}  "
                   f"opposite {g.opposite}  direction against equivalent {g.split}  one run only {g.one:3d}")
