@@ -119,3 +119,25 @@ def test_a_second_build_keeps_reports_already_published_and_takes_changed_ones(t
     mtime = published.stat().st_mtime_ns
     build_site(tmp_path / "reports", tmp_path / "site")
     assert published.stat().st_mtime_ns == mtime  # unchanged: not written again
+
+
+def test_the_index_opens_with_each_studys_claims_and_omitted_rows_are_no_question(tmp_path: Path) -> None:
+    from benchlib.analysis.claims import ClaimAnswer, save_claims
+    from benchlib.analysis.studies.registry import study as find_study
+
+    _kept(tmp_path, "r1", "2026-12-01T10:00:00+00:00", [_row("p50_ms", 0.5, 0.4, 0.6, "faster", "faster"),
+                                                      _row("p99_ms", "nan", "nan", "nan", "omitted",
+                                                           "omitted (no values)")])
+    faithful, fair = find_study("04").claims
+    save_claims([ClaimAnswer(faithful, "holds", ratio=2.5, lo=2.3, hi=2.7, family=2),
+                 ClaimAnswer(fair, "not decided", ratio=1.7, lo=1.2, hi=2.4, mde_vs_claim=0.2, family=2)],
+                tmp_path / STUDY / "r1")
+    (study,) = read_studies(tmp_path)
+    assert study.questions == ["go / py, median latency (p50) (condition=closed)"]
+    assert study.claim_line == "Go / actix-web throughput, every request logged: 2.50x [2.30, 2.70] holds"
+    site = build_site(tmp_path).out
+    index = (site / "index.html").read_text()
+    assert index.index("The claims, re-run") < index.index("run(s) kept")
+    assert "2.50x [2.30, 2.70] holds</li>" in index and "omitted (no values)" not in index
+    page = (site / STUDY / "index.html").read_text()
+    assert page.index("The claim, re-run") < page.index("Latest run's verdicts") and "MDE 20% against" in page

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchlib.analysis.claims import ClaimAnswer, load_claims
 from benchlib.analysis.display import metric_words
 from benchlib.core.errors import StorageError
+from benchlib.publish.history import KeptRun, kept_runs
 from benchlib.store.records.run import RunRecord
 from benchlib.store.runstore import RunStore
-from benchlib.publish.history import KeptRun, kept_runs
 
 __all__ = ["SiteRun", "Study", "VerdictRow", "read_studies", "verdict_summary"]
 
@@ -95,6 +96,8 @@ class SiteRun:
     loadavg: the 1/5/15-minute load average when it started.
     parameters: the notebook's parameters, ``name=value``.
     verdicts: its verdict rows, every table.
+    claims: its claim rows as its notebook answered them (``derived/claims.json``,
+        :mod:`benchlib.analysis.claims`; empty for a run from before claims or a study without).
     """
 
     kept: KeptRun
@@ -104,6 +107,7 @@ class SiteRun:
     loadavg: str
     parameters: str
     verdicts: tuple[VerdictRow, ...]
+    claims: tuple[ClaimAnswer, ...] = ()
 
     @property
     def study(self) -> str:
@@ -133,8 +137,19 @@ class Study:
 
     @property
     def questions(self) -> list[str]:
-        """Every question any run answered, in the order the runs' tables list them."""
-        return list(dict.fromkeys(v.question for r in self.runs for v in r.verdicts))
+        """Every question any run answered, in the order the runs' tables list them; rows the
+        design left out ("omitted (no values)": a quantile its trials' requests cannot support)
+        are no question."""
+        return list(dict.fromkeys(v.question for r in self.runs for v in r.verdicts if v.kind != "omitted"))
+
+    @property
+    def claim_line(self) -> str:
+        """The latest run's claims in one line: each faithful or nearest claim row with its
+        outcome (``Go / actix-web throughput ...: 2.31x [2.1, 2.5] holds``); the fair rows are
+        on the study's page; ``""`` when the latest run stored none."""
+        rows = [a for a in self.latest.claims if a.claim.variant != "fair"]
+        return "; ".join(f"{a.claim.label}: " + (f"{a.ratio_text()} " if a.ran else "") + a.outcome_text()
+                         for a in rows)
 
 
 def verdict_summary(rows: Sequence[VerdictRow]) -> str:
@@ -176,7 +191,8 @@ def _site_run(k: KeptRun) -> SiteRun:
     loadavg = " / ".join(f"{x:.2f}" for x in p.loadavg_at_start) if p.loadavg_at_start else "–"
     parameters = ", ".join(f"{n}={v}" for n, v in run.notebook_parameters.items() if n not in ("out_dir", "progress"))
     started = k.started_utc.strftime("%Y-%m-%d %H:%M UTC") if k.started_utc else "–"
-    return SiteRun(k, started, p.commit or "–", machine, loadavg, parameters or "–", _verdict_rows(k.folder))
+    return SiteRun(k, started, p.commit or "–", machine, loadavg, parameters or "–", _verdict_rows(k.folder),
+                   tuple(load_claims(k.folder)))
 
 
 def _title(report: Path | None, study: str) -> str:
@@ -201,7 +217,7 @@ def read_studies(reports_dir: str | Path) -> list[Study]:
     by_study: dict[str, list[SiteRun]] = {}
     for k in kept_runs(reports_dir):
         by_study.setdefault(k.study, []).append(_site_run(k))
-    oldest = _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
+    oldest = _dt.datetime.min.replace(tzinfo=_dt.UTC)
     out = []
     for name in sorted(by_study):
         runs = sorted(by_study[name], key=lambda r: (r.kept.started_utc or oldest, r.run_id))
