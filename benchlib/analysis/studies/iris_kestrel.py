@@ -421,9 +421,9 @@ def _in_short(kestrel: Any, found: list[tuple[str, Any]], impl: Any, ratio: floa
         return say.sentence(v, name, "the post's Iris", "requests per second") + "." + cost
     out = f"{name} served {v.estimate:.2f}× the post's Iris's rate (**{v.text}**), {_beside_seed(v, ratio)}.{cost}"
     if v.ci_hi < ratio:
-        out += (" Here the per-request random string does not make this Iris ten times slower than the other "
-                "stacks: the seed's gap would need Kestrel itself, or the lock contended by many threads (see the "
-                "limits).")
+        out += (f" Here the per-request random string does not make this Iris {ratio:.1f} times slower than the "
+                "other stacks; what made the seed's gap is not tested here (Kestrel did not run, and the seed's "
+                "machine, Go and Iris versions differ: see the limits).")
     return out
 
 
