@@ -209,7 +209,7 @@ def _claim_values(summaries: pd.DataFrame, claim: Claim, metric: str, *, invert:
     import pandas as pd
 
     s = summaries
-    if metric not in s.columns:
+    if not {metric, "condition", "arm", "block", "valid"} <= set(s.columns):
         return np.empty(0), np.empty(0)
     s = s[(s["condition"].astype(str) == claim.condition) & s["valid"].astype(bool)]
     s = s[pd.to_numeric(s[metric], errors="coerce") > 0]
@@ -227,6 +227,8 @@ def _claim_values(summaries: pd.DataFrame, claim: Claim, metric: str, *, invert:
 
 def _median_rate(summaries: pd.DataFrame, claim: Claim, arm: str) -> float:
     """The median rate (req/s) of ``arm``'s valid trials in the claim's condition on its metric."""
+    if not {claim.metric, "condition", "arm", "valid"} <= set(summaries.columns):
+        return math.nan
     s = summaries[(summaries["condition"].astype(str) == claim.condition) & (summaries["arm"] == arm)
                   & summaries["valid"].astype(bool)]
     vals = s[claim.metric].astype(float).dropna() if claim.metric in s.columns else []

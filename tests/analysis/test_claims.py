@@ -100,3 +100,8 @@ def test_a_nearest_question_says_why_it_is_the_nearest() -> None:
         _claim(variant="nearest")
     with pytest.raises(ParameterError, match="variant 'other'"):
         _claim(variant="other")
+
+
+def test_a_run_without_trials_reads_too_few_trials_not_an_error() -> None:
+    (a,) = answer_claims_of_run([_claim()], pd.DataFrame(), arms=["a", "b"], unavailable={})
+    assert a.outcome == "too few trials" and not a.decided and a.ran
