@@ -105,3 +105,15 @@ def test_a_nearest_question_says_why_it_is_the_nearest() -> None:
 def test_a_run_without_trials_reads_too_few_trials_not_an_error() -> None:
     (a,) = answer_claims_of_run([_claim()], pd.DataFrame(), arms=["a", "b"], unavailable={})
     assert a.outcome == "too few trials" and not a.decided and a.ran
+
+
+@pytest.mark.parametrize("entry", [s for s in STUDIES if s.claims], ids=lambda s: s.id)
+def test_every_seed_notebook_shows_its_claims_right_after_run_study(entry: Study) -> None:
+    from pathlib import Path
+
+    import nbformat
+
+    nb = nbformat.read(str(Path(__file__).resolve().parents[2] / "notebooks" / f"{entry.id}.ipynb"), as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    at = next(i for i, src in enumerate(code) if "study = run_study(" in src)
+    assert code[at + 1].strip() == "study.show_claims()"
