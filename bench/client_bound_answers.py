@@ -42,11 +42,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from benchlib.core.model import Arm, Condition, Experiment, Limits, LoadSpec  # noqa: E402
-from benchlib.run.runner import run_experiment  # noqa: E402
-from benchlib.stats.estimate import estimate  # noqa: E402
+from benchlib.core.model import Arm, Condition, Experiment, Limits, LoadSpec
+from benchlib.run.runner import run_experiment
+from benchlib.stats.estimate import estimate
 
 #: The quickstart pair: the client saturates both on one core (docs/statistics.md, "A claim at its own size").
 BASELINE = Arm("python-aiohttp", "python-aiohttp-hello")

@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchlib._project.measurements import replace_block, write_generated
 from benchlib.analysis import conclusion as say
 from benchlib.analysis.claims import ClaimAnswer, claims_markdown, load_claims, original_text
 from benchlib.core.errors import ParameterError
-from benchlib._project.measurements import replace_block, write_generated
 from benchlib.store.derived import stored_verdict, stored_verdicts
 
 __all__ = ["Finding", "Machine", "NOT_RECORDED", "SCALES", "check", "claims_block", "key", "load", "main", "page_block",
@@ -172,7 +172,8 @@ def load(path: str | Path) -> dict[str, Finding]:
 
 def save(findings: Mapping[str, Finding], path: str | Path) -> Path:
     """Write the file (sorted, stable)."""
-    doc = {"about": "The run each study page's findings come from; written by `python -m benchlib._project.studypages record` "
+    doc = {"about": "The run each study page's findings come from; written by "
+                    "`python -m benchlib._project.studypages record` "
                     "(see its docstring).",
            "findings": {k: dataclasses.asdict(findings[k]) for k in sorted(findings)}}
     p = Path(path)

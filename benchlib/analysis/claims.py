@@ -103,7 +103,8 @@ class Claim:
         if self.variant == "nearest" and not self.nearest:
             raise ParameterError(f"claim {self.key!r}: a nearest question says in one sentence why it is the nearest")
         if not (math.isfinite(self.claimed) and self.claimed > 0):
-            raise ParameterError(f"claim {self.key!r}: the claimed ratio must be a positive number, got {self.claimed!r}")
+            raise ParameterError(f"claim {self.key!r}: the claimed ratio must be a positive number, "
+                                 f"got {self.claimed!r}")
 
     @property
     def rate(self) -> bool:
@@ -216,7 +217,8 @@ def _claim_values(summaries: pd.DataFrame, claim: Claim, metric: str, *, invert:
 
     def by_block(arm: str) -> pd.Series:
         g = s[s["arm"] == arm]
-        return pd.Series(np.log(g[metric].astype(float).to_numpy()), index=g["block"].to_numpy()).groupby(level=0).mean()
+        logs = pd.Series(np.log(g[metric].astype(float).to_numpy()), index=g["block"].to_numpy())
+        return logs.groupby(level=0).mean()
 
     num, den = by_block(claim.numerator), by_block(claim.denominator)
     if invert:

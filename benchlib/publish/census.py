@@ -293,7 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("  " + c.line(target))
         t = total(parts)
         print("  " + t.line(target))
-        print(f"  goal (every undecided row within {a.target:g}%, their median within {a.target / 2:g}%, explained rows "
+        print(f"  goal (every undecided row within {a.target:g}%, their median within {a.target / 2:g}%, "
+              "explained rows "
               f"at most {EXPLAINED_SHARE:.0%} of {t.rows}): {'met' if t.meets(target) else 'not met'}")
     if a.against:
         second = _runs(a.against)

@@ -9,8 +9,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchlib.analysis.claims import (NOT_IN_RUN, NOT_RUN, Claim, ClaimAnswer, answer_claims_of_run, claims_markdown,
-                                      load_claims, save_claims)
+from benchlib.analysis.claims import (
+    NOT_IN_RUN,
+    NOT_RUN,
+    Claim,
+    ClaimAnswer,
+    answer_claims_of_run,
+    claims_markdown,
+    load_claims,
+    save_claims,
+)
 from benchlib.analysis.reference import load_reference
 from benchlib.analysis.studies.registry import STUDIES, Study
 from benchlib.core.errors import ParameterError

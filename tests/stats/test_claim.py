@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from benchlib.core.errors import ParameterError
-from benchlib.stats.claim import ClaimData, ClaimOutcome, claim_boundary, answer_claims
+from benchlib.stats.claim import ClaimData, ClaimOutcome, answer_claims, claim_boundary
 
 
 def _blocks(true_ratio: float, n: int = 10, sd: float = 0.03, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

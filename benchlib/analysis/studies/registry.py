@@ -86,7 +86,8 @@ def _rest_mongo_claims() -> tuple[Claim, ...]:
     for cond, path, rust, go in (("helloWorld", "/helloWorld", 2.05, 1.46), ("users", "/users/1", 26.82, 30.39)):
         for variant in ("faithful", "fair"):
             out.append(Claim(
-                f"{cond}-{variant}", f"Rust / Go, p50 at {path}", f"Rust's p50 {rust} ms against Go's {go} ms at {path}",
+                f"{cond}-{variant}", f"Rust / Go, p50 at {path}",
+                f"Rust's p50 {rust} ms against Go's {go} ms at {path}",
                 rust / go, f"{_REF}01_rest_mongo.csv: p50_ms, Rust {rust} / Go {go}", f"rust-{variant}",
                 f"go-{variant}", "p50_ms", cond, variant, invites=True))  # type: ignore[arg-type]
     return tuple(out)
@@ -103,7 +104,8 @@ def _grpc_json_claims() -> tuple[Claim, ...]:
             out.append(Claim(
                 f"{lang}-{pl}", f"JSON / gRPC, p50 of a {pl} call, {label}",
                 f"JSON's mean {js} µs against gRPC's {grpc} µs ({pl} request, .NET Core 2.0)", js / grpc,
-                f"{_REF}05_grpc_vs_json.csv: mean_us, JSON {js} / gRPC {grpc}", f"{lang}-json-{pl}", f"{lang}-grpc-{pl}",
+                f"{_REF}05_grpc_vs_json.csv: mean_us, JSON {js} / gRPC {grpc}",
+                f"{lang}-json-{pl}", f"{lang}-grpc-{pl}",
                 "p50_us", "c1", variant, invites=True,  # type: ignore[arg-type]
                 nearest=why.format(lang=label) if variant == "nearest" else ""))
     return tuple(out)
@@ -122,7 +124,8 @@ def _fastcgi_claims() -> tuple[Claim, ...]:
                          ref.format(d=d, n=n), "dotnet-nginx-off", "node-nginx-off", "goodput_rps", cond, "faithful",
                          parity=True))
         out.append(Claim(f"go-{cond}", f"Go fcgi / node-fastcgi goodput, {cond}", words, 1.0, ref.format(d=d, n=n),
-                         "go-nginx-off", "node-nginx-off", "goodput_rps", cond, "nearest", nearest=nearest, parity=True))
+                         "go-nginx-off", "node-nginx-off", "goodput_rps", cond, "nearest", nearest=nearest,
+                         parity=True))
     return tuple(out)
 
 
@@ -148,7 +151,6 @@ _RUST_GO_CLAIMS = (
           "actix-release-pipe", "throughput_rps", "closed", "fair", invites=True),
 )
 
-
 #: Every study, in the order of its notebooks.
 STUDIES: tuple[Study, ...] = (
     Study("00_quickstart", f"{_PACKAGE}.quickstart",
@@ -170,7 +172,8 @@ STUDIES: tuple[Study, ...] = (
     Study("04_rust_vs_go_logging", f"{_PACKAGE}.rust_vs_go",
           '"Rust vs. Go: the benchmark" (actix-web vs net/http, every request logged)',
           "003_3713cf587d986c7b.txt", "Zane Pearton on dev.to; ZanePearton/Rust-serve and ZanePearton/Go-Serve",
-          {"actix-web with Logger (Rust)": ("actix-",), "net/http with logging (Go)": ("go-",)}, claims=_RUST_GO_CLAIMS),
+          {"actix-web with Logger (Rust)": ("actix-",), "net/http with logging (Go)": ("go-",)},
+          claims=_RUST_GO_CLAIMS),
     Study("05_grpc_vs_json", f"{_PACKAGE}.grpc_json",
           "gRPC vs JSON (seed 004, .NET Core 2.0, BenchmarkDotNet)",
           "004_45b1100cee62b2fb.txt", "peterdeme/Grpc.Json.PerformanceTest (August 2017)",

@@ -175,7 +175,8 @@ def _verdict_rows(folder: Path) -> tuple[VerdictRow, ...]:
             ratio, lo = _finite(r.get("ratio")), _finite(r.get("ci_lo"))
             out.append(VerdictRow(path.stem, labels, str(r.get("arm")), str(r.get("baseline")), str(r.get("metric")),
                                   ratio, lo if ratio is not None and lo else None,  # a ratio's 0: unbounded below
-                                  _finite(r.get("ci_hi")), str(r.get("verdict") or ""), str(r.get("verdict_kind") or "")))
+                                  _finite(r.get("ci_hi")), str(r.get("verdict") or ""),
+                                  str(r.get("verdict_kind") or "")))
     return tuple(out)
 
 
