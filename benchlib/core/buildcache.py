@@ -19,9 +19,9 @@ import fcntl
 import hashlib
 import json
 import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
 
 from benchlib.core import settings
 

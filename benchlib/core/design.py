@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 import numbers
 import random
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from benchlib.core.errors import ParameterError
 

@@ -12,9 +12,10 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 __all__ = ["collect", "git_info", "package_versions"]
 
@@ -99,7 +100,7 @@ def collect(toolchains: Mapping[str, str] | None = None) -> dict[str, Any]:
     except OSError:
         load = (float("nan"),) * 3
     return {
-        "collected_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "collected_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "hostname": platform.node(),
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),

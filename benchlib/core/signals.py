@@ -28,7 +28,8 @@ import ctypes
 import os
 import signal
 import threading
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 __all__ = [
     "Interrupted",

@@ -8,7 +8,8 @@ every arm can sustain every step and coordinated omission plays no part.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from benchlib.core.errors import ParameterError
 from benchlib.core.model import Condition, LoadSpec

@@ -56,12 +56,12 @@ from typing import Any
 
 import numpy as np
 
+from benchlib.core.schema import ERROR_CODES, ROW_DTYPE
 from benchlib.loadgen.http1 import _DONE as _P_DONE
 from benchlib.loadgen.http1 import _HEAD as _P_HEAD
 from benchlib.loadgen.http1 import _LENGTH as _P_LENGTH
 from benchlib.loadgen.http1 import COMPLETE, IDEMPOTENT_METHODS, NEED_MORE, PAUSED, ResponseParser, build_request
 from benchlib.loadgen.schedule import arrival_offsets_ns, segments_for
-from benchlib.core.schema import ERROR_CODES, ROW_DTYPE
 
 __all__ = ["Engine", "EngineConfig", "RECORD", "records_to_rows"]
 
@@ -230,7 +230,7 @@ class _Conn(asyncio.Protocol):
             # the parser's work budget for one call is spent: stop reading this connection
             # and go on in the next pass of the loop, after timers and other connections
             self.transport.pause_reading()  # type: ignore[union-attr]
-            self.eng.loop.call_soon(self._resume)
+            self.eng.loop.call_soon(self._resume)  # type: ignore[union-attr]  # set: the engine is running
             return
         now = _clock()
         eng = self.eng
@@ -264,7 +264,7 @@ class _Conn(asyncio.Protocol):
             return
         r = self.parser.resume()
         if r == PAUSED:
-            eng.loop.call_soon(self._resume)
+            eng.loop.call_soon(self._resume)  # type: ignore[union-attr]  # set: the engine is running
             return
         self.transport.resume_reading()  # type: ignore[union-attr]
         if r != NEED_MORE:
@@ -748,7 +748,7 @@ class Engine:
                 self.loop.create_connection(lambda: conn, self.cfg.host, self.cfg.port),  # type: ignore[union-attr]
                 timeout=self.cfg.connect_timeout_s,
             )
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             # (TimeoutError is an OSError since Python 3.11: it is told apart first)
             self.connect_failed(conn, None if isinstance(exc, asyncio.TimeoutError) else exc)
             return
@@ -850,7 +850,6 @@ class Engine:
         return itertools.chain([] if first is None else [first], blocks)
 
     async def _run_open(self, blocks: Iterator[np.ndarray]) -> None:
-        loop = asyncio.get_running_loop()
         start = self.start_ns
         spin = int(self.cfg.spin_s * 1e9)
         lag_append = self.lags.append
@@ -1009,21 +1008,23 @@ class Engine:
         deadline = None
         if self.cfg.requests is None and not self.warm_by_count:
             deadline = planned + self.cfg.timeout_s + self.cfg.connect_timeout_s + 5.0
+        done = self.done
+        assert done is not None  # _attach made it
         try:
             try:
                 if deadline is None:
-                    await asyncio.shield(self.done)
+                    await asyncio.shield(done)
                 else:
                     remaining = deadline - (_clock() - self.start_ns) / 1e9
-                    await asyncio.wait_for(asyncio.shield(self.done), timeout=max(remaining, 0.1))
-            except asyncio.TimeoutError:
-                if deadline is not None and not self.done.done():
+                    await asyncio.wait_for(asyncio.shield(done), timeout=max(remaining, 0.1))
+            except TimeoutError:
+                if deadline is not None and not done.done():
                     self._abandon("still queued, in flight or being connected at the trial's hard deadline "
                                   f"({deadline:g} s after the start)")
             except Exception:  # noqa: BLE001 - the engine failed: handled just below
                 pass
-            if self.done.done() and self.done.exception() is not None:
-                exc = self.done.exception()
+            if done.done() and done.exception() is not None:
+                exc = done.exception()
                 self._abandon(f"still queued, in flight or being connected when the load generator failed "
                               f"({type(exc).__name__}: {exc})")
                 raise exc  # type: ignore[misc]

@@ -130,7 +130,7 @@ def write_hlog(result_or_rows: Any, path: str | Path, *, interval_s: float = 1.0
                          if kind == "latency" else "Logged with benchlib (service time in microseconds)")
         w.output_log_format_version()
         # written by hand: hdrhistogram's output_start_time() raises AttributeError
-        iso = _dt.datetime.fromtimestamp(start_epoch_s, tz=_dt.timezone.utc).isoformat(" ")
+        iso = _dt.datetime.fromtimestamp(start_epoch_s, tz=_dt.UTC).isoformat(" ")
         w.output_comment(f"[StartTime: {start_epoch_s:.3f} (seconds since epoch), {iso}]")
         w.output_legend()
         if bins.size:

@@ -38,12 +38,12 @@ from typing import Any
 
 import numpy as np
 
+from benchlib.core.model import LoadSpec, Target
+from benchlib.core.schema import ERROR_NAMES
 from benchlib.loadgen.grpcgo import SMALL_METHOD, SMALL_REQUEST
 from benchlib.loadgen.h2testservers import serve as serve_h2
 from benchlib.loadgen.launch import run_load
 from benchlib.loadgen.testservers import serve
-from benchlib.core.model import LoadSpec, Target
-from benchlib.core.schema import ERROR_NAMES
 
 __all__ = ["Case", "CASES", "MODELS", "RSS_LIMIT_BYTES", "run_case", "run_matrix", "to_markdown", "worker_processes",
            "main"]
@@ -298,7 +298,7 @@ def _header(total_s: float, load: tuple[float, float, float]) -> dict[str, Any]:
     git = git_info()
     commit = git.get("commit") or git.get("sha") or "?"
     return {
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{cpu_model()}, {os.cpu_count()} CPUs, Linux {platform.release()}, Python {platform.python_version()}",
         "loadavg": ", ".join(f"{x:.2f}" for x in load),
         "git": f"commit {str(commit)[:10]}{' (with uncommitted changes)' if git.get('dirty') else ''}",

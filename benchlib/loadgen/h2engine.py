@@ -57,9 +57,9 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from benchlib.core.schema import ERROR_CODES
 from benchlib.loadgen import h2frames as f
 from benchlib.loadgen.engine import CONNECT_RETRY_NS, Engine, EngineConfig, _clock
-from benchlib.core.schema import ERROR_CODES
 
 __all__ = ["H2Engine", "H2EngineConfig", "FRAME_BUDGET"]
 
@@ -712,7 +712,7 @@ class H2Engine(Engine):
         try:
             await asyncio.wait_for(loop.create_connection(lambda: conn, self.cfg.host, self.cfg.port),
                                    timeout=self.cfg.connect_timeout_s)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             if self.abandoned:
                 return
             now = _clock()

@@ -34,7 +34,6 @@ import contextlib
 import random
 import signal
 import struct
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 

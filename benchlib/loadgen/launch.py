@@ -22,14 +22,14 @@ from typing import Any
 import numpy as np
 
 from benchlib.core.errors import LoadGenError, LoadSpecError
-from benchlib.loadgen import guard
-from benchlib.loadgen.shares import HostShare, split_evenly
-from benchlib.loadgen.preflight import check_client_cpus, validate
-from benchlib.core.slicing import SlicePlan
-from benchlib.loadgen.slices import check_sliceable
 from benchlib.core.model import LoadSpec, Target
-from benchlib.core.signals import parent_death_signal_setter
 from benchlib.core.schema import ERROR_NAMES, PHASE_CODES, ROW_DTYPE
+from benchlib.core.signals import parent_death_signal_setter
+from benchlib.core.slicing import SlicePlan
+from benchlib.loadgen import guard
+from benchlib.loadgen.preflight import check_client_cpus, validate
+from benchlib.loadgen.shares import HostShare, split_evenly
+from benchlib.loadgen.slices import check_sliceable
 
 __all__ = ["LoadResult", "run_interleaved", "run_load", "loadspec_to_dict", "split_evenly"]
 
@@ -91,7 +91,7 @@ def loadspec_to_dict(spec: LoadSpec) -> dict[str, Any]:
     return d
 
 
-def _worker_configs(spec: LoadSpec, target: Target, seed: int, share: HostShare = HostShare()) -> list[dict[str, Any]]:
+def _worker_configs(spec: LoadSpec, target: Target, seed: int, share: HostShare = HostShare()) -> list[dict[str, Any]]:  # noqa: B008 - frozen
     """One config per worker of this host; the workers are numbered globally over the hosts
     (:class:`benchlib.loadgen.shares.HostShare`), so their schedules and connection numbers
     are this host's disjoint part of the trial's."""
@@ -277,7 +277,7 @@ def run_interleaved(
         out = []
         for i, spec in enumerate(specs):
             arm_stats = [w[i] if isinstance(w, list) else w for w in stats]  # a dict: the worker failed
-            rows, lag = drive.rows_of(arm_stats, lambda w, i=i: f"w{w}.npy.{i}.npy")
+            rows, lag = drive.rows_of(arm_stats, lambda w, i=i: f"w{w}.npy.{i}.npy")  # type: ignore[misc]  # i: an int
             measured = plan.measured_s(i)
             last_end = int(plan.windows[i][-1, 1])
             meta = build_meta(spec, rows, lag, arm_stats, cpus, t0, measured_s=measured, window_end_ns=last_end)
@@ -325,9 +325,9 @@ class _Workers:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise LoadGenError(f"load workers did not start within {WORKER_START_TIMEOUT_S:g} s")
-            for pipe in mp_wait([p for i, p in enumerate(pipes) if i not in ready], timeout=left):
-                i = pipes.index(pipe)
-                msg = _recv(pipe, procs[i], i)
+            for answered in mp_wait([p for i, p in enumerate(pipes) if i not in ready], timeout=left):
+                i = pipes.index(answered)
+                msg = _recv(answered, procs[i], i)
                 if msg[0] == "error":
                     raise LoadGenError(f"load worker {i} failed to start:\n{msg[1]}")
                 ready[i] = msg[1]
@@ -428,7 +428,7 @@ def _start_worker(w: int) -> tuple[_Proc, Connection]:
 
 def _recv(pipe: Any, proc: Any, i: int) -> tuple[Any, ...]:
     try:
-        return pipe.recv()  # type: ignore[no-any-return]
+        return pipe.recv()
     except (EOFError, OSError):
         proc.join(timeout=2)
         raise LoadGenError(f"load worker {i} died (exit code {proc.exitcode}) without reporting") from None

@@ -34,7 +34,7 @@ def _is_loopback(host: str) -> bool:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except socket.gaierror as exc:
         raise LoadSpecError(f"target host {host!r} does not resolve: {exc}") from None
-    return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+    return all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos)
 
 
 def check_client_cpus(client_cpus: Sequence[int] | None) -> list[int] | None:

@@ -164,7 +164,7 @@ def worker_main(pipe: Connection, cfg_dict: dict[str, Any], cpus: list[int] | No
     except BaseException:  # noqa: BLE001 - everything goes back to the parent
         try:
             pipe.send(("error", traceback.format_exc()))
-        except Exception:
+        except Exception:  # noqa: BLE001 - the parent is gone: nothing left to tell
             pass
     finally:
         pipe.close()

@@ -19,10 +19,10 @@ See ``docs/statistics.md``.
 from __future__ import annotations
 
 from benchlib.stats.compare import DEFAULT_METRICS, DESIGNS, compare
+from benchlib.stats.comparison import Comparison
 from benchlib.stats.multiplicity import CORRECTIONS, adjust
 from benchlib.stats.planning.sample_size import TrialPlan, plan
 from benchlib.stats.power import METHODS, mde, min_trials, power_t
-from benchlib.stats.comparison import Comparison
 from benchlib.stats.shift import shift_function
 from benchlib.stats.summary import (
     QUANTILES,

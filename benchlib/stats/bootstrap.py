@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TypedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,7 @@ __all__ = [
     "bootstrap_shift",
     "politis_white_block_length",
     "block_bootstrap_log_se",
+    "LogSE",
 ]
 
 _BATCH = 1000
@@ -112,7 +114,7 @@ class BootstrapShift:
         """Two-sided p-value of "the shift is ``shift``": the level at which a BCa interval
         end reaches it."""
         b = self.boot.size
-        g = (np.count_nonzero(self.boot < shift) + 0.5 * np.count_nonzero(self.boot == shift)) / b
+        g = float(np.count_nonzero(self.boot < shift) + 0.5 * np.count_nonzero(self.boot == shift)) / b
         g = min(max(g, 0.5 / b), 1.0 - 0.5 / b)
         zg = float(stats.norm.ppf(g)) - self.z0
         den = 1.0 + self.accel * zg
@@ -179,7 +181,7 @@ def bootstrap_shift(
         jb = _hl_two_sample_rows(np.repeat(a[None, :], b.size, 0), np.stack([np.delete(b, i) for i in range(b.size)]))
         jack = [ja, jb]
     boot = np.concatenate(chunks)
-    prop = (np.count_nonzero(boot < theta) + np.count_nonzero(boot <= theta)) / (2.0 * boot.size)
+    prop = float(np.count_nonzero(boot < theta) + np.count_nonzero(boot <= theta)) / (2.0 * boot.size)
     prop = min(max(prop, 0.5 / boot.size), 1.0 - 0.5 / boot.size)
     z0 = float(stats.norm.ppf(prop))
     if expand:
@@ -233,9 +235,17 @@ def politis_white_block_length(x: np.ndarray) -> int:
     return int(min(max(1, math.ceil(b)), b_max))
 
 
+class LogSE(TypedDict):
+    """Standard errors on the natural-log scale of one trial's latency: ``quantiles`` one per
+    quantile asked for, in its order; ``mean`` of the mean."""
+
+    quantiles: np.ndarray
+    mean: float
+
+
 def block_bootstrap_log_se(
     latency_ms: np.ndarray, quantiles: Sequence[float], *, n_resamples: int = 200, seed: int = 0
-) -> tuple[dict[str, np.ndarray | float], int]:
+) -> tuple[LogSE, int]:
     """Standard errors of the log quantiles and log mean of one trial (circular blocks).
 
     Parameters
@@ -272,4 +282,4 @@ def block_bootstrap_log_se(
             reps_q[r] = np.quantile(sample, qs)
         reps_m[r] = sample.mean()
     se_q = np.log(reps_q).std(axis=0, ddof=1) if qs.size else np.empty(0)
-    return {"quantiles": se_q, "mean": float(np.log(reps_m).std(ddof=1))}, block
+    return LogSE(quantiles=se_q, mean=float(np.log(reps_m).std(ddof=1))), block

@@ -152,7 +152,7 @@ def detect_changes(
     bounds = [0, *breaks, med.size]
     levels = [float(np.mean(med[bounds[i] : bounds[i + 1]])) for i in range(len(bounds) - 1)]
     shifts = tuple(float(math.expm1(levels[i + 1] - levels[i])) for i in range(len(levels) - 1))
-    at = ()
+    at: tuple[float, ...] = ()
     if t_s is not None and len(breaks):
         t = np.asarray(t_s, dtype=float)
         at = tuple(float(t[b * size]) for b in breaks)

@@ -41,7 +41,7 @@ design, simulated through :func:`answer_claims`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -174,10 +174,10 @@ def _row(c: ClaimData) -> tuple[dict[str, float], float, float, float, float, fl
     eff = est.effect
     if c.parity:
         d, h = 1.0, -math.log1p(c.margin)
-    if est.lo == est.hi:  # no spread: the effect is known exactly
-        at = lambda x: 0.0 if x != eff else 1.0  # noqa: E731
-    else:
-        at = p_at
+    def exact(x: float) -> float:
+        return 0.0 if x != eff else 1.0
+
+    at: Callable[[float], float] = exact if est.lo == est.hi else p_at  # no spread: the effect is known exactly
     p0 = at(0.0)
     ph = at(d * h)
     p_rev = _beyond(p0, d * eff, 0.0, above=False)

@@ -18,15 +18,15 @@ from scipy import stats
 from benchlib.core.errors import ParameterError
 from benchlib.stats import footnotes as fn
 from benchlib.stats._checks import choose, probability
+from benchlib.stats.comparison import Comparison, PairInfo
 from benchlib.stats.estimate import BOOTSTRAP_MIN_TRIALS, estimate, test_name
 from benchlib.stats.exact import median_interval_rank, min_p_paired, min_p_unpaired
 from benchlib.stats.fmt import fmt_p
 from benchlib.stats.metrics import MetricInfo, metric_info
 from benchlib.stats.multiplicity import CORRECTIONS, adjust, best_case_adjusted
-from benchlib.stats.quantiles import quantile_of
-from benchlib.stats.power import METHODS, mde_shift, min_trials, planning_alpha
 from benchlib.stats.pairing import Pair, pair_design
-from benchlib.stats.comparison import Comparison, PairInfo
+from benchlib.stats.power import METHODS, mde_shift, min_trials, planning_alpha
+from benchlib.stats.quantiles import quantile_of
 from benchlib.stats.sequential import (
     SequentialDesign,
     analyse_row,
@@ -346,7 +346,7 @@ def compare(
         shift_table = shift_function_table(
             data, baseline=str(baseline), by=by, design=design, alpha=alpha, confidence=confidence, pairs=pairs
         )
-    params = {
+    params: dict[str, Any] = {
         "baseline": baseline, "metrics": list(metrics), "design": design, "method": method, "alpha": alpha,
         "confidence": confidence, "correction": correction, "margin": margin, "seed": int(seed), "by": list(by),
         "n_resamples": int(n_resamples), "power": power, "family": family,
@@ -406,7 +406,7 @@ def _row(
     b = b_s.to_numpy()
     log = info.scale == "log"
     if log:
-        for name, x, frame in ((baseline, a, pair.a), (arm, b, pair.b)):
+        for name, x in ((baseline, a), (arm, b)):
             if np.any(x <= 0) or np.any(~np.isfinite(x)):
                 raise ParameterError(
                     f"{metric} of {name} ({key_text}) holds non-positive or infinite values; a ratio needs positive "

@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from benchlib.core.errors import ParameterError
+from benchlib.stats.fmt import fmt_centre, fmt_level, fmt_p, fmt_pct, fmt_ratio, fmt_value, within_run
 from benchlib.stats.metrics import metric_info
 from benchlib.stats.multiplicity import CORRECTION_LABELS
-from benchlib.stats.fmt import fmt_ratio, fmt_centre, fmt_level, fmt_p, fmt_pct, fmt_value, within_run
 from benchlib.stats.verdict import Verdict, fmt_mde
 
 __all__ = ["Comparison", "PairInfo", "jsonable", "fmt_value", "fmt_p", "fmt_pct", "fmt_centre", "fmt_level", "JSON_FORMAT_VERSION"]
@@ -191,7 +191,7 @@ class Comparison:
         for i in p.rows:
             r = t.loc[i]
             unit = str(r["unit"])
-            def centre(side: str) -> str:
+            def centre(side: str, r: pd.Series = r, unit: str = unit) -> str:
                 level = r.get(f"pm_confidence_{side}") if per_cell[side] else None
                 return fmt_centre(r[f"centre_{side}"], r[f"pm_{side}"], unit, level)
             if r["effect"] == "ratio":

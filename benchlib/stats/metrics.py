@@ -5,8 +5,8 @@ compared as a ratio (log scale) or a difference, its unit and the words of its v
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from benchlib.core.errors import ParameterError
 

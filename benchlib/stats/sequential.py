@@ -678,7 +678,7 @@ def _cal_slopes(counts: tuple[int, ...], shape: float, level: float, crossed: in
     return slopes
 
 
-def first_crossing(z_path: Sequence[float], counts: tuple[int, ...], shape: float, level: float) -> int:
+def first_crossing(z_path: Sequence[float] | np.ndarray, counts: tuple[int, ...], shape: float, level: float) -> int:
     """Index of the first look whose weighted ``z`` reaches the boundary at ``level`` (-1: none)."""
     c = _critical(counts, shape, level)
     cut = c - _TOL * max(1.0, abs(c)) if math.isfinite(c) else math.inf

@@ -20,6 +20,7 @@ Nothing here is used to produce a reported number from a real run.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
@@ -34,6 +35,7 @@ __all__ = [
     "block_order",
     "session_drift",
     "simulate_summaries",
+    "LatencyShape",
 ]
 
 
@@ -176,6 +178,17 @@ def session_drift(n_slots: int, total: float) -> np.ndarray:
     return total * s + 0.5 * total * np.sin(3.0 * np.pi * s)
 
 
+class LatencyShape(TypedDict, total=False):
+    """The latency model's shape that :func:`simulate_summaries` passes on to
+    :func:`trial_latencies_ms` (each optional; milliseconds for ``median_ms``)."""
+
+    median_ms: float
+    sigma: float
+    phi: float
+    trial_sd: float
+    spike_rate: float
+
+
 def simulate_summaries(
     rng: np.random.Generator,
     *,
@@ -188,7 +201,7 @@ def simulate_summaries(
     tail_factors: Mapping[str, float] | None = None,
     condition: str = "sim",
     rate_rps: float = 1000.0,
-    **latency: float,
+    **latency: Unpack[LatencyShape],
 ) -> pd.DataFrame:
     """Per-trial summaries of a simulated study, in the shape :func:`benchlib.stats.compare`
     takes (``condition, arm, block, position, seq, valid`` and metric columns).

@@ -282,7 +282,7 @@ def summarize_trial(
         names = [quantile_column(q) for q in qs]
         keep = [(q, nm) for q, nm in zip(qs, names, strict=True) if nm not in omitted]
         se, block = block_bootstrap_log_se(lat_ms, [q for q, _ in keep], n_resamples=block_bootstrap, seed=seed)
-        for (q, nm), v in zip(keep, se["quantiles"], strict=True):
+        for (_q, nm), v in zip(keep, se["quantiles"], strict=True):
             out[f"{nm}_lse"] = float(v)
         out["mean_ms_lse"] = float(se["mean"])
         out["block_len"] = int(block)

@@ -613,7 +613,8 @@ def coordinated_omission(*, rate_rps: float = 1000.0, duration_s: float = 60.0, 
     open_p99 = summarize_trial(rows(due, done))["p99_ms"]
     # closed loop: each connection waits for its response; one server
     t_conn = np.zeros(connections)
-    sent, fin = [], []
+    sent: list[float] = []
+    fin: list[float] = []
     busy = 0.0
     while len(sent) < n:
         c = int(np.argmin(t_conn))

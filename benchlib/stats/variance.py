@@ -433,19 +433,18 @@ def components_table(components: Sequence[PairComponents | ArmComponents]) -> pd
     recs = []
     for c in components:
         rec: dict[str, Any] = dict(c.labels)
-        pair = isinstance(c, PairComponents)
-        rec.update(metric=c.metric, baseline=c.baseline if pair else "", arm=c.arm,
-                   n=c.n_blocks if pair else c.n_trials, duration_s=c.duration_s,
+        baseline, n = (c.baseline, c.n_blocks) if isinstance(c, PairComponents) else ("", c.n_trials)
+        rec.update(metric=c.metric, baseline=baseline, arm=c.arm, n=n, duration_s=c.duration_s,
                    total_sd_pct=100 * math.sqrt(c.total_var),
                    within_sd_pct=100 * math.sqrt(c.within_var) if np.isfinite(c.within_var) else math.nan,
                    between_sd_pct=100 * math.sqrt(c.between_var) if np.isfinite(c.between_var) else math.nan,
                    between_share_pct=100 * c.between_share)
-        if pair:
+        if isinstance(c, PairComponents):
             rec.update(between_sd_ci_pct=tuple(100 * math.sqrt(x) if np.isfinite(x) else math.nan
                                                for x in c.between_ci),
                        block_share_pct=100 * c.block_var / (c.total_var + 2 * c.block_var)
                        if c.total_var + 2 * c.block_var > 0 else math.nan)
-            for f, (d, obs, pred) in c.prefix_check.items():
+            for d, obs, pred in c.prefix_check.values():
                 rec[f"sd_at_{d:g}s_obs_pct"] = 100 * math.sqrt(obs)
                 rec[f"sd_at_{d:g}s_pred_pct"] = 100 * math.sqrt(pred) if np.isfinite(pred) else math.nan
         else:

@@ -49,7 +49,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict
 
 from benchlib.stats.fmt import fmt_pct, fmt_value
 from benchlib.stats.metrics import MetricInfo
@@ -539,6 +539,52 @@ def decide(
     return replace(v, mde_is_lower_bound=True) if mde_is_lower_bound and not v.mde_is_lower_bound else v
 
 
+class _Row(TypedDict):
+    """The fields of every :class:`Verdict` that :func:`_decide` builds (its row and design)."""
+
+    arm: str
+    baseline: str
+    metric: str
+    labels: dict[str, Any]
+    better: str
+    effect: str
+    unit: str
+    correction: str
+    family_size: int
+    alpha: float
+    margin: float
+    mde_power: float
+    paired: bool
+    n_baseline: int
+    n_arm: int
+    n_tied: int
+    blocks_run: int
+    blocks_max: int
+    drift: bool
+
+
+class _Numbers(TypedDict):
+    """The estimate, interval (on the metric's own scale: ratio or difference), p-values and
+    sequential figures of a :class:`Verdict` with data."""
+
+    estimate: float
+    ci_lo: float
+    ci_hi: float
+    confidence: float
+    p_raw: float
+    p_adj: float
+    min_p: float
+    p_tost: float
+    p_tost_adj: float
+    look: int
+    looks: int
+    bias_adjusted: bool
+    estimate_unadjusted: float
+    target_mde: float
+    mde_budget: float
+    conditional_power: float
+
+
 def _decide(info: MetricInfo, *, status: str, alpha: float, margin: float, correction: str, family_size: int,
             power: float, effect: float, lo: float, hi: float, tost_lo: float, tost_hi: float, achieved: float,
             p_raw: float, p_adj: float, min_p: float, best_adjusted: float, mde: float, need: int | None, paired: bool,
@@ -548,7 +594,7 @@ def _decide(info: MetricInfo, *, status: str, alpha: float, margin: float, corre
             mde_budget: float, conditional_power: float) -> Verdict:
     """:func:`decide`'s rules (its parameters)."""
     log = info.scale == "log"
-    base = dict(
+    base = _Row(
         arm=arm, baseline=baseline, metric=info.name, labels=dict(labels or {}), better=info.better,
         effect="ratio" if log else "difference", unit=info.unit, correction=correction,
         family_size=int(family_size), alpha=float(alpha), margin=float(margin), mde_power=float(power),
@@ -564,7 +610,7 @@ def _decide(info: MetricInfo, *, status: str, alpha: float, margin: float, corre
     def scale_mde(x: float) -> float:
         return math.expm1(x) if log and math.isfinite(x) else x
 
-    nums = dict(estimate=conv(effect), ci_lo=conv(lo), ci_hi=conv(hi), confidence=float(achieved),
+    nums = _Numbers(estimate=conv(effect), ci_lo=conv(lo), ci_hi=conv(hi), confidence=float(achieved),
                 p_raw=float(p_raw), p_adj=float(p_adj), min_p=float(min_p), p_tost=float(p_tost),
                 p_tost_adj=float(p_tost_adj), look=int(look), looks=int(looks),
                 bias_adjusted=not math.isnan(effect_unadjusted), estimate_unadjusted=conv(effect_unadjusted),

@@ -24,7 +24,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from benchlib.core.errors import BenchlibError, ParameterError, StorageError
-from benchlib.core.model import Interleave, NAME_PATTERN, Arm, Condition, CrossCheck, Experiment, Limits, LoadSpec, Stage
+from benchlib.core.model import (
+    NAME_PATTERN,
+    Arm,
+    Condition,
+    CrossCheck,
+    Experiment,
+    Interleave,
+    Limits,
+    LoadSpec,
+    Stage,
+)
 from benchlib.core.placement import CpuPlan
 from benchlib.store.records import PeerReport, TrialRecord
 from benchlib.store.records import rows as R
@@ -433,7 +443,7 @@ def open_run(path_or_id: str | Path | RunStore, *, root: str | Path | None = Non
 def parse_utc(text: str) -> _dt.datetime:
     """An ISO 8601 time (``Z`` or an offset; none reads as UTC) as an aware datetime."""
     t = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
+    return t if t.tzinfo else t.replace(tzinfo=_dt.UTC)
 
 
 @dataclass(frozen=True)

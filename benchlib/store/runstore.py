@@ -26,9 +26,10 @@ import datetime as _dt
 import json
 import os
 import secrets
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -38,14 +39,14 @@ from benchlib.core.model import check_name
 from benchlib.core.schema import (
     ERROR_NAMES,
     HOST_COLUMN,
-    NO_SLICE,
-    SLICE_COLUMN,
-    SLICE_DTYPE,
     HOST_DTYPE,
+    NO_SLICE,
     PHASE_NAMES,
     READABLE_SCHEMA_VERSIONS,
     ROW_DTYPE,
     SCHEMA_VERSION,
+    SLICE_COLUMN,
+    SLICE_DTYPE,
 )
 from benchlib.store.records.run import RunRecord
 
@@ -68,7 +69,7 @@ def default_runs_root() -> Path:
 
 def new_run_id() -> str:
     """A fresh run id: UTC time plus 4 random hex digits, e.g. ``20261202-131500-a3f9``."""
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    return _dt.datetime.now(_dt.UTC).strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -195,11 +195,12 @@ class DesignPlan:
                          f"{o.minutes:.1f} | " + " | ".join(mde_text(o.mde[m]) for m in c.mde) + " |")
         lines += ["", "| metric | arm vs baseline | blocks | SD of log ratio | between | within (at the pilot's d) | "
                   "between share | between SD, 95% CI |", "|---|---|---|---|---|---|---|---|"]
-        for p in self.components:
-            lo, hi = p.between_ci
-            lines.append(f"| {p.metric} | {p.arm} vs {p.baseline} | {p.n_blocks} | {100 * math.sqrt(p.total_var):.1f}% | "
-                         f"{100 * math.sqrt(p.between_var):.1f}% | {100 * math.sqrt(p.within_var):.1f}% "
-                         f"({p.duration_s:g} s) | {100 * p.between_share:.0f}% | [{100 * math.sqrt(lo):.1f}%, "
+        for pc in self.components:
+            lo, hi = pc.between_ci
+            lines.append(f"| {pc.metric} | {pc.arm} vs {pc.baseline} | {pc.n_blocks} | "
+                         f"{100 * math.sqrt(pc.total_var):.1f}% | "
+                         f"{100 * math.sqrt(pc.between_var):.1f}% | {100 * math.sqrt(pc.within_var):.1f}% "
+                         f"({pc.duration_s:g} s) | {100 * pc.between_share:.0f}% | [{100 * math.sqrt(lo):.1f}%, "
                          f"{100 * math.sqrt(hi):.1f}%] |")
         if self.notes:
             lines += [""] + [f"* {n}" for n in self.notes]
@@ -327,9 +328,9 @@ def plan_design(
         targets = {m: float(target_mde[m]) for m in metrics}
     else:
         targets = {m: float(target_mde) for m in metrics}
-    for m, t in targets.items():
+    for metric, t in targets.items():
         if not (np.isfinite(t) and t > 0):
-            raise ParameterError(f"target_mde of {m} must be a positive relative change (0.05 = 5%), got {t!r}")
+            raise ParameterError(f"target_mde of {metric} must be a positive relative change (0.05 = 5%), got {t!r}")
     if budget_minutes is not None and not (np.isfinite(budget_minutes) and budget_minutes > 0):
         raise ParameterError(f"budget_minutes must be a positive number of minutes, got {budget_minutes!r}")
     bad = [f"{c.metric} {c.arm} vs {c.baseline}" for c in comps if not np.isfinite(c.within_coef)]
@@ -337,7 +338,7 @@ def plan_design(
         raise ParameterError(f"no within-trial variance for {bad}: the pilot's windows are too short for that metric")
     m = len(comps) if n_comparisons is None else int(n_comparisons)
     row_alpha = planning_alpha(alpha, m, correction)
-    fam = dict(families or {})
+    fam: dict[tuple[str, str, str, str], int] = dict(families or {})
     floor = min_trials(alpha=alpha, n_comparisons=max([m, *fam.values()]) if fam else m, correction=correction,
                        paired=True)
 

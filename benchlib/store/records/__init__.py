@@ -24,8 +24,8 @@ to the current format as it is read (``update_to_<N>``), its file left as it is.
 
 from __future__ import annotations
 
-from benchlib.store.records.limits import EnforcedLimits
 from benchlib.store.records.cpu import ServerCpu
+from benchlib.store.records.limits import EnforcedLimits
 from benchlib.store.records.load import LoadMeta, WorkerStats
 from benchlib.store.records.peer import ADAPTERS, PeerReport, peer_report
 from benchlib.store.records.trial import (

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlib.core.errors import ParameterError
-from benchlib.store.records._convert import as_float as _f
 from benchlib.stats.quantiles import quantile_of
+from benchlib.store.records._convert import as_float as _f
 
 __all__ = ["ADAPTERS", "PEER_REPORT_VERSION", "PeerReport", "peer_report"]
 

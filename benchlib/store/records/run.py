@@ -78,10 +78,10 @@ def update_to_2(doc: Mapping[str, Any]) -> dict[str, Any]:
     params = out.get("parameters")
     if isinstance(params, Mapping):
         p = dict(params)
-        conditions = [dict(c) if isinstance(c, Mapping) else c for c in p.get("conditions") or ()]
+        conditions: list[Any] = [dict(c) if isinstance(c, Mapping) else c for c in p.get("conditions") or ()]
         peers = any(isinstance(c, Mapping) and c.get("cross_check") for c in conditions)
         for c in conditions:
-            if isinstance(c, Mapping):
+            if isinstance(c, dict):  # each Mapping was copied into a dict above
                 c.setdefault("cross_check", None)
                 if isinstance(c.get("load"), Mapping):
                     c["load"] = {**c["load"], "protocol": c["load"].get("protocol", "http1"),
@@ -178,7 +178,7 @@ class Provenance:
         """Read run.json's ``provenance`` (missing or malformed entries read as not recorded)."""
         if not isinstance(d, Mapping):
             return cls()
-        git = d.get("git") if isinstance(d.get("git"), Mapping) else {}
+        git: Mapping[str, Any] = d["git"] if isinstance(d.get("git"), Mapping) else {}
         count = d.get("cpu_count")
         return cls(
             collected_utc=str(d.get("collected_utc") or ""), hostname=str(d.get("hostname") or ""),
@@ -206,7 +206,7 @@ class Provenance:
             t = dt.datetime.fromisoformat(self.collected_utc.replace("Z", "+00:00"))
         except ValueError:
             return None
-        return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+        return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
 
     @property
     def loadavg_1min(self) -> float | None:

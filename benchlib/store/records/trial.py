@@ -33,8 +33,8 @@ import numpy as np
 from benchlib.core.errors import StorageError
 from benchlib.store.records._convert import as_float_or_none
 from benchlib.store.records.cpu import ServerCpu, server_cpu
-from benchlib.store.records.interleave import InterleaveRecord
 from benchlib.store.records.disturbance import Disturbance
+from benchlib.store.records.interleave import InterleaveRecord
 from benchlib.store.records.limits import EnforcedLimits
 from benchlib.store.records.load import LoadMeta
 from benchlib.store.records.peer import PeerReport, peer_report
@@ -51,19 +51,19 @@ def _when(v: Any) -> dt.datetime | None:
     if not v:
         return None
     try:
-        return dt.datetime.strptime(str(v), _STAMP).replace(tzinfo=dt.timezone.utc)
+        return dt.datetime.strptime(str(v), _STAMP).replace(tzinfo=dt.UTC)
     except ValueError:
         return None
 
 
 def utc_stamp(when: dt.datetime) -> str:
     """``when`` as stored (``2026-12-03T16:29:19Z``, UTC, to the second)."""
-    return when.astimezone(dt.timezone.utc).strftime(_STAMP)
+    return when.astimezone(dt.UTC).strftime(_STAMP)
 
 
 def utc_now() -> dt.datetime:
     """Now, in UTC, to the second (what a stored time keeps)."""
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
 
 
 def _enforced_dict(e: EnforcedLimits | None) -> dict[str, Any]:
