@@ -2,7 +2,9 @@
 
 Layout of the site (``--out``, default ``reports/site/``)::
 
-    index.html                  the studies, each with its latest run's verdicts
+    index.html                  first one line per study (its published claim and the latest run's
+                                outcome, linked), then the studies, each with its latest run's verdicts
+                                (rows the design left out, "omitted (no values)", are not listed)
     runs.html                   every run: id, date, commit, machine, load average, parameters, verdicts
     <study>/index.html          the study: each question's ratio and interval across runs (an inline
                                 SVG, one ``data-run-id`` element per run) and the runs' table
