@@ -6,4 +6,4 @@ from __future__ import annotations
 __all__ = ["VERSION"]
 
 #: the released version of the package (Keep a Changelog: CHANGELOG.md)
-VERSION = "0.1.0"
+VERSION = "0.2.0"
