@@ -25,8 +25,8 @@ from pathlib import Path
 
 from benchlib.core import settings
 
-__all__ = ["BUILD_KINDS", "BuildRecord", "build_dir_for", "cargo_target_dir", "build_times_summary", "cache_root", "locked", "read_build_records",
-           "read_stamp", "record_build", "source_hash", "write_stamp"]
+__all__ = ["BUILD_KINDS", "BuildRecord", "build_dir_for", "cargo_target_dir", "build_times_summary", "cache_root",
+           "locked", "read_build_records", "read_stamp", "record_build", "source_hash", "write_stamp"]
 
 #: Folders never hashed as build inputs (build outputs and package caches).
 IGNORED_DIRS = frozenset({"target", "node_modules", "__pycache__", ".git", "bin", "obj", "dist", "build"})

@@ -277,7 +277,8 @@ def to_markdown(results: Sequence[dict[str, Any]], header: dict[str, Any] | None
         flag = " **unexpected: " + ", ".join(r["unexpected_kinds"]) + "**" if r["unexpected_kinds"] else ""
         valid = "yes" if r["valid"] else f"no ({_reason_short(r['invalid_reason'])})"
         lines.append(
-            f"| `{r['mode']}`: {r['what']} | {r['model']}{'' if r.get('keep_alive', True) else ', new conn.'} | {r['rows']:,} / {r['arrivals']:,} | {kinds}{flag} "
+            f"| `{r['mode']}`: {r['what']} | {r['model']}{'' if r.get('keep_alive', True) else ', new conn.'} "
+            f"| {r['rows']:,} / {r['arrivals']:,} | {kinds}{flag} "
             f"| {r['retries']} | {r['unsolicited']} | {r['finished_s']:.2f} / {r['bound_s']:.1f} "
             f"| {r['worker_peak_rss_bytes'] / 2**20:.0f} | {valid} |"
         )

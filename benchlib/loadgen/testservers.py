@@ -114,7 +114,8 @@ class _Proto(asyncio.Protocol):
             self.http10 = head[:line_end if line_end >= 0 else len(head)].endswith(b"http/1.0")
             self.ka10 = self.http10 and b"\r\nconnection: keep-alive" in head
             buf = buf[end + 4 :]
-            self.raw_body = buf[: int(head.split(b"content-length:")[1].split(b"\r\n")[0].strip() or 0)] if b"content-length:" in head else b""
+            length = int(head.split(b"content-length:")[1].split(b"\r\n")[0].strip() or 0) if b"content-length:" in head else 0
+            self.raw_body = buf[:length] if b"content-length:" in head else b""
             n = 0
             i = head.find(b"\r\ncontent-length:")
             if i >= 0:

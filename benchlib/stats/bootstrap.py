@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TypedDict
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 from scipy import stats

@@ -21,7 +21,8 @@ from benchlib.stats.metrics import metric_info
 from benchlib.stats.multiplicity import CORRECTION_LABELS
 from benchlib.stats.verdict import Verdict, fmt_mde
 
-__all__ = ["Comparison", "PairInfo", "jsonable", "fmt_value", "fmt_p", "fmt_pct", "fmt_centre", "fmt_level", "JSON_FORMAT_VERSION"]
+__all__ = ["Comparison", "PairInfo", "jsonable", "fmt_value", "fmt_p", "fmt_pct", "fmt_centre", "fmt_level",
+           "JSON_FORMAT_VERSION"]
 
 #: Version of the JSON layout written by :meth:`Comparison.to_json` (2: typed verdicts,
 #: the achieved level of each ``±``).

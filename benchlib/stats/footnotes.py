@@ -29,8 +29,8 @@ from benchlib.stats import diagnostics
 from benchlib.stats.exact import mann_whitney
 from benchlib.stats.summary import MIN_TAIL_COUNT
 
-__all__ = ["Footnote", "FootnoteBook", "trial_label", "trial_labels", "trial_notes", "order_notes", "outlier_note", "outlier_hits",
-           "error_rate_note", "omitted_note", "ACHIEVED_FRACTION", "AUTOCORR_NEFF_FRACTION"]
+__all__ = ["Footnote", "FootnoteBook", "trial_label", "trial_labels", "trial_notes", "order_notes", "outlier_note",
+           "outlier_hits", "error_rate_note", "omitted_note", "ACHIEVED_FRACTION", "AUTOCORR_NEFF_FRACTION"]
 
 #: A trial is saturated when it achieved less than this fraction of its offered rate.
 ACHIEVED_FRACTION = 0.99

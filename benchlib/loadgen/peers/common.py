@@ -86,7 +86,8 @@ def run_tool(
     """
     tool = argv[0]
     if shutil.which(tool) is None:
-        raise ToolchainMissing(tool, "benchlib.loadgen.peers", f"install it with {INSTALL_HINTS.get(tool, 'your package manager')}")
+        raise ToolchainMissing(tool, "benchlib.loadgen.peers",
+                               f"install it with {INSTALL_HINTS.get(tool, 'your package manager')}")
     cmd = list(argv)
     if cpus:
         if shutil.which("taskset") is None:
@@ -147,7 +148,8 @@ def ensure_go_tool(
     """The path of peer tool ``name`` at ``version``, built from the Go module proxy into
     the cache if needed (``$BENCHLIB_CACHE/tools/<name>-<version>/<name>``, outside the clone).
 
-    Looks at ``setting`` (a :mod:`benchlib.core.settings` path, ``$BENCHLIB_K6``, ...), then the cache, then ``name`` on ``PATH``; any of them must pass
+    Looks at ``setting`` (a :mod:`benchlib.core.settings` path, ``$BENCHLIB_K6``, ...), then the cache, then ``name``
+    on ``PATH``; any of them must pass
     ``is_pinned``. Otherwise, with ``build``, runs ``go install [-ldflags ...]
     <module>@<version>`` with ``GOBIN`` in the cache (``CGO_ENABLED=0``, ``-trimpath``), one
     build at a time under a lock, and writes ``build-info.json`` (build seconds, version line)

@@ -163,7 +163,8 @@ def parse_h2load(text: str) -> dict[str, Any]:
         raise LoadGenError(f"cannot parse h2load output (no 'finished in'):\n{text[-2000:]}")
     out["duration_s"] = parse_time_ms(m.group(1)) / 1e3
     out["requests_per_s"] = float(m.group(2))
-    m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout", text)
+    m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, "
+                  r"(\d+) timeout", text)
     if m:
         out.update(requests=int(m.group(4)), failed=int(m.group(5)), errored=int(m.group(6)), timeout=int(m.group(7)))
     m = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", text)

@@ -56,8 +56,9 @@ from typing import Any
 from benchlib.core.errors import ParameterError
 from benchlib.store.records._convert import as_float
 
-__all__ = ["CANARY_BIN_S", "MIN_CANARY_SAMPLES", "MIN_WINDOW_S", "TICK_FLOOR_S", "CpuSet", "Disturbance", "DisturbanceBounds", "DEFAULT_BOUNDS", "DISTURBED_PREFIX",
-           "canary_at_shifts", "is_disturbed", "judge", "with_references"]
+__all__ = ["CANARY_BIN_S", "MIN_CANARY_SAMPLES", "MIN_WINDOW_S", "TICK_FLOOR_S", "CpuSet", "Disturbance",
+           "DisturbanceBounds", "DEFAULT_BOUNDS", "DISTURBED_PREFIX", "canary_at_shifts", "is_disturbed", "judge",
+           "with_references"]
 
 #: How the reason of a trial the rule invalidated begins.
 DISTURBED_PREFIX = "disturbed: "
@@ -267,7 +268,8 @@ class Disturbance:
 
     def figures(self) -> dict[str, float]:
         """The figures of the rule and the report, by name: ``server_contention``,
-        ``client_contention``, ``server_excess``, ``client_excess``, ``server_foreign``, ``client_foreign``, ``steal``, ``service_wait``,
+        ``client_contention``, ``server_excess``, ``client_excess``, ``server_foreign``, ``client_foreign``,
+        ``steal``, ``service_wait``,
         ``psi_some``, ``slowdown``, ``slowdown_worst_bin``, ``canary_median_us``, ``server_slowdown``,
         ``server_canary_median_us``."""
         return {"server_contention": self.server_contention, "client_contention": self.client_contention,
