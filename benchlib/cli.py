@@ -34,7 +34,7 @@ there); a failed notebook exits with status 1 after its report (with the error) 
 
 SIGINT (Ctrl-C), SIGTERM and SIGHUP take one path: the notebook's kernel stops its load and
 its services, the trials stored so far are kept, and the command exits with status 128 + the
-signal's number (130, 143, 129) after one line saying so (see :mod:`benchlib.publish.report`).
+signal's number (130, 143, 129) after one line saying so (see :mod:`benchlib.publish.kernel_stop`).
 """
 
 from __future__ import annotations
@@ -54,7 +54,9 @@ def _params(pairs: Sequence[Sequence[str]] | None) -> dict[str, Any]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from benchlib.publish.report import run_notebook, summary_lines, write_index
+    from benchlib.publish.closing_summary import summary_lines
+    from benchlib.publish.execute import run_notebook
+    from benchlib.publish.index import write_index
     from benchlib.run.settle import settle_env
 
     with settle_env(args.settle, args.settle_max):  # the run waits for it after its builds
@@ -78,8 +80,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from benchlib.publish.report import build_reports, summary_lines
-
+    from benchlib.publish.closing_summary import summary_lines
+    from benchlib.publish.report import build_reports
     from benchlib.run.settle import settle_env
 
     with settle_env(args.settle, args.settle_max):  # each run waits for it after its builds
@@ -110,7 +112,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_publish(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from benchlib.publish.report import project_root
+    from benchlib.publish.notebooks import project_root
     from benchlib.publish.site import build_site
 
     reports = Path(args.reports_dir) if args.reports_dir else project_root() / "reports"

@@ -135,11 +135,11 @@ def executed_notebook(tmp_path: Path) -> Callable[[str, Mapping[str, Any]], Any]
     """``run(name, parameters)``: execute the notebook with papermill, its runs stored under
     ``tmp_path / "runs"`` (``out_dir``) and its report under ``tmp_path / "reports"``; assert
     that it succeeded, that no cell raised and that nothing was written to stderr (no warning
-    in the report); return the :class:`benchlib.publish.report.NotebookRun`."""
+    in the report); return the :class:`benchlib.publish.execute.NotebookRun`."""
     def run(name: str, parameters: Mapping[str, Any]) -> Any:
         import nbformat
 
-        from benchlib.publish.report import run_notebook
+        from benchlib.publish.execute import run_notebook
 
         done = run_notebook(name, {**parameters, "out_dir": str(tmp_path / "runs")}, reports_dir=tmp_path / "reports")
         assert done.ok, done.error

@@ -13,7 +13,7 @@ import pytest
 
 from benchlib.publish.history import keep_report, kept_runs, runs_made
 from benchlib.store.records.run import RunRecord
-from benchlib.publish.report import write_index
+from benchlib.publish.index import write_index
 from benchlib.store.results import open_run
 from benchlib.core.schema import ROW_DTYPE
 from benchlib.store.runstore import RunStore

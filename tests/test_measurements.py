@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchlib._project import measurements as m
-from benchlib.publish.report import list_notebooks, project_root
+from benchlib.publish.notebooks import list_notebooks, project_root
 
 ROOT = project_root()
 TIME = re.compile(r"\b\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)? ?(?:min|h)\b")

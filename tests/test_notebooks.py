@@ -10,7 +10,8 @@ import nbformat
 import pandas as pd
 import pytest
 
-from benchlib.publish.report import list_notebooks, notebook_parameters, run_notebook
+from benchlib.publish.execute import run_notebook
+from benchlib.publish.notebooks import list_notebooks, notebook_parameters
 from benchlib.store.records.run import RunRecord
 
 NOTEBOOKS = list_notebooks(Path(__file__).resolve().parent.parent / "notebooks")
@@ -110,7 +111,7 @@ def test_quickstart_runs_end_to_end_and_its_report_shows_this_runs_numbers(tmp_p
 def test_report_html_hides_code(tmp_path: Path) -> None:
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    from benchlib.publish.report import export_html
+    from benchlib.publish.html_export import export_html
 
     nb = new_notebook(cells=[new_markdown_cell("# Title"), new_code_cell("secret_code_marker = 1\nprint('visible output')")])
     nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="visible output\n")]
@@ -183,7 +184,8 @@ def test_report_without_a_docker_engine_skips_the_docker_arms_writes_the_report_
 
 
 def test_summary_names_each_report_and_each_arm_not_run_as_its_run_json_says(tmp_path: Path) -> None:
-    from benchlib.publish.report import NotebookRun, summary_lines
+    from benchlib.publish.closing_summary import summary_lines
+    from benchlib.publish.execute import NotebookRun
     from benchlib.store.runstore import RunStore
 
     store = RunStore.open("01_x", "r1", root=tmp_path / "runs")
@@ -216,7 +218,8 @@ def test_summary_names_each_report_and_each_arm_not_run_as_its_run_json_says(tmp
 
 
 def test_index_keeps_reports_of_earlier_invocations(tmp_path: Path) -> None:
-    from benchlib.publish.report import NotebookRun, write_index
+    from benchlib.publish.execute import NotebookRun
+    from benchlib.publish.index import write_index
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Study four\ntext")])
     nbformat.write(nb, str(tmp_path / "04_x.ipynb"))

@@ -104,7 +104,7 @@ def test_open_run_says_what_is_stored_when_it_cannot_find_the_run(tmp_path: Path
 
 def test_a_report_names_where_a_run_is_stored_without_an_absolute_path(tmp_path: Path) -> None:
     from benchlib.analysis.run_info import stored_where
-    from benchlib.publish.report import project_root
+    from benchlib.publish.notebooks import project_root
 
     inside = Run("quickstart", "r1", project_root() / "data" / "runs" / "quickstart" / "r1")
     assert stored_where(inside) == "data/runs/quickstart/r1"

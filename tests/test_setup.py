@@ -115,7 +115,6 @@ def test_the_kernel_benchlib_runs_this_interpreter_and_benchlib_run_finds_its_ow
     from jupyter_client.kernelspec import KernelSpecManager
 
     from benchlib.publish import kernel
-    from benchlib.publish.report import _this_python_kernel
 
     folder = kernel.install(tmp_path / "elsewhere")
     spec = json.loads((folder / "kernel.json").read_text())
@@ -128,7 +127,7 @@ def test_the_kernel_benchlib_runs_this_interpreter_and_benchlib_run_finds_its_ow
     (folder / "kernel.json").write_text(json.dumps(other))
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "elsewhere"))
     assert KernelSpecManager().get_kernel_spec(kernel.NAME).argv[0] == "/nonexistent/python"
-    with _this_python_kernel() as name:
+    with kernel.this_python_kernel() as name:
         assert name == kernel.NAME and KernelSpecManager().get_kernel_spec(name).argv[0] == sys.executable
     assert os.environ["JUPYTER_PATH"] == str(tmp_path / "elsewhere")
 

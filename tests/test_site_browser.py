@@ -21,7 +21,8 @@ from urllib.parse import unquote, urldefrag
 
 import pytest
 
-from benchlib.publish.report import project_root, run_notebook
+from benchlib.publish.execute import run_notebook
+from benchlib.publish.notebooks import project_root
 from benchlib.publish.site import build_site
 
 if TYPE_CHECKING:

@@ -22,7 +22,8 @@ from benchlib import stats
 from benchlib.analysis import answer_tables, run_family
 from benchlib.core.errors import ParameterError
 from benchlib.analysis.reference import load_reference
-from benchlib.publish.report import notebook_parameters, run_notebook
+from benchlib.publish.execute import run_notebook
+from benchlib.publish.notebooks import notebook_parameters
 from benchlib.stats.simulate import simulate_summaries
 from benchlib.stats.verdict import VerdictKind
 from benchlib.analysis.studies import rest_mongo as study

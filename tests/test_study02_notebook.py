@@ -29,7 +29,7 @@ from benchlib.analysis import answer_table, family_markdown, run_family, short_r
 from benchlib.run.cpus import available_cpus
 from benchlib.core.errors import ParameterError
 from benchlib.analysis.reference import load_reference
-from benchlib.publish.report import notebook_parameters
+from benchlib.publish.notebooks import notebook_parameters
 from benchlib.stats.verdict import VerdictKind
 from benchlib.analysis.studies import iris_kestrel as study
 

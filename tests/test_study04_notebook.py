@@ -160,7 +160,7 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
 
     from benchlib.analysis import client_cpu_table, log_lines_table, stopping_rule, verdict_table
     from benchlib.analysis.peers import peer_beside
-    from benchlib.publish.report import run_notebook
+    from benchlib.publish.execute import run_notebook
     from benchlib.store.results import open_run
     from benchlib.store.runstore import RunStore
     from benchlib.core.sweep import capacity

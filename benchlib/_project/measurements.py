@@ -106,7 +106,7 @@ class Measurement:
 
 def default_path() -> Path:
     """``data/measurements.json`` of this project."""
-    from benchlib.publish.report import project_root
+    from benchlib.publish.notebooks import project_root
 
     return project_root() / "data" / "measurements.json"
 
@@ -292,7 +292,7 @@ def _targets(root: Path, entries: Sequence[Measurement]) -> list[tuple[Path, str
 
 def sync(root: str | Path | None = None, path: str | Path | None = None) -> list[Path]:
     """Rewrite every generated place from the file; the files changed."""
-    from benchlib.publish.report import project_root
+    from benchlib.publish.notebooks import project_root
 
     r = Path(root) if root else project_root()
     return write_generated(_targets(r, load(path or r / "data" / "measurements.json")))
@@ -310,7 +310,7 @@ def write_generated(targets: Iterable[tuple[Path, str]]) -> list[Path]:
 
 def check(root: str | Path | None = None, path: str | Path | None = None) -> list[Path]:
     """The generated places that disagree with the file (empty: all agree)."""
-    from benchlib.publish.report import project_root
+    from benchlib.publish.notebooks import project_root
 
     r = Path(root) if root else project_root()
     return [p for p, text in _targets(r, load(path or r / "data" / "measurements.json"))

@@ -195,18 +195,18 @@ SERVICES: Setting[Path] = Setting(
 PROGRESS_FILE: Setting[Path] = Setting(
     "BENCHLIB_PROGRESS_FILE", "path", "unset (progress goes to the notebook or the terminal)",
     "`benchlib run` sets it for the notebook's kernel: the runner appends one line per trial there.",
-    "a file path", "benchlib.run.progress (set by benchlib.publish.report)", _path)
+    "a file path", "benchlib.run.progress (set by benchlib.publish.relay)", _path)
 
 RUNS_FILE: Setting[Path] = Setting(
     "BENCHLIB_RUNS_FILE", "path", "unset (not recorded)",
     "`benchlib run` and `report` set it for the notebook's kernel: the runner appends the folder of every "
     "run it executes, one per line, so that their closing summary can read the runs' not-run arms.",
-    "a file path", "benchlib.run.hooks (set by benchlib.publish.report)", _path)
+    "a file path", "benchlib.run.hooks (set by benchlib.publish.relay)", _path)
 
 STOP_GRACE_S: Setting[float] = Setting(
     "BENCHLIB_STOP_GRACE_S", "seconds", "60",
     "How long a stopped notebook's kernel gets to stop its load and services before it is killed.",
-    "seconds from 0 to 3600", "benchlib.publish.report", _seconds(0.0, 3600.0), fallback=lambda: 60.0)
+    "seconds from 0 to 3600", "benchlib.publish.execute", _seconds(0.0, 3600.0), fallback=lambda: 60.0)
 
 DOCKER_LIMITS: Setting[dict[str, float]] = Setting(
     "BENCHLIB_DOCKER_LIMITS", "limits", "`cpus=1,memory_mb=512` (the seeds')",

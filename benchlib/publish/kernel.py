@@ -7,7 +7,7 @@ One kernel, one command (:func:`spec`): ``<the environment's python> -m benchlib
 ``jupyter lab`` and papermill of that environment look), the study notebooks name it in their
 metadata, and ``benchlib run`` / ``benchlib report`` run a kernelspec of the same name and
 command for the interpreter that runs them (found first while they execute, so a kernel named
-``benchlib`` that another environment registered is never used; :mod:`benchlib.publish.report`).
+``benchlib`` that another environment registered is never used; :func:`this_python_kernel`).
 
 ``python -m benchlib.publish.kernel -f CONNECTION_FILE`` asks the Linux kernel to send this process
 SIGTERM when its parent (the thread of ``benchlib run`` that started it) dies, whatever
@@ -26,13 +26,16 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from benchlib.core.signals import set_parent_death_signal
 
-__all__ = ["NAME", "install", "main", "spec"]
+__all__ = ["NAME", "install", "main", "spec", "this_python_kernel"]
 
 #: The kernelspec's name (the notebooks' metadata name it).
 NAME = "benchlib"
@@ -58,6 +61,25 @@ def install(data_dir: str | Path | None = None) -> Path:
         tmp.write_text(text)
         tmp.replace(path)
     return folder
+
+
+@contextmanager
+def this_python_kernel() -> Iterator[str]:
+    """The kernel :data:`NAME` for *this* interpreter, found first on
+    ``JUPYTER_PATH`` while the context lasts; yields its name. The same name and command as the
+    kernel ``scripts/setup.sh`` registers in the project's environment, so a notebook executes
+    in the environment that runs benchlib, whatever kernel another environment registered."""
+    with tempfile.TemporaryDirectory(prefix="benchlib-kernel-") as tmp:
+        install(tmp)
+        saved = os.environ.get("JUPYTER_PATH")
+        os.environ["JUPYTER_PATH"] = tmp + (os.pathsep + saved if saved else "")
+        try:
+            yield NAME
+        finally:
+            if saved is None:
+                os.environ.pop("JUPYTER_PATH", None)
+            else:
+                os.environ["JUPYTER_PATH"] = saved
 
 
 def _watch_parent(parent: int, interval_s: float = 1.0) -> None:

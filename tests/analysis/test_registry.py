@@ -19,7 +19,7 @@ from benchlib.analysis.params import NOT_STORED, StudyParameters
 from benchlib.analysis.planned import StudyDesign
 from benchlib.analysis.studies.registry import STUDIES, Study, study
 from benchlib.core.errors import ParameterError
-from benchlib.publish.report import list_notebooks, notebook_parameters
+from benchlib.publish.notebooks import list_notebooks, notebook_parameters
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 IDS = [s.id for s in STUDIES]

@@ -9,7 +9,7 @@ Layout of the site (``--out``, default ``reports/site/``)::
     <study>/index.html          the study: each question's ratio and interval across runs (an inline
                                 SVG, one ``data-run-id`` element per run) and the runs' table
     <study>/<run_id>.html       the run's report (re-exported from its executed notebook with the
-                                offline template, :func:`benchlib.publish.report.export_html`; once:
+                                offline template, :func:`benchlib.publish.html_export.export_html`; once:
                                 a later build keeps a report whose notebook has not changed)
     <study>/<run_id>/           the run's kept data: run.json, derived/*.json, summaries.csv
 
@@ -133,9 +133,9 @@ def _up_to_date(dest: Path, *sources: Path) -> bool:
 
 def _publish_report(src: Path, dest: Path) -> None:
     """The report ``src`` into the site: re-exported from its executed notebook (beside it)
-    with the offline template (:func:`benchlib.publish.report.export_html`), or copied when there is
+    with the offline template (:func:`benchlib.publish.html_export.export_html`), or copied when there is
     none; left as it is when already published from the same files (an incremental build)."""
-    from benchlib.publish.report import REPORT_TEMPLATE, TEMPLATES_DIR, export_html
+    from benchlib.publish.html_export import REPORT_TEMPLATE, TEMPLATES_DIR, export_html
 
     executed = src.with_suffix(".ipynb")
     if executed.is_file():

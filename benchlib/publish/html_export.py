@@ -1,0 +1,44 @@
+"""Executed notebooks to HTML reports: nbconvert with benchlib's template (code inputs hidden,
+nothing loaded from outside the page, so a report opens offline)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from nbconvert import HTMLExporter
+from traitlets.config import Config
+
+__all__ = ["REPORT_TEMPLATE", "TEMPLATES_DIR", "export_html"]
+
+
+#: nbconvert templates shipped with benchlib (package data).
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates" / "nbconvert"
+#: The report's nbconvert template: ``lab`` without its CDN scripts.
+REPORT_TEMPLATE = "benchlib_report"
+
+
+def export_html(executed: str | Path, html_path: str | Path | None = None) -> Path:
+    """Export an executed notebook to HTML with code cells' inputs hidden.
+
+    The template (:data:`REPORT_TEMPLATE`) is nbconvert's ``lab`` without the scripts it
+    would load from a CDN (require.js, widgets, MathJax, mermaid): a report loads nothing from
+    outside itself and opens offline. Cells tagged ``remove-cell`` are dropped;
+    ``remove-input`` / ``remove-output`` hide those parts (Jupyter Book tag names).
+    """
+    executed = Path(executed)
+    html_path = Path(html_path) if html_path else executed.with_suffix(".html")
+    c = Config()
+    c.TagRemovePreprocessor.enabled = True
+    c.TagRemovePreprocessor.remove_cell_tags = {"remove-cell", "parameters", "injected-parameters"}
+    c.TagRemovePreprocessor.remove_input_tags = {"remove-input"}
+    c.TagRemovePreprocessor.remove_all_outputs_tags = {"remove-output"}
+    exporter = HTMLExporter(config=c, template_name=REPORT_TEMPLATE, extra_template_basedirs=[str(TEMPLATES_DIR)],
+                            exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    nb = nbformat.read(str(executed), as_version=4)
+    body, _ = exporter.from_notebook_node(nb)
+    html_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = html_path.with_name(f".{html_path.name}.tmp")
+    tmp.write_text(body, encoding="utf-8")
+    tmp.replace(html_path)
+    return html_path
