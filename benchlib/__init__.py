@@ -11,7 +11,7 @@ lazily, so ``import benchlib`` is fast and works on a machine with no Docker eng
 from __future__ import annotations
 
 from benchlib.core.lazy import lazy_exports
-from benchlib.core.version import VERSION as __version__
+from benchlib.core.version import VERSION as __version__  # noqa: F401 - in __all__ below
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {

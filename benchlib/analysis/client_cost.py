@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from benchlib.stats.exact import walsh_interval
 from benchlib.store.records import TrialRecord
 from benchlib.store.results import Run
-from benchlib.stats.exact import walsh_interval
 
 __all__ = ["ClientPair", "RatioWithoutClient", "client_cost_table", "client_cpu_per_call_us", "client_trials",
            "ratio_table", "ratio_without_client"]

@@ -27,12 +27,13 @@ from typing import TypeGuard
 
 from benchlib.analysis.display import metric_words
 from benchlib.analysis.formats import fixed, inverse_ci, ratio_ci, within_run
-from benchlib.stats.multiplicity import CORRECTION_LABELS
 from benchlib.core.errors import ParameterError
+from benchlib.stats.multiplicity import CORRECTION_LABELS
 from benchlib.stats.verdict import Verdict, VerdictKind, fmt_mde
 
 __all__ = ["TEMPLATES", "all_directional", "decided", "difference", "direction", "effect", "estimated", "inverse",
-           "factors_sentence", "kinds_allow", "largest_factor", "p_text", "product_text", "ratio", "says", "sentence", "undecided", "whole_sentence"]
+           "factors_sentence", "kinds_allow", "largest_factor", "p_text", "product_text", "ratio", "says", "sentence",
+           "undecided", "whole_sentence"]
 
 
 def estimated(v: Verdict | None) -> TypeGuard[Verdict]:

@@ -30,14 +30,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchlib.stats.fmt import fmt_pct
+from benchlib.stats.metrics import with_microseconds
 from benchlib.store.records import TrialRecord
 from benchlib.store.records.disturbance import DEFAULT_BOUNDS, canary_at_shifts, is_disturbed
 from benchlib.store.results import Run, trial_summary
-from benchlib.stats.fmt import fmt_pct
-from benchlib.stats.metrics import with_microseconds
 
 __all__ = ["SpeedAdjusted", "adjust_for_speed", "speed_adjusted", "speed_adjusted_markdown", "speed_adjusted_of",
-           "SpeedLink", "canary_at_level_shifts", "disturbance_markdown", "speed_link", "speed_link_markdown", "speed_link_of", "machine_during_trials", "disturbance_table", "disturbed_attempts", "repeats_by_arm", "sensitivity"]
+           "SpeedLink", "canary_at_level_shifts", "disturbance_markdown", "speed_link", "speed_link_markdown",
+           "speed_link_of", "machine_during_trials", "disturbance_table", "disturbed_attempts", "repeats_by_arm",
+           "sensitivity"]
 
 
 def disturbed_attempts(run: Run) -> dict[tuple[str, str, int], TrialRecord]:
@@ -76,7 +78,8 @@ def disturbance_table(run: Run) -> Any:
     aside (``"set aside"``): ``condition``, ``arm``, ``block``, ``status``, the rule's figures
     (``server_contention``, ``server_excess``, ``client_contention``, ``client_excess``,
     shares 0..1; ``steal``, share; ``slowdown``, ``slowdown_worst_bin``, ratios to the run's
-    ordinary canary; ``server_slowdown``, the server canary's ratio; ``service_wait``, s of run-queue wait per s of the service's CPU;
+    ordinary canary; ``server_slowdown``, the server canary's ratio; ``service_wait``, s of run-queue wait per s of
+    the service's CPU;
     ``psi_some``, share of the window) and ``reason`` (the rule's, "" when not disturbed; "not
     measured" for trials stored without the signals). Empty when no trial has them."""
     import pandas as pd

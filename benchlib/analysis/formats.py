@@ -22,8 +22,8 @@ import numpy as np
 
 from benchlib.stats.fmt import WITHIN_RUN, fmt_centre, fmt_level, fmt_p, fmt_pct, fmt_value, within_run
 
-__all__ = ["DASH", "MEDIAN_CI", "WITHIN_RUN", "fixed", "fmt_centre", "fmt_level", "fmt_p", "fmt_pct", "fmt_value", "inverse_ci", "median_ci",
-           "num", "ratio_ci", "signed_pct", "within_run"]
+__all__ = ["DASH", "MEDIAN_CI", "WITHIN_RUN", "fixed", "fmt_centre", "fmt_level", "fmt_p", "fmt_pct", "fmt_value",
+           "inverse_ci", "median_ci", "num", "ratio_ci", "signed_pct", "within_run"]
 
 #: What a missing value prints as.
 DASH = "–"

@@ -17,9 +17,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from benchlib.core.errors import BenchlibError
+from benchlib.core.model import Experiment
+from benchlib.runtime.manifest import get_manifest
 from benchlib.store.results import Run
 
-__all__ = ["block_spread", "design_kind_markdown"]
+__all__ = ["block_spread", "design_kind_markdown", "side_by_side_refusal"]
 
 #: the metrics whose per-block spread the paragraph gives
 SPREAD_METRICS: tuple[str, ...] = ("throughput_rps", "p50_ms")
@@ -43,6 +46,27 @@ def block_spread(summaries: pd.DataFrame, baseline: str, metric: str, condition:
         if len(both) >= 3:
             sds.append(float(np.log(both[arm] / both[baseline]).std(ddof=1)))
     return float(np.median(sds)) if sds else math.nan
+
+
+def side_by_side_refusal(experiment: Experiment) -> str:
+    """Why ``experiment``'s arms cannot run side by side, in words (``""``: they can): the
+    experiment's own reasons (:meth:`~benchlib.core.model.Experiment.side_by_side_refusal`), or
+    an arm whose endpoint speaks HTTP/2 or gRPC (its service's manifest says: the sliced
+    engine interleaves HTTP/1.1 only). A service whose manifest cannot be read is left to the
+    run to report."""
+    why = experiment.side_by_side_refusal()
+    if why:
+        return why
+    for c in experiment.conditions:
+        for a in experiment.arms:
+            try:
+                protocol = get_manifest(a.service).resolve(a.variant).endpoint(c.endpoint or a.endpoint).protocol
+            except BenchlibError:
+                continue
+            if protocol != "http1":
+                return (f"condition {c.name!r}: arm {a.name!r} speaks {protocol}, and an interleaved design runs "
+                        "HTTP/1.1 loads only")
+    return ""
 
 
 def _pct(x: float) -> str:
@@ -82,6 +106,9 @@ def design_kind_markdown(run: Run, summaries: pd.DataFrame | None = None,
                 text += "; carry-over not measured (no instance's CPU could be read)"
         else:
             text = f"`{cond}`: one arm per trial (the sequential design)"
+            why = side_by_side_refusal(exp) if exp is not None and il is None else ""
+            if why and cond not in changes:
+                text += f", as its arms cannot run side by side ({why})"
         if cond in changes:
             text += f"; {changes[cond].line}"
         if baseline is not None and len(s):

@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from benchlib.analysis.display import show, table
 from benchlib.analysis.params import StudyParameters
-from benchlib.analysis.planned import PlannedRun, StudyDesign, run_design
+from benchlib.analysis.planned import PlannedRun, StudyDesign, run_design, side_by_side
 from benchlib.analysis.questions import Answer, blocks_needed, run_family
 from benchlib.analysis.stopping import Stopping
-from benchlib.analysis.studies.registry import Study, study as find_study
+from benchlib.analysis.studies.registry import Study
+from benchlib.analysis.studies.registry import study as find_study
 from benchlib.core.model import Experiment
 from benchlib.store.results import Run
 
@@ -274,7 +275,8 @@ def _run(entry: Study, parameters: P, design: D, *, part: str = "", run_id: str 
     """Run ``design`` with ``parameters`` (:func:`~benchlib.analysis.planned.run_design`)."""
     budget_min, target_mde = parameters.budget_target if not part else (None, None)
     sequential = design.sequential if design.sequential is not None else ("no" if budget_min is None else "yes")
-    done = run_design(design.experiment, design.families, sequential=sequential, full=parameters.full,
+    experiment = side_by_side(design.experiment, parameters.side_by_side)
+    done = run_design(experiment, design.families, sequential=sequential, full=parameters.full,
                       requests=design.requests, prepare=design.prepare, compare_kwargs={"seed": parameters.seed},
                       budget_min=budget_min, target_mde=target_mde, run_id=run_id or parameters.run_id or None,
                       out_dir=parameters.out_dir or None, progress=parameters.progress,

@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, Literal, Self, Union, get_args, get_origin, get_type_hints
 
-from benchlib.core.placement import INSTALL_HINT, parse_cluster, ray_installed
 from benchlib.core.errors import ParameterError
+from benchlib.core.placement import INSTALL_HINT, parse_cluster, ray_installed
 
-__all__ = ["AUTO", "NOT_STORED", "Runtime", "Sequential", "StudyParameters", "as_asked", "budget", "check_value",
+__all__ = ["AUTO", "NOT_STORED", "Runtime", "Sequential", "SideBySide", "StudyParameters", "as_asked", "budget", "check_value",
            "choices", "cluster", "design_values", "positive", "yes_no"]
 
 #: The runtimes a study's services run on (``benchlib.runtime.RUNTIMES``; ``local``: processes).
@@ -34,6 +34,10 @@ Runtime = Literal["local", "docker"]
 #: A study's ``sequential`` parameter: stop a question at a planned look once settled
 #: (:func:`benchlib.analysis.stopping.stopping_rule`).
 Sequential = Literal["auto", "yes", "no"]
+#: A study's ``side_by_side`` parameter: measure a block's arms inside one trial, alternating in
+#: short slices (:class:`benchlib.core.model.Interleave`): ``auto`` where the design's loads
+#: allow it (:meth:`benchlib.core.model.Experiment.side_by_side_refusal`), else one arm per trial.
+SideBySide = Literal["auto", "yes", "no"]
 #: The parameters that say where a run is stored and how it is shown, not what it measures:
 #: left out of what a run stores as asked (:meth:`StudyParameters.asked`).
 NOT_STORED: tuple[str, ...] = ("out_dir", "run_id", "progress")
@@ -219,6 +223,10 @@ class StudyParameters:
     seed: seeds the block orders and the load schedules.
     cluster: where benchlib's load comes from: ``None`` (this machine), ``"local:N"``,
         ``"auto"`` or ``"ray://host:port"`` (:func:`cluster`).
+    side_by_side: ``auto`` (default): every arm of a block measured inside one trial,
+        alternating in 50 ms slices, where the study's loads allow it (HTTP/1.1, bounded by
+        time, load from this machine), else one arm per trial; ``yes``: side by side or one
+        error line saying why not; ``no``: one arm per trial (the sequential design).
     budget_min: minutes for the whole study, its pilot included; ``0``: no budget (the fixed
         design).
     target_mde: percent, the smallest change every row should detect at 80% power within the
@@ -232,6 +240,7 @@ class StudyParameters:
     trials: int = 0
     seed: int = 1
     cluster: str | None = None
+    side_by_side: SideBySide = "auto"
     budget_min: float = 0.0
     target_mde: float = 5.0
     out_dir: str = ""

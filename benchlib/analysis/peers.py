@@ -23,7 +23,8 @@ run by default, all at full scale); ``peer_blocks`` in the summaries says in how
 (``3 of 10``).
 
 Column names: ``peer_<figure>``, ``bl_<figure>``, ``<figure>_ratio``, plus ``order``
-(``first``/``second``), ``peer_blocks``, ``blocks_run`` (blocks of the arm in the run), ``peer_error``, ``peer_requests``, ``peer_dropped``, ``peer_errors``,
+(``first``/``second``), ``peer_blocks``, ``blocks_run`` (blocks of the arm in the run), ``peer_error``,
+``peer_requests``, ``peer_dropped``, ``peer_errors``,
 ``peer_cpu``, ``peer_bytes``, ``bl_requests``, ``bl_client_cpu`` and, with ``since="sent"``,
 ``bl_p50_due`` (benchlib's median from the due time, what the verdicts use).
 """
@@ -35,9 +36,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchlib.analysis.formats import signed_pct
+from benchlib.stats.quantiles import quantile_of
 from benchlib.store.records import rows as R
 from benchlib.store.results import Run
-from benchlib.stats.quantiles import quantile_of
 
 __all__ = ["peer_beside", "peer_labels", "peer_notes", "peer_setup", "peer_summary", "peer_tables", "peer_view"]
 
@@ -272,7 +273,8 @@ def peer_setup(tool: str, arms: Sequence[str], enabled: bool = True, *, flag: st
     before its run: the tool is built here if missing (``benchlib.loadgen.peers.<tool>.ensure_<tool>``,
     e.g. k6 or bombardier from the Go module proxy), so no trial waits for a build, and the
     sentence names its version (``<tool>_version``). When ``enabled`` is false (the
-    notebook's parameter ``flag``, or ``flag`` as written when it holds ``=``), or the tool cannot be built, no arm is cross-checked and
+    notebook's parameter ``flag``, or ``flag`` as written when it holds ``=``), or the tool cannot be built, no arm
+    is cross-checked and
     the sentence says why."""
     if not enabled:
         return (), f"{tool} cross-check off (`{flag if '=' in flag else (flag or tool) + '=False'}`)."

@@ -40,8 +40,14 @@ from benchlib.stats.planning.design_plan import DesignPlan, mde_text, plan_desig
 from benchlib.stats.power import planning_alpha
 from benchlib.stats.quantiles import quantile_of
 from benchlib.stats.sequential import SequentialDesign
-from benchlib.stats.variance import (VARIANCE_CONFIDENCE, PairComponents, arm_components, components_table,
-                                     pair_components, window_metrics)
+from benchlib.stats.variance import (
+    VARIANCE_CONFIDENCE,
+    PairComponents,
+    arm_components,
+    components_table,
+    pair_components,
+    window_metrics,
+)
 from benchlib.store.results import Run, open_run
 
 __all__ = ["OWN_MDE_LABEL", "PilotComponents", "components_from_run", "design_section", "design_table",
@@ -113,7 +119,7 @@ def pilot_windows(run: Run, *, splits: Sequence[int] = (1, 2, 4, 8), prefixes: S
         dur = dur if dur is not None and math.isfinite(dur) and dur > 0 else None
         try:
             wins = window_metrics(t.rows(), splits=splits, prefixes=prefixes, duration_s=dur, quantiles=quantiles)
-        except Exception as exc:  # noqa: BLE001 - a trial without measured requests has no windows
+        except Exception as exc:
             if "measured" in str(exc):
                 continue
             raise

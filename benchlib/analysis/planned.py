@@ -30,24 +30,24 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlib.analysis.interleaved import side_by_side_refusal
 from benchlib.analysis.pilot import PilotComponents, components_from_run, pilot_windows, trial_costs
 from benchlib.analysis.questions import Family
 from benchlib.analysis.stopping import Stopping, analysis_design, blocks_text, row_families, stopping_rule
 from benchlib.core.errors import ParameterError
-from benchlib.core.model import Condition, CrossCheck, Experiment
+from benchlib.core.model import Condition, CrossCheck, Experiment, Interleave
 from benchlib.run.cpus import CpuPlan
-from benchlib.store.records.plan import PlanRecord
-from benchlib.store.results import Run
-from benchlib.stats.planning.budget import (MIN_PILOT_BLOCKS, BudgetPlan, plan_within_budget, request_floor,
-                                            warmup_check)
+from benchlib.stats.planning.budget import MIN_PILOT_BLOCKS, BudgetPlan, plan_within_budget, request_floor, warmup_check
 from benchlib.stats.planning.cost import cost_model
 from benchlib.stats.variance import pool_components
+from benchlib.store.records.plan import PlanRecord
+from benchlib.store.results import Run
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = ["DesignRun", "PILOT_SUFFIX", "PILOT_WINDOWS", "PlannedRun", "StudyDesign", "design_metrics", "pilot_experiment",
-           "planned_experiment", "run_design", "run_planned"]
+           "planned_experiment", "run_design", "run_planned", "side_by_side"]
 
 #: The pilot's study folder and run id end in this.
 PILOT_SUFFIX = "-pilot"
@@ -336,6 +336,31 @@ class DesignRun:
     run: Run
     stopping: Stopping
     planned: PlannedRun | None = None
+
+
+def side_by_side(experiment: Experiment, asked: str = "auto") -> Experiment:
+    """``experiment`` with its arms side by side or one per trial, as a study's ``side_by_side``
+    parameter asks (:data:`benchlib.analysis.params.SideBySide`): ``auto`` side by side
+    (:class:`~benchlib.core.model.Interleave`'s defaults) unless
+    :func:`~benchlib.analysis.interleaved.side_by_side_refusal` gives a reason (the design
+    section says it: :func:`~benchlib.analysis.interleaved.design_kind_markdown`), ``yes`` side
+    by side, ``no`` one arm per trial. An experiment that already says (``interleave`` set) keeps it.
+
+    Raises
+    ------
+    ParameterError  ``yes`` for an experiment whose arms cannot run side by side (its reason),
+        or a value other than auto, yes, no.
+    """
+    if asked not in ("auto", "yes", "no"):
+        raise ParameterError(f"side_by_side {asked!r} is not valid; valid: auto, yes, no")
+    if asked == "no":
+        return replace(experiment, interleave=None)
+    if experiment.interleave is not None:
+        return experiment
+    why = side_by_side_refusal(experiment)
+    if why and asked == "yes":
+        raise ParameterError(f"side_by_side yes: {why}; use side_by_side auto or no")
+    return experiment if why else replace(experiment, interleave=Interleave())
 
 
 def run_design(experiment: Experiment, families: Sequence[Family], *, sequential: str | bool = "auto",

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from benchlib.core.errors import ParameterError
-from benchlib.store.results import Run
 from benchlib.stats.sequential import LookStatus, SequentialDesign
 from benchlib.stats.verdict import Verdict
+from benchlib.store.results import Run
 
 __all__ = ["Answer", "Contrast", "Family", "blocks_needed", "compare_valid", "decided_questions", "planned_rows",
            "run_family", "sequential_look"]
@@ -346,7 +346,8 @@ def _client_bound_verdicts(comparison: Any, missing: list[Verdict], bound: Mappi
                            ) -> tuple[Any, list[Verdict]]:
     """``comparison`` and ``missing`` with each row that is neither decided nor equivalent ("~",
     "insufficient", "no valid trial", "not decidable within the budget") and has a client-bound
-    arm (:func:`_client_bound`) given a ``client-bound`` verdict with that arm's evidence (the comparison's table too). Decided rows
+    arm (:func:`_client_bound`) given a ``client-bound`` verdict with that arm's evidence (the comparison's table
+    too). Decided rows
     keep their verdicts: the notebooks' client CPU tables qualify them."""
     import dataclasses
 
@@ -465,8 +466,8 @@ def planned_rows(family: Family, requests: Mapping[str, float], unavailable: Map
     """Rows the family will have: each runnable row times the metrics its condition's trials
     support (``requests``: successful requests per trial, by condition; a quantile needs 50
     beyond it)."""
-    from benchlib.stats.quantiles import quantile_of
     from benchlib.stats import required_requests
+    from benchlib.stats.quantiles import quantile_of
 
     total = 0
     for c in Family(family.key, tuple(family.runnable(unavailable or {})), family.metrics,

@@ -218,7 +218,7 @@ def trial_windows(run: Run, *, windows: int = 30) -> pd.DataFrame:
         if not end > 0:
             continue
         edges = np.linspace(0.0, end, windows + 1)
-        def window_of(r: np.ndarray) -> np.ndarray:
+        def window_of(r: np.ndarray, edges: np.ndarray = edges) -> np.ndarray:
             return np.clip(np.searchsorted(edges, r["t_done_ns"] / 1e9, side="right") - 1, 0, windows - 1)
 
         good = R.ok(rows)

@@ -53,13 +53,13 @@ import numpy as np
 from benchlib.analysis.tables import TrialMedian, median_of_trials
 from benchlib.core.errors import ParameterError, UserError
 from benchlib.stats.compare import DEFAULT_METRICS
+from benchlib.stats.comparison import jsonable
 from benchlib.stats.estimate import estimate
 from benchlib.stats.fmt import fmt_centre, fmt_p, fmt_pct, fmt_ratio
 from benchlib.stats.metrics import MetricInfo, metric_info
 from benchlib.stats.multiplicity import adjust, best_case_adjusted
 from benchlib.stats.power import mde_shift, min_trials, planning_alpha
 from benchlib.stats.runlevel import MIN_RUNS, RunLevel, across_runs, across_runs_mde, run_level
-from benchlib.stats.comparison import jsonable
 from benchlib.stats.verdict import Verdict, VerdictKind, decide
 
 if TYPE_CHECKING:

@@ -15,7 +15,8 @@
   what stopping saved) for :func:`benchlib.analysis.pilot.design_section`.
 
 A question stops at a planned look when every row of its family is settled ("faster" /
-"slower", "equivalent", or with a target MDE "not decidable within the budget"; see :func:`benchlib.stats.sequential.status`); its verdicts are
+"slower", "equivalent", or with a target MDE "not decidable within the budget"; see
+:func:`benchlib.stats.sequential.status`); its verdicts are
 then read with the same design (``run_family(..., sequential=design)``), whose sequential
 p-values and repeated intervals hold whatever look it stopped at.
 """
@@ -30,8 +31,8 @@ from typing import Any
 from benchlib.analysis.questions import Family, sequential_look
 from benchlib.core.errors import ParameterError
 from benchlib.core.model import Experiment
-from benchlib.store.results import Run
 from benchlib.stats.sequential import SequentialDesign
+from benchlib.store.results import Run
 
 __all__ = ["SEQUENTIAL_CHOICES", "Look", "StopWhenSettled", "Stopping", "analysis_design", "blocks_per_arm",
            "blocks_text", "open_questions", "row_families", "saved_trials", "stopping_rule"]

@@ -1,7 +1,8 @@
 """The tables every study report shows about its run, from the stored records.
 
 Each function takes the run (a :class:`~benchlib.store.results.Run`: what the runner returns, or
-:func:`~benchlib.store.results.open_run` of a stored one) and returns a DataFrame; arms that did not run appear as "not run: why" wherever a table
+:func:`~benchlib.store.results.open_run` of a stored one) and returns a DataFrame; arms that did not run appear as
+"not run: why" wherever a table
 lists arms. Rows follow the experiment's arm order.
 
 * :func:`status_table`: trials ok / failed / invalid per condition and arm, with reasons;

@@ -35,12 +35,12 @@ import numpy as np
 import pandas as pd
 
 from benchlib.core.errors import ParameterError
-from benchlib.store.results import Run
 from benchlib.core.schema import ERROR_CODES, PHASE_CODES
 from benchlib.stats.changepoint import MIN_SHIFT, detect_changes
 from benchlib.stats.power import mde_shift
 from benchlib.stats.summary import trial_columns
 from benchlib.stats.variance import arm_components
+from benchlib.store.results import Run
 
 __all__ = ["MODES", "TABLE_COLUMNS", "table_markdown", "trial_facts", "variance_table", "warmup_end"]
 

@@ -15,8 +15,8 @@ from typing import Any
 from benchlib.analysis import conclusion as say
 from benchlib.analysis.display import metric_words
 from benchlib.analysis.questions import Answer
-from benchlib.store.results import Run
 from benchlib.stats.verdict import Verdict, VerdictKind, render
+from benchlib.store.results import Run
 
 __all__ = ["answer_table", "answer_tables", "family_markdown", "footnotes_markdown", "verdict_sentences",
            "verdict_table"]

@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from benchlib.core.placement import parse_cluster
-from benchlib.core.errors import LoadSpecError, ParameterError
 from benchlib.core.design import DEFAULT_CROSS_CHECK_BLOCKS, check_cross_check_blocks
+from benchlib.core.errors import LoadSpecError, ParameterError
+from benchlib.core.placement import parse_cluster
 
 __all__ = [
     "Interleave",
@@ -771,21 +771,27 @@ class Experiment:
             _set(self, "interleave", il := Interleave(**il))
         if not isinstance(il, Interleave):
             raise ParameterError(f"Experiment.interleave must be Interleave(...) or None; got {_got(il)}")
-        way_out = "use interleave=None (the sequential design)"
+        why = self.side_by_side_refusal()
+        if why:
+            raise ParameterError(f"{why}: use interleave=None (the sequential design)")
+
+    def side_by_side_refusal(self) -> str:
+        """Why this experiment's arms cannot run side by side (``Experiment(interleave=...)``),
+        in words; ``""`` when they can: the load comes from this machine, every arm starts
+        afresh per trial, and every condition's load is HTTP/1.1 bounded by time."""
         if self.cluster is not None:
-            raise ParameterError(f"an interleaved design measures every arm on this machine; cluster={self.cluster!r} "
-                                 f"sends the load from other hosts: {way_out}")
+            return (f"an interleaved design measures every arm on this machine; cluster={self.cluster!r} "
+                    "sends the load from other hosts")
         if self.service_starts != "trial":
-            raise ParameterError(f"an interleaved design starts every arm afresh per trial; {way_out} with "
-                                 "service_starts=\"cell\"")
+            return "an interleaved design starts every arm afresh per trial, not once per cell (service_starts=\"cell\")"
         for c in self.conditions:
             ld = c.load
             if ld.protocol != "http1":
-                raise ParameterError(f"condition {c.name!r}: an interleaved design runs HTTP/1.1 loads only (this one is "
-                                     f"{ld.protocol}); {way_out}")
+                return f"condition {c.name!r}: an interleaved design runs HTTP/1.1 loads only (this one is {ld.protocol})"
             if ld.requests is not None or ld.warmup_requests or ld.stages:
-                raise ParameterError(f"condition {c.name!r}: an interleaved design needs a load bounded by time "
-                                     f"(duration_s, warmup_s), not by a request count or stages; {way_out}")
+                return (f"condition {c.name!r}: an interleaved design needs a load bounded by time "
+                        "(duration_s, warmup_s), not by a request count or stages")
+        return ""
 
     def arm(self, name: str) -> Arm:
         for a in self.arms:

@@ -176,7 +176,7 @@ def runs_made(executed: str | Path, *, runs_root: str | Path | None = None) -> l
         root = default_runs_root()
     start = parse_utc(str(meta["start_time"]))
     end = (parse_utc(str(meta["end_time"])) if meta.get("end_time")
-           else _dt.datetime.fromtimestamp(executed.stat().st_mtime, _dt.timezone.utc))
+           else _dt.datetime.fromtimestamp(executed.stat().st_mtime, _dt.UTC))
     found = [r.store.path for r in sorted(runs_started_between(root, start, end),
                                           key=lambda r: (r.collected_utc, r.store.run_id)) if r.store.study == study]
     named = str(params.get("run_id") or "")
@@ -261,7 +261,7 @@ def kept_runs(reports_dir: str | Path) -> list[KeptRun]:
                            record.provenance.started if record is not None else None,
                            record.status if record is not None else "", _report_of(folder), files,
                            (folder / "trials").is_dir()))
-    oldest = _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
+    oldest = _dt.datetime.min.replace(tzinfo=_dt.UTC)
     out.sort(key=lambda k: (k.started_utc or oldest, k.run_id), reverse=True)
     out.sort(key=lambda k: k.study)
     return out

@@ -8,7 +8,7 @@ before them, and dependencies (a database) share the service's CPUs.
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from benchlib.core.errors import ParameterError
 from benchlib.core.placement import CpuPlan

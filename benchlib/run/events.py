@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Union
+from typing import ClassVar
 
 from benchlib.core.design import PlannedTrial
 
@@ -114,7 +114,7 @@ class RunDone:
 
 
 #: Any event the runner emits.
-Event = Union[RunStarted, TrialEvent, BlockDone, Note, RunDone]
+Event = RunStarted | TrialEvent | BlockDone | Note | RunDone
 
 
 @dataclass(frozen=True)

@@ -43,8 +43,17 @@ from benchlib.run.sidebyside import BoundaryReader, InterleavedLoadFunction, arm
 from benchlib.runtime.base import ServiceHandle, handle_ports
 from benchlib.runtime.contract import verify
 from benchlib.runtime.manifest import Endpoint
-from benchlib.store.records import (TRIAL_RECORD_VERSION, Attempt, DependencyRecord, EnforcedLimits, FrontRecord,
-                                    LoadMeta, ServiceLog, TrialRecord, peer_report)
+from benchlib.store.records import (
+    TRIAL_RECORD_VERSION,
+    Attempt,
+    DependencyRecord,
+    EnforcedLimits,
+    FrontRecord,
+    LoadMeta,
+    ServiceLog,
+    TrialRecord,
+    peer_report,
+)
 from benchlib.store.records.disturbance import Disturbance, DisturbanceBounds
 from benchlib.store.records.interleave import InterleaveRecord
 from benchlib.store.records.trial import utc_now

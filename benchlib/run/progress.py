@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchlib.core import settings
-from benchlib.run.events import (BlockDone, Event, Note, PlanSlot, Progress, RunDone, RunStarted, TrialEvent)
+from benchlib.run.events import BlockDone, Event, Note, PlanSlot, Progress, RunDone, RunStarted, TrialEvent
 
 __all__ = ["Estimate", "ProgressCallback", "ProgressLine", "Show", "format_duration", "format_event", "make_progress",
            "not_run_words", "parse_line"]

@@ -31,10 +31,17 @@ from dataclasses import replace
 from pathlib import Path
 
 from benchlib.core import settings
-from benchlib.store.records.disturbance import (DEFAULT_BOUNDS, CpuSet, Disturbance, DisturbanceBounds, judge,
-                                          with_references)
+from benchlib.store.records.disturbance import (
+    DEFAULT_BOUNDS,
+    CpuSet,
+    Disturbance,
+    DisturbanceBounds,
+    judge,
+    with_references,
+)
 
-__all__ = ["CANARY_INTERVAL_S", "CANARY_LOOP", "SERVER_CANARY_INTERVAL_S", "SERVER_CANARY_LOOP", "DisturbanceSampler", "bounds_from_settings", "canary_loop_us", "group_pids", "handle_pids"]
+__all__ = ["CANARY_INTERVAL_S", "CANARY_LOOP", "SERVER_CANARY_INTERVAL_S", "SERVER_CANARY_LOOP", "DisturbanceSampler",
+           "bounds_from_settings", "canary_loop_us", "group_pids", "handle_pids"]
 
 #: Seconds between two canary loops (the canary costs about 0.2 ms of CPU per loop: ~0.4% of
 #: one client CPU).

@@ -27,7 +27,6 @@ from __future__ import annotations
 import http.server
 import signal
 import threading
-import textwrap
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,12 +36,12 @@ from typing import Any
 import numpy as np
 
 from benchlib.core.errors import BenchlibError, LoadGenError, RuntimeUnavailable
-from benchlib.loadgen.launch import LoadResult, loadspec_to_dict
-from benchlib.runtime.manifest import ResolvedService
-from benchlib.core.slicing import SlicePlan
 from benchlib.core.model import CrossCheck, LoadSpec, Target
-from benchlib.runtime.base import Prepared, StartOptions, StopInfo, service_ports
 from benchlib.core.schema import ERROR_CODES, PHASE_CODES, ROW_DTYPE
+from benchlib.core.slicing import SlicePlan
+from benchlib.loadgen.launch import LoadResult, loadspec_to_dict
+from benchlib.runtime.base import Prepared, StartOptions, StopInfo, service_ports
+from benchlib.runtime.manifest import ResolvedService
 
 __all__ = ["FakeCrossCheck", "FakeHandle", "FakeLoad", "FakeRuntime", "Outcome", "OUTCOMES", "fake_manifests", "write_manifest"]
 
@@ -69,7 +68,7 @@ class _Answer(http.server.BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PUT = do_DELETE = _answer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from benchlib.core.errors import ServiceStartError
-from benchlib.runtime.manifest import ResolvedService
 from benchlib.core.model import Limits
+from benchlib.runtime.manifest import ResolvedService
 from benchlib.runtime.ports import free_ports
 
 __all__ = ["Prepared", "Runtime", "ServiceHandle", "StartOptions", "StopInfo", "handle_ports", "reset_service", "run_steps"]

@@ -23,8 +23,9 @@ the services still running in cgroups whose benchlib process is gone
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from benchlib.core.errors import RuntimeUnavailable
 from benchlib.runtime import cgroups

@@ -33,10 +33,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from benchlib.core import buildcache, settings, signals
-
-from benchlib.runtime import logs, toolchains
 from benchlib.core.errors import BuildError, ServiceStartError
-from benchlib.runtime.manifest import ResolvedService
+from benchlib.runtime import logs, toolchains
 from benchlib.runtime.base import (
     Prepared,
     StartOptions,
@@ -47,6 +45,7 @@ from benchlib.runtime.base import (
     service_ports,
     wait_healthy,
 )
+from benchlib.runtime.manifest import ResolvedService
 from benchlib.runtime.ports import free_port, free_ports, port_in_use
 
 __all__ = ["LocalHandle", "LocalRuntime", "SERVICE_ENV_KEEP", "free_port", "free_ports", "port_in_use",

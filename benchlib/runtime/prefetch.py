@@ -107,8 +107,8 @@ def _ferretdb_step(build_script: Path) -> Step:
                                  capture_output=True, text=True, timeout=STEP_TIMEOUT_S, check=True).stdout
             src = Path(tmp) / "src"
             shutil.copytree(json.loads(out)["Dir"], src)
-            subprocess.run(["go", "build", "-n", "-o", os.devnull, "./cmd/ferretdb"], cwd=src, env=env, capture_output=True, text=True,
-                           timeout=STEP_TIMEOUT_S, check=True)
+            subprocess.run(["go", "build", "-n", "-o", os.devnull, "./cmd/ferretdb"], cwd=src, env=env, capture_output=True,
+                           text=True, timeout=STEP_TIMEOUT_S, check=True)
         return f"{module}@{version}"
 
     return Step(f"ferretdb {version}", call=fetch)

@@ -71,7 +71,7 @@ def which(tool: str) -> str | None:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def version(tool: str) -> str | None:
     """The tool's version line (e.g. ``go version go1.26.8 linux/amd64``), or ``None`` if missing."""
     if tool == "python":

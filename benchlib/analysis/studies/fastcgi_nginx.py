@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from benchlib.analysis import Answer, Contrast, Family, formats as fmt, params, tables
+from benchlib.analysis import Answer, Contrast, Family, params, tables
 from benchlib.analysis import conclusion as say
+from benchlib.analysis import formats as fmt
 from benchlib.analysis.params import Runtime, Sequential, StudyParameters
 from benchlib.analysis.planned import StudyDesign
 from benchlib.core.errors import ParameterError
@@ -284,7 +285,7 @@ def plateau_markdown(sat: Any, responses: Any) -> str:
                  for side, arms in groups.items()]
         line = f"- **{cond}**: " + ". ".join(parts) + "."
         fcgi = g[g["front share of server CPU"].notna() & g["arm"].str.endswith("-nginx-off")
-                 & ~g["arm"].map(lambda a: (cond, a) in bad)]
+                 & ~g["arm"].map(lambda a: (cond, a) in bad)]  # noqa: B023 - map runs at once
         if len(fcgi) > 1:
             lo, hi = fcgi["benchlib req/s"].min(), fcgi["benchlib req/s"].max()
             line += (f" Behind the same nginx (keep_conn off) benchlib's rates ran from {fmt.num(lo)} to {fmt.num(hi)} "

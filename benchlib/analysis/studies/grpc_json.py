@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from benchlib.analysis import Answer, Contrast, Family, params
-from benchlib.analysis.client_cost import ClientPair
 from benchlib.analysis import conclusion as say
+from benchlib.analysis.client_cost import ClientPair
 from benchlib.analysis.params import Runtime, Sequential, StudyParameters
 from benchlib.analysis.planned import StudyDesign
 from benchlib.core.errors import ParameterError
-from benchlib.runtime.manifest import find_services_dir
 from benchlib.core.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
+from benchlib.runtime.manifest import find_services_dir
 
 __all__ = [
     "CANNED", "CANNED_SERVICE", "CONCURRENCY", "FULL", "LANGUAGES", "NOT_OFFERED", "PAYLOADS", "PROTOCOLS",

@@ -24,19 +24,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from benchlib.analysis import Answer, Family, blocks_needed
+from benchlib.analysis import Answer, Family, blocks_needed, params, peers, tables
 from benchlib.analysis import conclusion as say
-from benchlib.analysis import formats as fmt, params, peers, tables
+from benchlib.analysis import formats as fmt
 from benchlib.analysis.params import Runtime, Sequential, StudyParameters
 from benchlib.analysis.planned import StudyDesign
 from benchlib.core.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
-from benchlib.store.results import Run
 from benchlib.stats.verdict import VerdictKind
+from benchlib.store.results import Run
 
 __all__ = [
     "BOMBARDIER_STACKS", "BOMBARDIER_WHY", "CONDITION", "COST_METRICS", "Design", "ENDPOINTS", "FAIR_ROWS", "FULL",
     "METRICS", "Parameters", "REPEAT_INVALID", "SEED_CONNECTIONS", "SEED_REQUESTS", "STACKS", "STUDY", "Stack",
-    "VARIANTS", "arm_name", "bombardier_setup", "bombardier_stacks", "bombardier_tables", "conclusion_markdown",
+    "VARIANTS", "arm_name", "bombardier_flags", "bombardier_setup", "bombardier_stacks", "bombardier_tables",
+    "conclusion_markdown",
     "cpu_plan", "design", "families", "original_vs_ours", "planned_blocks", "ratio_table", "run_parameters",
     "seed_load", "seed_ratio", "study_arms", "study_condition",
 ]
@@ -59,7 +60,7 @@ REPEAT_INVALID = 2
 #: ran them, and the fastest fair stack (where a client's own cost per request shows most).
 BOMBARDIER_STACKS = "iris-faithful,kestrel-faithful,actix"
 #: ``full=True``: the seed's size and every question (the notebook's defaults are a short run).
-FULL: dict[str, Any] = {"scale": 1.0, "endpoints": "random,fixed", "bombardier": "all"}
+FULL: dict[str, Any] = {"scale": 1.0, "duration_s": 0.0, "endpoints": "random,fixed", "bombardier": "all"}
 
 
 @dataclass(frozen=True)
@@ -101,23 +102,39 @@ def study_arms(variants: str | Sequence[str] = VARIANTS, fair_rows: str | Sequen
                  if s.key in rows or (s.key.startswith(("iris-", "kestrel-")) and s.variant in v) for e in eps)
 
 
-def seed_load(scale: float = 1.0, *, warmup_s: float = 1.0) -> LoadSpec:
+def seed_load(scale: float = 1.0, *, warmup_s: float = 1.0, duration_s: float | None = None) -> LoadSpec:
     """The seed's ``bombardier -c 125 -n 500000`` as a benchlib closed model: 125 keep-alive
-    connections, ``round(500,000 x scale)`` measured requests (at least 1,000), one client
-    worker, after ``warmup_s`` of warm-up (the seed had none)."""
+    connections, one client worker, after ``warmup_s`` of warm-up (the seed had none), and
+    ``round(500,000 x scale)`` measured requests (at least 1,000), or with ``duration_s``
+    (seconds) that long a measured phase instead: a load bounded by time, which lets the arms
+    of a block run side by side (``docs/statistics.md``, "Arms side by side")."""
+    if duration_s:
+        params.positive("duration_s", duration_s, "measured seconds per arm and trial")
+        return LoadSpec(model="closed", connections=SEED_CONNECTIONS, duration_s=duration_s, warmup_s=warmup_s,
+                        workers=1)
     params.positive("scale", scale, "1.0 = the seed's 500,000 requests per trial")
     return LoadSpec(model="closed", connections=SEED_CONNECTIONS, duration_s=None,
                     requests=max(1_000, round(SEED_REQUESTS * scale)), warmup_s=warmup_s, workers=1)
 
 
-def study_condition(scale: float = 1.0, *, warmup_s: float = 1.0, bombardier_arms: Sequence[str] = ()) -> Condition:
+def study_condition(scale: float = 1.0, *, warmup_s: float = 1.0, duration_s: float | None = None,
+                    bombardier_arms: Sequence[str] = ()) -> Condition:
     """The one condition: :func:`seed_load`, each arm on its own endpoint; with
-    ``bombardier_arms``, bombardier with the seed's flags (``-c 125 -n`` the same count) on
-    those arms' instances in every trial, before benchlib's load in odd blocks, after it in even ones."""
-    load = seed_load(scale, warmup_s=warmup_s)
-    check = (CrossCheck("bombardier", (("connections", SEED_CONNECTIONS), ("requests", load.requests)),
+    ``bombardier_arms``, bombardier with the seed's flags (``-c 125``, and ``-n`` the same count
+    or ``-d`` the same seconds, at least 1, bombardier's shortest) on those arms' instances in every trial, before benchlib's load
+    in odd blocks, after it in even ones."""
+    load = seed_load(scale, warmup_s=warmup_s, duration_s=duration_s)
+    size = ("requests", load.requests) if load.requests is not None else ("duration_s", max(1.0, load.duration_s or 0))
+    check = (CrossCheck("bombardier", (("connections", SEED_CONNECTIONS), size),
                         arms=tuple(bombardier_arms)) if bombardier_arms else None)
     return Condition(CONDITION, load, cross_check=check)
+
+
+def bombardier_flags(load: LoadSpec) -> str:
+    """bombardier's flags for ``load`` as the seed wrote them: ``-c 125 -n <requests>``, or
+    ``-c 125 -d <seconds>s`` for a load bounded by time."""
+    size = f"-n {load.requests}" if load.requests is not None else f"-d {max(1.0, load.duration_s or 0):g}s"
+    return f"-c {load.connections} {size}"
 
 
 def cpu_plan(server_cpus: int = 1) -> Any:
@@ -125,8 +142,8 @@ def cpu_plan(server_cpus: int = 1) -> Any:
     (:func:`benchlib.run.cpus.plan_cpus`), or, with every CPU (2 here), on all of them, shared
     with the load generator and bombardier: **not isolated**, for showing the faithful
     handler's lock under contention."""
-    from benchlib.run.cpus import CpuPlan, available_cpus, plan_cpus
     from benchlib.core.errors import ParameterError
+    from benchlib.run.cpus import CpuPlan, available_cpus, plan_cpus
 
     cpus = available_cpus()
     if isinstance(server_cpus, int) and 1 <= server_cpus < len(cpus):
@@ -171,7 +188,11 @@ class Parameters(StudyParameters):
     Attributes
     ----------
     runtime: ``local`` (processes) or ``docker``.
-    scale: requests per trial as a fraction of the seed's 500,000 (at least 1,000).
+    duration_s: measured seconds per arm and trial, the load bounded by time (the arms of a
+        block side by side); ``0``: the design's (1.0 s; the full scale measures the seed's
+        request count instead, one arm per trial).
+    scale: with a load bounded by a count (full scale), requests per trial as a fraction of
+        the seed's 500,000 (at least 1,000).
     warmup_s: warm-up seconds before each measured phase.
     variants: Iris and Kestrel handlers: ``faithful``, ``verbatim``, ``fair`` (comma-separated).
     fair_rows: the other stacks with the fair handler: ``nethttp``, ``actix``, ``node``, ``python``.
@@ -183,6 +204,7 @@ class Parameters(StudyParameters):
 
     runtime: Runtime = "local"
     trials: int = 10
+    duration_s: float = 0.0
     scale: float = 0.1
     warmup_s: float = 1.0
     variants: str = "faithful,verbatim,fair"
@@ -193,6 +215,7 @@ class Parameters(StudyParameters):
     sequential: Sequential = "auto"
     seed: int = 2
 
+    DEFAULT_DESIGN: ClassVar[Mapping[str, Any]] = {"duration_s": 1.0}
     FULL_SCALE: ClassVar[Mapping[str, Any]] = FULL
 
 
@@ -209,11 +232,13 @@ def design(p: Parameters) -> Design:
     ``server_cpus`` CPUs, and the four questions."""
     arms = study_arms(p.variants, p.fair_rows, p.endpoints)
     checked, note = bombardier_setup(arms, p.bombardier)
-    condition = study_condition(p.scale, warmup_s=p.warmup_s, bombardier_arms=checked)
+    condition = study_condition(p.scale, warmup_s=p.warmup_s, duration_s=p.duration_s or None,
+                                bombardier_arms=checked)
     experiment = Experiment(study=STUDY, arms=arms, conditions=(condition,), trials=p.trials, seed=p.seed,
                             runtime=p.runtime, cluster=p.cluster, repeat_invalid=REPEAT_INVALID)
     return Design(experiment=experiment, families=tuple(families([a.name for a in arms])), sequential=p.sequential,
-                  requests={CONDITION: int(condition.load.requests or 0)}, cpus=cpu_plan(p.server_cpus),
+                  requests={CONDITION: int(condition.load.requests)} if condition.load.requests else None,
+                  cpus=cpu_plan(p.server_cpus),
                   reasons=tables.short_reasons, bombardier_note=note)
 
 

@@ -26,12 +26,13 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from benchlib.analysis import Answer, Contrast, Family, planned_rows
+from benchlib.analysis import Answer, Contrast, Family, params, peers, planned_rows, tables
 from benchlib.analysis import conclusion as say
-from benchlib.analysis import formats as fmt, params, peers, tables
+from benchlib.analysis import formats as fmt
 from benchlib.analysis.params import Runtime, Sequential, StudyParameters
 from benchlib.analysis.planned import StudyDesign
 from benchlib.core.errors import ParameterError
@@ -178,7 +179,8 @@ def design(p: Parameters) -> Design:
         baseline=BASELINE if "fair" in chosen else "go-faithful", cross_check_blocks=p.cross_check_blocks)
     return Design(experiment=experiment, families=(family(chosen, extras=extras),), sequential=p.sequential,
                   requests=requests_per_trial(p.scale, full=p.full), reasons=short_reasons, one_table=True,
-                  group_headings={c: f"`GET {path}`" for c, path in CONDITIONS.items()}, variants=chosen, extras=extras, k6_arms=k6_arms, k6_note=k6_note)
+                  group_headings={c: f"`GET {path}`" for c, path in CONDITIONS.items()}, variants=chosen, extras=extras,
+                  k6_arms=k6_arms, k6_note=k6_note)
 
 
 def parse_variants(text: str | Sequence[str]) -> tuple[str, ...]:
@@ -295,7 +297,8 @@ def k6_tables(result: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
     beside = peers.peer_beside(result, figures=("p50", "p95", "max"), since="sent", tool="k6")
     summary = peers.peer_summary(beside, by=("condition", "arm", "order"), main="p50")
     figs = [c for f in ("p50", "p95", "max") for c in (f"peer_{f}", f"bl_{f}")]
-    return (peers.peer_view(summary, ["condition", "arm", "order", "peer_blocks", "trials", *figs, "p50_ratio"], "k6", since="sent"),
+    return (peers.peer_view(summary, ["condition", "arm", "order", "peer_blocks", "trials", *figs, "p50_ratio"], "k6",
+                            since="sent"),
             peers.peer_view(beside, ["condition", "arm", "block", "order", "status", "peer_error", "peer_requests",
                                      "peer_dropped", "peer_p50", "peer_p95", "peer_max", "bl_requests", "bl_p50",
                                      "bl_p95", "bl_max", "bl_p50_due", "p50_ratio"], "k6", since="sent", digits=None))
@@ -310,8 +313,8 @@ def original_vs_ours(run: Run, reference: pd.DataFrame) -> pd.DataFrame:
     support are "–"; arms not run here say why."""
     import pandas as pd
 
-    from benchlib.store.records.rows import figures
     from benchlib.stats.verdict import Verdict, render
+    from benchlib.store.records.rows import figures
 
     cols = {"min": "min", "avg": "mean", "med": "p50", "max": "max", "p95": "p95", "p99": "p99"}
     ours: dict[tuple[str, str, str], list[dict[str, float]]] = {}
@@ -350,9 +353,9 @@ def database_info(result: Run, *, timeout_s: float = 60.0) -> dict[str, Any]:
     :data:`DEPENDENCIES`). Stored as ``derived/database.json`` in the run folder (read from
     there on resume)."""
     from benchlib.run.cpus import plan_cpus
-    from benchlib.runtime.manifest import get_manifest
     from benchlib.runtime import StartOptions, get_runtime
     from benchlib.runtime.local import free_port
+    from benchlib.runtime.manifest import get_manifest
 
     path = result.path / "derived" / "database.json"
     if path.exists():
@@ -410,7 +413,7 @@ def conclusion_markdown(answer: Answer, reference: pd.DataFrame, variants: Seque
     p50 = "median latency"
     for cond, path in CONDITIONS.items():
         def v(base: str, arm: str) -> Any:
-            return answer.verdict(arm, "p50_ms", group=cond, baseline=base)
+            return answer.verdict(arm, "p50_ms", group=cond, baseline=base)  # noqa: B023 - called in this iteration
 
         lines.append(f"**`GET {path}`**, median latency (p50), exact 95% intervals:")
         ref = reference[reference["endpoint"] == path].set_index("service")

@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from benchlib.analysis import Answer, Family
+from benchlib.analysis import Answer, Family, params, peers
 from benchlib.analysis import conclusion as say
-from benchlib.analysis import formats as fmt, params, peers
+from benchlib.analysis import formats as fmt
 from benchlib.analysis.notebook import StudyRun
 from benchlib.analysis.params import Runtime, Sequential, StudyParameters
 from benchlib.analysis.planned import StudyDesign

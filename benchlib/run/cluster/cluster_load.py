@@ -25,16 +25,16 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from benchlib.core.errors import HostLost, LoadGenError
+from benchlib.core.model import LoadSpec, Target
+from benchlib.loadgen.launch import LoadResult
+from benchlib.loadgen.preflight import validate
+from benchlib.loadgen.shares import HostShare
 from benchlib.run.cluster.clock import START_SKEW_BOUND_NS, ClockOffset, ClockSample, estimate_offset
 from benchlib.run.cluster.faults import HostFault, fault_of, log_fault
 from benchlib.run.cluster.host import LoadHost, arrow_to_rows
 from benchlib.run.cluster.merge import HostInfo, HostOutcome, merge_hosts
 from benchlib.run.cluster.session import ClusterSession, require_ray
-from benchlib.core.errors import HostLost, LoadGenError
-from benchlib.loadgen.launch import LoadResult
-from benchlib.loadgen.shares import HostShare
-from benchlib.loadgen.preflight import validate
-from benchlib.core.model import LoadSpec, Target
 
 __all__ = ["ClusterLoad", "CLOCK_ROUND_TRIPS", "START_AHEAD_NS", "DEADLINE_MARGIN_S", "HOST_READY_TIMEOUT_S"]
 
@@ -238,7 +238,7 @@ class ClusterLoad:
         while waiting:
             left = end - time.monotonic()
             if left <= 0:
-                for ref, i in waiting.items():
+                for i in waiting.values():
                     ray.kill(actors[i], no_restart=True)
                     outcome[i] = HostOutcome(infos[i], offsets[i], failure=f"did not finish within {deadline_s:g} s "
                                                                            "of the start (killed)")

@@ -18,9 +18,9 @@ import socket
 from collections.abc import Sequence
 from typing import Any
 
-from benchlib.run.cluster.session import ClusterSession, require_ray
 from benchlib.core.model import CrossCheck
 from benchlib.loadgen.peers.crosscheck import run_cross_check
+from benchlib.run.cluster.session import ClusterSession, require_ray
 
 __all__ = ["ClusterCrossCheck", "MARGIN_S"]
 

@@ -24,12 +24,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from benchlib.run.cluster.merge import HostInfo
-from benchlib.run.sampler import DisturbanceSampler
 from benchlib.core.errors import LoadGenError
+from benchlib.core.model import LoadSpec, Target
 from benchlib.loadgen.launch import run_load
 from benchlib.loadgen.shares import HostShare
-from benchlib.core.model import LoadSpec, Target
+from benchlib.run.cluster.merge import HostInfo
+from benchlib.run.sampler import DisturbanceSampler
 
 __all__ = ["LoadHost", "rows_to_arrow", "arrow_to_rows", "ray_daemons_cpu_s", "host_cpu", "REACH_TIMEOUT_S"]
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from benchlib.run.cluster.clock import ClockOffset, StartSkew, start_skew
+from benchlib.core.schema import HOST_DTYPE, PHASE_CODES, ROW_DTYPE
 from benchlib.loadgen.guard import CLIENT_REASONS, DATA_REASONS, LAG_PERCENTILES, START_SKEW_REASON
 from benchlib.loadgen.launch import LoadResult, _longest_pause_ns
-from benchlib.core.schema import HOST_DTYPE, PHASE_CODES, ROW_DTYPE
+from benchlib.run.cluster.clock import ClockOffset, StartSkew, start_skew
 
 __all__ = ["HostInfo", "HostOutcome", "merge_hosts"]
 

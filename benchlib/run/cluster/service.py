@@ -33,15 +33,24 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from benchlib.run.cluster.clock import ClockOffset, ClockSample, estimate_offset
-from benchlib.run.cluster.faults import fault_of, log_fault, one_line
-from benchlib.run.cluster.cluster_load import CLOCK_ROUND_TRIPS
-from benchlib.run.cluster.servicehost import (Address, NodeInfo, Raised, ServiceHost, Started, Stopped, boot_id, net_namespace,
-                                          node_cpus)
-from benchlib.run.cluster.session import ClusterSession, require_ray
 from benchlib.core.errors import RuntimeUnavailable, ServiceStartError
-from benchlib.runtime.manifest import ResolvedService
+from benchlib.run.cluster.clock import ClockOffset, ClockSample, estimate_offset
+from benchlib.run.cluster.cluster_load import CLOCK_ROUND_TRIPS
+from benchlib.run.cluster.faults import fault_of, log_fault, one_line
+from benchlib.run.cluster.servicehost import (
+    Address,
+    NodeInfo,
+    Raised,
+    ServiceHost,
+    Started,
+    Stopped,
+    boot_id,
+    net_namespace,
+    node_cpus,
+)
+from benchlib.run.cluster.session import ClusterSession, require_ray
 from benchlib.runtime.base import Prepared, Runtime, ServiceHandle, StartOptions, StopInfo, handle_ports
+from benchlib.runtime.manifest import ResolvedService
 
 __all__ = ["NodeHandle", "NodeRuntime", "NodeServices", "on_service_node", "CALL_TIMEOUT_S", "BUILD_TIMEOUT_S",
            "START_MARGIN_S", "CLOSE_TIMEOUT_S", "ACTOR_READY_TIMEOUT_S"]

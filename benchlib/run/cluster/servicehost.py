@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from benchlib.core.errors import BenchlibError, ParameterError
-from benchlib.runtime.manifest import ResolvedService
 from benchlib.runtime.base import Prepared, Runtime, ServiceHandle, StartOptions, StopInfo, handle_ports
+from benchlib.runtime.manifest import ResolvedService
 
 __all__ = ["Address", "NodeInfo", "Raised", "ServiceHost", "Started", "Stopped", "boot_id", "net_namespace", "node_cpus"]
 

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from types import ModuleType, TracebackType
 from typing import Any
 
-from benchlib.run.cluster.faults import LOG, node_label
-from benchlib.core.placement import INSTALL_HINT, LOAD_RESOURCE, ClusterSpec, local_host_resource
 from benchlib.core.errors import HostLost, ParameterError, RuntimeUnavailable
+from benchlib.core.placement import INSTALL_HINT, LOAD_RESOURCE, ClusterSpec, local_host_resource
+from benchlib.run.cluster.faults import LOG, node_label
 from benchlib.runtime.ports import free_ports
 
 __all__ = ["ClusterSession", "HostNode", "ServiceNode", "require_ray", "OBJECT_STORE_BYTES", "RAY_ENV", "INSTALL_HINT",

@@ -8,8 +8,9 @@ import os
 import socket
 import threading
 import warnings
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 from urllib.parse import urlparse
 
 from benchlib.core import settings
@@ -41,7 +42,8 @@ def _tls_configured(environ: Mapping[str, str]) -> bool:
 def check_endpoint_security(url: str, environ: Mapping[str, str] | None = None) -> None:
     """Refuse a remote engine reached over plain TCP: ``tcp://`` (or ``http://``) to a host that
     is not loopback, without TLS (``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH``), unless
-    ``$BENCHLIB_ALLOW_INSECURE_DOCKER`` (:data:`benchlib.core.settings.ALLOW_INSECURE_DOCKER`) is ``1``. ``unix://``, ``ssh://``, ``https://`` and loopback TCP
+    ``$BENCHLIB_ALLOW_INSECURE_DOCKER`` (:data:`benchlib.core.settings.ALLOW_INSECURE_DOCKER`) is ``1``. ``unix://``,
+    ``ssh://``, ``https://`` and loopback TCP
     pass.
 
     Raises
@@ -99,7 +101,7 @@ def connect(base_url: str | None = None, *, timeout_s: float = 120.0) -> Any:
                 environment = dict(os.environ) if base_url is None else {**os.environ, "DOCKER_HOST": base_url}
                 client = docker.from_env(environment=environment, **kwargs)
                 client.ping()
-            except Exception as exc:  # DockerException, requests/ssh transport errors
+            except Exception as exc:  # noqa: BLE001 - DockerException, requests/ssh transport errors
                 reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
             if reason is not None:
                 gc.collect()

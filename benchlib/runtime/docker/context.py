@@ -6,12 +6,12 @@ import configparser
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from benchlib.core import buildcache, settings
 from benchlib.core.errors import ParameterError
-
 
 #: Name of the extra CA bundle in the build context (the Dockerfiles look for it).
 CA_FILE_NAME = "extra-ca-certificates.crt"

@@ -8,12 +8,11 @@ import threading
 import time
 from typing import Any
 
-from benchlib.runtime import cgroups, logs
-
 from benchlib.core import signals
-from benchlib.runtime.manifest import ResolvedService
 from benchlib.core.model import Limits
+from benchlib.runtime import cgroups, logs
 from benchlib.runtime.base import StartOptions, StopInfo
+from benchlib.runtime.manifest import ResolvedService
 
 #: Containers started and not yet removed (removed at exit and on a stop signal).
 _LIVE: set[DockerHandle] = set()

@@ -34,8 +34,8 @@ from typing import Any
 from benchlib.core import settings
 from benchlib.core.buildcache import cache_root, record_build
 from benchlib.core.errors import BuildError, ParameterError, RuntimeUnavailable
-from benchlib.runtime.docker.context import detect_ca_bundle
 from benchlib.runtime.docker.connection import find_image, shared_client
+from benchlib.runtime.docker.context import detect_ca_bundle
 from benchlib.runtime.docker.toolchain_images import RUST_TAG, create_rust_image, host_rust_sysroot
 
 __all__ = [

@@ -31,11 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from benchlib.core import settings
-
-from benchlib.runtime import toolchains
 from benchlib.core.errors import BuildError
-from benchlib.runtime.manifest import ResolvedService
+from benchlib.runtime import toolchains
 from benchlib.runtime.base import format_placeholders, placeholder_values
+from benchlib.runtime.manifest import ResolvedService
 
 __all__ = ["STAGE_DIR", "DOCKERFILE_NAME", "FromLocalBuild", "arg_value", "generated_dockerfile", "plan",
            "version_number"]

@@ -141,7 +141,7 @@ def create_rust_image(client: Any, tag: str, *, ca: Path | None = None, timeout_
                     lines.append(chunk["stream"])
                 if "error" in chunk:
                     error = chunk["error"].strip()
-        except Exception as exc:  # APIError, transport errors, timeouts
+        except Exception as exc:  # noqa: BLE001 - APIError, transport errors, timeouts
             error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     image_id = find_image(client, tag) if error is None else None
     if image_id is None:
