@@ -44,12 +44,12 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from loadgen_vs_peers import Server, build_go_server  # noqa: E402
 
-from benchlib.run.cluster.cluster_load import ClusterLoad  # noqa: E402
-from benchlib.run.cluster.session import ClusterSession, _proc_table  # noqa: E402
+from benchlib.core.model import LoadSpec, Target  # noqa: E402
 from benchlib.core.placement import parse_cluster  # noqa: E402
 from benchlib.loadgen import run_load  # noqa: E402
 from benchlib.loadgen.launch import LoadResult  # noqa: E402
-from benchlib.core.model import LoadSpec, Target  # noqa: E402
+from benchlib.run.cluster.cluster_load import ClusterLoad  # noqa: E402
+from benchlib.run.cluster.session import ClusterSession, _proc_table  # noqa: E402
 from benchlib.stats.exact import walsh_interval  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")

@@ -31,10 +31,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchlib.core.model import Arm, Condition, Experiment, LoadSpec  # noqa: E402
-from benchlib.store.results import Run  # noqa: E402
-from benchlib.analysis.runcompare import RunComparison, compare_runs  # noqa: E402
-from benchlib.run.runner import run_experiment  # noqa: E402
+from benchlib.analysis.runcompare import RunComparison, compare_runs
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.run.runner import run_experiment
+from benchlib.store.results import Run
 
 SERVICE = "python-aiohttp-hello"
 STUDY = "compare_validation"

@@ -33,15 +33,15 @@ from pathlib import Path
 
 import numpy as np
 
-from benchlib.run.cpus import plan_cpus
 from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
-from benchlib.store.records import rows as R
-from benchlib.store.records.disturbance import canary_at_shifts
+from benchlib.run.cpus import plan_cpus
 from benchlib.run.runner import run_experiment
 from benchlib.stats.changepoint import detect_changes
+from benchlib.store.records import rows as R
+from benchlib.store.records.disturbance import canary_at_shifts
 
-SIGNALS = ("server_contention", "client_contention", "server_foreign", "client_foreign", "steal", "service_wait", "psi_some", "slowdown",
-           "slowdown_worst_bin", "canary_median_us")
+SIGNALS = ("server_contention", "client_contention", "server_foreign", "client_foreign", "steal", "service_wait",
+           "psi_some", "slowdown", "slowdown_worst_bin", "canary_median_us")
 
 
 def hogs(cpu: int, n: int) -> list[subprocess.Popen[bytes]]:
@@ -91,8 +91,8 @@ def scenario(name: str, args: argparse.Namespace, out: Path) -> list[dict[str, f
 
 def separation(hi: list[float], lo: list[float]) -> float:
     """Share of (hi, lo) pairs with hi > lo (ties count half)."""
-    pairs = [(h, l) for h in hi for l in lo if math.isfinite(h) and math.isfinite(l)]
-    return sum(1.0 if h > l else 0.5 if h == l else 0.0 for h, l in pairs) / len(pairs) if pairs else math.nan
+    pairs = [(h, lw) for h in hi for lw in lo if math.isfinite(h) and math.isfinite(lw)]
+    return sum(1.0 if h > lw else 0.5 if h == lw else 0.0 for h, lw in pairs) / len(pairs) if pairs else math.nan
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
           + " | ".join(f"{s} vs idle: separation (idle max, planted min)" for s in by if s != "idle") + " |")
     for k in SIGNALS:
         cells = []
-        for s, rs in by.items():
+        for rs in by.values():
             v = [r[k] for r in rs if math.isfinite(r[k])]
             cells.append(f"{min(v):.3g} / {float(np.median(v)):.3g} / {max(v):.3g}" if v else "–")
         idle = [r[k] for r in by.get("idle", [])]

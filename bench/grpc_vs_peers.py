@@ -184,9 +184,9 @@ def _summary(rows: Any, t_start: int, warmup_s: float, duration_s: float) -> dic
 # -- the driver ---------------------------------------------------------------------------
 def run_client(name: str, port: int, streams: int, args: argparse.Namespace, workdir: Path,
                server_pid: int) -> dict[str, Any]:
+    from benchlib.core.model import LoadSpec, Target
     from benchlib.loadgen import run_load
     from benchlib.loadgen.grpcgo import PROTO, SMALL_METHOD, SMALL_REQUEST
-    from benchlib.core.model import LoadSpec, Target
     from benchlib.loadgen.peers.ghz import run_ghz
     from benchlib.loadgen.peers.h2load import run_h2load
 

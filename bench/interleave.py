@@ -55,21 +55,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
-from benchlib.run.cpus import plan_cpus  # noqa: E402
-from benchlib.loadgen.engine import EngineConfig, records_to_rows, tune_socket_limits  # noqa: E402
-from benchlib.core.slicing import SlicePlan, de_bruijn_pairs, plan_slices, slice_cpu  # noqa: E402
-from benchlib.loadgen.slices import SlicedEngine, until_ns  # noqa: E402
-from benchlib.loadgen.launch import _worker_configs  # noqa: E402
-from benchlib.runtime.manifest import get_manifest  # noqa: E402
-from benchlib.core.model import LoadSpec, Target  # noqa: E402
-from benchlib.runtime import StartOptions, get_runtime  # noqa: E402
-from benchlib.runtime.ports import free_port  # noqa: E402
-from benchlib.core.schema import PHASE_CODES  # noqa: E402
-from benchlib.stats import compare  # noqa: E402
-from benchlib.stats.summary import summarize_trial  # noqa: E402
+from benchlib.core.model import LoadSpec, Target
+from benchlib.core.schema import PHASE_CODES
+from benchlib.core.slicing import SlicePlan, de_bruijn_pairs, plan_slices, slice_cpu
+from benchlib.loadgen.engine import EngineConfig, records_to_rows, tune_socket_limits
+from benchlib.loadgen.launch import _worker_configs
+from benchlib.loadgen.slices import SlicedEngine, until_ns
+from benchlib.run.cpus import plan_cpus
+from benchlib.runtime import StartOptions, get_runtime
+from benchlib.runtime.manifest import get_manifest
+from benchlib.runtime.ports import free_port
+from benchlib.stats import compare
+from benchlib.stats.summary import summarize_trial
 
 METRICS = ("throughput_rps", "p50_ms", "p99_ms")
 _clock = time.monotonic_ns
@@ -362,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     cpus = plan_cpus()
     os.sched_setaffinity(0, set(cpus.client))
-    run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S") + f"-{os.getpid() % 10000:04d}"
+    run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S") + f"-{os.getpid() % 10000:04d}"
     out_dir = Path(args.out) / run_id
     out_dir.mkdir(parents=True, exist_ok=True)
     t_start, load0 = time.monotonic(), os.getloadavg()

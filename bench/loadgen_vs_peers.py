@@ -62,10 +62,10 @@ sys.path.insert(0, str(CODE))
 os.environ["PYTHONPATH"] = os.pathsep.join([str(CODE)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
 from benchlib.core import settings  # noqa: E402
-from benchlib.loadgen import run_load  # noqa: E402
-from benchlib.loadgen.testservers import serve  # noqa: E402
 from benchlib.core.model import LoadSpec, Target  # noqa: E402
+from benchlib.loadgen import run_load  # noqa: E402
 from benchlib.loadgen.peers import run_ab, run_h2load, run_hey, run_wrk  # noqa: E402
+from benchlib.loadgen.testservers import serve  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -308,7 +308,8 @@ def stall_demo(args: argparse.Namespace) -> dict[str, Any]:
                      f"valid: {op.meta['valid']}, lag p99 {op.meta['schedule_lag_ns']['p99'] / 1e6:.2f} ms"))
     print(f"   {'':<34} {'p50 ms':>9} {'p75 ms':>9} {'p90 ms':>9} {'p99 ms':>9}")
     for name, pct, note in rows:
-        print(f"   {name:<34} " + " ".join(f"{fmt(pct.get(q), '9.1f'):>9}" for q in (50, 75, 90, 99)) + (f"   {note}" if note else ""))
+        cells = " ".join(f"{fmt(pct.get(q), '9.1f'):>9}" for q in (50, 75, 90, 99))
+        print(f"   {name:<34} " + cells + (f"   {note}" if note else ""))
     return {"rows": [(n, p, note) for n, p, note in rows]}
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchlib.loadgen import run_load  # noqa: E402
-from benchlib.loadgen.testservers import serve  # noqa: E402
-from benchlib.core.model import LoadSpec, Target  # noqa: E402
+from benchlib.core.model import LoadSpec, Target
+from benchlib.loadgen import run_load
+from benchlib.loadgen.testservers import serve
 
 
 def main() -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import math
 import os
 import sys
 import time
@@ -37,13 +36,13 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from benchlib.analysis.pilot import pilot_windows  # noqa: E402
-from benchlib.analysis.variance_sources import table_markdown, trial_facts, variance_table  # noqa: E402
-from benchlib.core.errors import ParameterError  # noqa: E402
-from benchlib.core.model import Arm, Condition, Experiment, Limits, LoadSpec  # noqa: E402
-from benchlib.run.runner import run_experiment  # noqa: E402
+from benchlib.analysis.pilot import pilot_windows
+from benchlib.analysis.variance_sources import table_markdown, trial_facts, variance_table
+from benchlib.core.errors import ParameterError
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.run.runner import run_experiment
 
 DURATIONS = (0.5, 1.0, 2.0, 4.0, 8.0)
 WARMUPS = (0.5, 3.0)
@@ -226,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                            pd.concat(facts, ignore_index=True), metrics=("p50_ms", "p99_ms", "throughput_rps"),
                            blocks=blocks, alpha=0.05 / max(1, a.family))
     load1, minutes = os.getloadavg(), (time.monotonic() - t0) / 60.0
-    out = Path(a.out) if a.out else Path("data/variance") / a.study / dt.datetime.now(dt.timezone.utc).strftime(
+    out = Path(a.out) if a.out else Path("data/variance") / a.study / dt.datetime.now(dt.UTC).strftime(
         "%Y%m%dT%H%M%SZ")
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "variance_sources.csv", index=False)

@@ -18,7 +18,7 @@ MYPY_STRICT=(benchlib/core benchlib/stats benchlib/store)
 
 status=0
 echo "lint: ruff"
-$PYTHON -m ruff check "$@" benchlib tests bench scripts || status=1
+$PYTHON -m ruff check --output-format concise "$@" benchlib tests bench scripts || status=1
 echo "lint: mypy --strict on ${MYPY_STRICT[*]}"
 $PYTHON -m mypy "${MYPY_STRICT[@]}" || status=1
 echo "lint: commit subjects"

@@ -60,7 +60,7 @@ def extract(path: str | Path) -> list[str]:
     """The lines of every table and Markdown output of an executed notebook, in order."""
     nb = json.loads(Path(path).read_text())
     lines: list[str] = []
-    for i, cell in enumerate(nb["cells"]):
+    for cell in nb["cells"]:
         if cell["cell_type"] != "code":
             continue
         for out in cell.get("outputs", []):

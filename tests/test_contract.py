@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from benchlib.runtime.contract import check_response, verify
 from benchlib.core.errors import ContractError
+from benchlib.runtime.contract import check_response, verify
 from benchlib.runtime.manifest import Contract, Endpoint
 
 
@@ -31,7 +31,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: verify's second request reuses the connection
     count = 0
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         _Handler.count += 1
         body = f"n{_Handler.count}".encode() if self.path == "/counter" else b"Hello"
         self.send_response(200)

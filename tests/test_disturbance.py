@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 import subprocess
 import sys
 import time
-from pathlib import Path
-
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from benchlib.core.errors import ParameterError
 from benchlib.run.events import Note, Progress
 from benchlib.store.records import TrialRecord
-from benchlib.store.records.disturbance import (DEFAULT_BOUNDS, CpuSet, Disturbance, DisturbanceBounds, canary_at_shifts,
-                                          is_disturbed, judge, with_references)
+from benchlib.store.records.disturbance import (
+    DEFAULT_BOUNDS,
+    CpuSet,
+    Disturbance,
+    DisturbanceBounds,
+    canary_at_shifts,
+    is_disturbed,
+    judge,
+    with_references,
+)
 
 SERVICES = Path(__file__).resolve().parent.parent / "services"
 
@@ -122,7 +129,7 @@ def test_the_speed_link_is_within_arms_and_counts_the_slow_state() -> None:
     assert speed_link_of(pd.DataFrame(rows[:10])) is None and speed_link_markdown(None) == ""
 
 
-def _two_speed_trials(effect: float = 1.05, blocks: int = 10) -> "object":
+def _two_speed_trials(effect: float = 1.05, blocks: int = 10) -> object:
     """Two arms, b ``effect`` x a's throughput; the service's CPU ran 1.5x slower in about half
     the trials (a different half per arm), and a trial's throughput follows that speed exactly
     (1% noise of its own): one row per trial."""
@@ -298,8 +305,8 @@ def test_a_busy_loop_on_the_services_cpu_disturbs_its_trial_which_is_repeated(se
     idle trial or the repeat disturbed from outside (steal, other processes' CPU time while no busy
     loop ran) cannot be the idle reference: the run is made once more, then the test is skipped,
     saying so."""
-    from benchlib.run.cpus import plan_cpus
     from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+    from benchlib.run.cpus import plan_cpus
     from benchlib.run.runner import run_experiment
 
     monkeypatch.setenv("BENCHLIB_DISTURBANCE_RULE", "judge")  # the suite records only (tests/conftest.py)

@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 
 from benchlib.core.errors import ManifestError, ParameterError
-from benchlib.store.records.run import RunRecord
-from benchlib.runtime.manifest import find_services_dir, load_manifest
-from benchlib.loadgen.guard import client_side_only
 from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.loadgen.guard import client_side_only
 from benchlib.run.runner import experiment_parameters, run_experiment
 from benchlib.runtime import StartOptions
 from benchlib.runtime.base import placeholder_values, service_ports
 from benchlib.runtime.local import port_in_use
+from benchlib.runtime.manifest import find_services_dir, load_manifest
+from benchlib.store.records.run import RunRecord
 
 SERVICES = find_services_dir()
 

@@ -19,7 +19,8 @@ TOP: tuple[str, ...] = ("benchlib", "benchlib.cli", "benchlib._project")
 #: Modules of pure computation: they import no I/O layer (and no Docker or HTTP client).
 PURE = ["core/model.py", "core/schema.py", "core/design.py", "core/placement.py", "core/sweep.py", "core/slicing.py", "stats",
         "store/records/rows.py", "store/records/peer.py", "store/records/limits.py", "store/records/load.py",
-        "store/records/cpu.py", "store/records/disturbance.py", "store/records/interleave.py", "store/records/_convert.py", "store/records/plan.py",
+        "store/records/cpu.py", "store/records/disturbance.py", "store/records/interleave.py", "store/records/_convert.py",
+        "store/records/plan.py",
         "store/records/run.py", "run/events.py",
         "analysis/formats.py", "analysis/params.py", "analysis/conclusion.py", "analysis/plots.py"]
 FORBIDDEN = ("benchlib.runtime", "benchlib.loadgen", "benchlib.store.runstore", "benchlib.store.results",

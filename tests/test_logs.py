@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.runtime.logs import compact_log
-from benchlib.runtime.manifest import load_manifest
 from benchlib.runtime import StartOptions, get_runtime
 from benchlib.runtime.local import free_port
+from benchlib.runtime.logs import compact_log
+from benchlib.runtime.manifest import load_manifest
 
 
 def test_compact_log_keeps_head_and_tail_and_counts(tmp_path: Path) -> None:

@@ -202,10 +202,10 @@ def test_grpc_contract_keys_on_an_http_endpoint_say_they_need_protocol_grpc(tmp_
 # -- python_packages: what {python} must import (benchlib's [services] extra) --------------------
 
 def test_python_packages_are_checked_where_the_service_would_run(tmp_path: Path) -> None:
-    from benchlib.runtime import toolchains
     from benchlib.core.errors import PythonPackageMissing
-    from benchlib.runtime.local import LocalRuntime
     from benchlib.run.testing import write_manifest
+    from benchlib.runtime import toolchains
+    from benchlib.runtime.local import LocalRuntime
 
     ok = load_manifest(write_manifest(tmp_path, "has-json", toolchains=["python"]))
     assert ok.python_packages == ()

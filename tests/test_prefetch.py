@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.runtime import prefetch
 from benchlib.loadgen.grpcgo import GRPC_SERVER_DIR
 from benchlib.loadgen.peers import bombardier, ghz, k6
+from benchlib.runtime import prefetch
 
 SERVICES = Path(__file__).resolve().parents[1] / "services"
 needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="no go on PATH")

@@ -10,9 +10,9 @@ import pytest
 
 from benchlib.analysis import Family, decided_questions
 from benchlib.core.design import PlannedTrial
+from benchlib.publish.report import _overall_left, last_duration_s
 from benchlib.run.events import BlockDone, Event, Note, PlanSlot, Progress, RunDone, RunStarted, TrialEvent
 from benchlib.run.progress import Estimate, ProgressLine, format_duration, format_event, make_progress, parse_line
-from benchlib.publish.report import _overall_left, last_duration_s
 
 
 class Clock:

@@ -15,14 +15,14 @@ import pytest
 from benchlib.analysis import limits_table, log_lines_table, repeats_table, status_table
 from benchlib.analysis.peers import peer_beside
 from benchlib.core.errors import ParameterError, StorageError
+from benchlib.core.schema import ROW_DTYPE
 from benchlib.loadgen.peers import parse_ab, parse_h2load, parse_hey, parse_wrk
 from benchlib.loadgen.peers.k6 import parse_k6_summary
+from benchlib.stats.quantiles import quantile_key
 from benchlib.store.records import TRIAL_RECORD_VERSION, EnforcedLimits, LoadMeta, TrialRecord, peer_report
 from benchlib.store.records import rows as R
 from benchlib.store.records.run import RunRecord
-from benchlib.stats.quantiles import quantile_key
 from benchlib.store.results import open_run
-from benchlib.core.schema import ROW_DTYPE
 from benchlib.store.runstore import RunStore
 
 PEERS = Path(__file__).resolve().parent / "peers" / "data"

@@ -21,8 +21,17 @@ from benchlib.core.placement import CpuPlan
 from benchlib.core.schema import ROW_DTYPE
 from benchlib.run.resume import check_same_design, experiment_parameters
 from benchlib.store.records.plan import PlanRecord
-from benchlib.store.records.run import (RUN_RECORD_VERSION, Build, DesignChange, HostLoss, Provenance, RunRecord, RuntimeFacts,
-                                        Settled, update)
+from benchlib.store.records.run import (
+    RUN_RECORD_VERSION,
+    Build,
+    DesignChange,
+    HostLoss,
+    Provenance,
+    RunRecord,
+    RuntimeFacts,
+    Settled,
+    update,
+)
 from benchlib.store.results import Run, open_run
 from benchlib.store.runstore import RunStore
 

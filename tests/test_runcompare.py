@@ -13,11 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchlib.cli import main, percent
-from benchlib.store.records.run import RunRecord
-from benchlib.core.errors import ParameterError
-from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
-from benchlib.store.results import Run
 from benchlib.analysis.runcompare import (
     RUN_LEVEL_NOTE,
     NotComparable,
@@ -25,8 +20,13 @@ from benchlib.analysis.runcompare import (
     compare_runs,
     compare_summaries,
 )
+from benchlib.cli import main, percent
+from benchlib.core.errors import ParameterError
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
 from benchlib.stats.multiplicity import adjust
 from benchlib.stats.verdict import VerdictKind
+from benchlib.store.records.run import RunRecord
+from benchlib.store.results import Run
 
 # -- constructed runs (no store): comparability ---------------------------------------------------
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchlib.analysis import status_table
 from benchlib.core.errors import (
     BuildError,
     HostLost,
@@ -34,13 +35,12 @@ from benchlib.core.errors import (
     ToolchainMissing,
 )
 from benchlib.core.model import Arm, Condition, CrossCheck, Experiment, LoadSpec
-from benchlib.analysis import status_table
-from benchlib.store.records import TrialRecord
+from benchlib.core.signals import Interrupted
 from benchlib.run.events import BlockDone, Note, PlanSlot, Progress, RunStarted, TrialEvent
 from benchlib.run.runner import run_experiment
-from benchlib.core.signals import Interrupted
-from benchlib.store.runstore import RunStore
 from benchlib.run.testing import FakeCrossCheck, FakeLoad, FakeRuntime, Outcome, write_manifest
+from benchlib.store.records import TrialRecord
+from benchlib.store.runstore import RunStore
 
 SERVICES = Path(__file__).resolve().parent.parent / "services"
 TINY = LoadSpec(connections=2, duration_s=0.6, warmup_s=0.2)
@@ -76,7 +76,7 @@ def _exp(name: str, arms: tuple[Arm, ...], *, trials: int = 1, conditions: tuple
                       between_trials_s=0, **kw)
 
 
-def _written_as_read(res) -> None:  # noqa: ANN001 - a run's result
+def _written_as_read(res) -> None:
     """Every stored trial is its typed record's ``to_meta()``: read back and written again, the
     same dictionary; and ``from_meta`` mirrors ``to_meta``."""
     for t in res.trials:
@@ -340,11 +340,11 @@ def test_the_cross_check_runs_on_the_same_instance_before_the_load_in_odd_blocks
     log: list[str] = []
     load, peer = FakeLoad(rt), FakeCrossCheck(requests_per_s=1234.0)
 
-    def logged_load(*args, **kw):  # noqa: ANN002, ANN003 - run_load's signature
+    def logged_load(*args, **kw):
         log.append("load")
         return load(*args, **kw)
 
-    def logged_peer(check, url, cpus, *, order):  # noqa: ANN001 - run_cross_check's signature
+    def logged_peer(check, url, cpus, *, order):
         log.append(f"peer {order}")
         return peer(check, url, cpus, order=order)
 

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from benchlib.store.records.cpu import cpu_at, server_cpu
 from benchlib.core.schema import PHASE_CODES, ROW_DTYPE
+from benchlib.store.records.cpu import cpu_at, server_cpu
 
 S = 1_000_000_000
 

@@ -166,7 +166,6 @@ def test_an_interrupted_write_leaves_no_temporary_file(tmp_path: Path, monkeypat
 
 
 def test_the_host_column_round_trips_and_a_version_1_trial_reads_as_host_0(tmp_path: Path) -> None:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from benchlib.core.schema import HOST_COLUMN, SCHEMA_VERSION, SLICE_COLUMN

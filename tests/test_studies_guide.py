@@ -42,7 +42,7 @@ def study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, MODULE, module)
     spec.loader.exec_module(module)
-    entry = eval(_block("registry entry").strip().rstrip(","),  # noqa: S307 - the page's own code
+    entry = eval(_block("registry entry").strip().rstrip(","),
                  {"Study": registry.Study, "_PACKAGE": "benchlib.analysis.studies"})
     monkeypatch.setattr(registry, "STUDIES", (*registry.STUDIES, entry))
     return module
@@ -50,7 +50,7 @@ def study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 def _parameters() -> dict[str, Any]:
     namespace: dict[str, Any] = {}
-    exec(compile(_block("parameters"), "docs/studies.md", "exec"), namespace)  # noqa: S102 - the page's own code
+    exec(compile(_block("parameters"), "docs/studies.md", "exec"), namespace)
     return {k: v for k, v in namespace.items() if not k.startswith("__") and k != "Optional"}
 
 
@@ -90,7 +90,7 @@ def test_the_example_notebook_cells_run_on_real_services(study: ModuleType, tmp_
     wrk = shutil.which("wrk") is not None
     namespace = {**_parameters(), "trials": 2, "duration_s": 0.3, "warmup_s": 0.1, "wrk_check": wrk, "seed": 2,
                  "out_dir": str(tmp_path / "runs"), "run_id": "guide", "progress": False}
-    exec(compile(_block("notebook"), "docs/studies.md", "exec"), namespace)  # noqa: S102 - the page's own code
+    exec(compile(_block("notebook"), "docs/studies.md", "exec"), namespace)
     texts = [o.data for o in shown if isinstance(getattr(o, "data", None), str)]
 
     done = namespace["study"]

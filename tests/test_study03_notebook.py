@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchlib.analysis.studies import fastcgi_nginx as study
 from benchlib.core.design import cross_check_blocks
 from benchlib.core.errors import ParameterError
 from benchlib.stats.verdict import VerdictKind
-from benchlib.analysis.studies import fastcgi_nginx as study
 
 # -- pure parts ----------------------------------------------------------------------------------
 
@@ -246,8 +246,8 @@ SMALL = {"trials": 3, "ab_blocks": 2, "scale": 0.02, "c400_scale": 0.002, "warmu
 @pytest.mark.timeout(1800)
 def test_notebook_runs_end_to_end_behind_nginx_with_ab_beside_benchlib(tmp_path: Path,
                                                                        executed_notebook: Any) -> None:
-    from benchlib.runtime import toolchains
     from benchlib.analysis import run_family, verdict_table
+    from benchlib.runtime import toolchains
     from benchlib.runtime.manifest import get_manifest
     from benchlib.store.results import open_run
     from benchlib.store.runstore import RunStore
@@ -325,7 +325,7 @@ def test_notebook_runs_end_to_end_behind_nginx_with_ab_beside_benchlib(tmp_path:
                        ("nginx", {("node-nginx-off", "node-http"), ("go-nginx-off", "go-http")})):
         assert {(r["arm"], r["baseline"]) for r in stored[key]} == {p for p in pairs if pairable(*p)}, key
         answer = run_family(summaries, fams[key], unavailable=unavailable, seed=SMALL["seed"])
-        for arm, base in pairs - {p for p in pairs if pairable(*p)}:
+        for arm, _base in pairs - {p for p in pairs if pairable(*p)}:
             assert answer.verdict(arm, "goodput_rps", group="c20").kind is VerdictKind.NO_VALID_TRIAL, (key, arm)
     keep = {(r["arm"], r["metric"], r["condition"]): r for r in stored["keepconn"]}
     assert not keep or {r["metric"] for r in stored["keepconn"]} == set(study.METRICS)

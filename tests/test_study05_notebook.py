@@ -22,10 +22,10 @@ import pandas as pd
 import pytest
 
 from benchlib.analysis import family_markdown, run_family
-from benchlib.core.errors import ParameterError
 from benchlib.analysis.reference import load_reference
-from benchlib.stats.verdict import VerdictKind
 from benchlib.analysis.studies import grpc_json as study
+from benchlib.core.errors import ParameterError
+from benchlib.stats.verdict import VerdictKind
 
 # -- pure parts --------------------------------------------------------------------------------
 

@@ -37,7 +37,8 @@ def _run_folder(tmp: Path, loadavg: float, *, full: bool = False, run_id: str = 
                             labels={"condition": "random"})]
     (folder / "derived" / "comparison-seed.json").write_text(json.dumps({"verdicts": [v.to_dict() for v in rows]}))
     (folder / "run.json").write_text(json.dumps({
-        "study": "02_iris_vs_kestrel", "run_id": run_id, "notebook_parameters": {"full": full}, "unavailable": {"kestrel-faithful-random": "no dotnet toolchain"},
+        "study": "02_iris_vs_kestrel", "run_id": run_id, "notebook_parameters": {"full": full},
+        "unavailable": {"kestrel-faithful-random": "no dotnet toolchain"},
         "parameters": {"arms": [{"name": "iris-faithful-random"}, {"name": "kestrel-faithful-random"},
                                 {"name": "actix-random"}]},
         "provenance": {"collected_utc": "2026-12-04T06:00:00+00:00", "loadavg_at_start": [loadavg, 0.2, 0.1]}}))

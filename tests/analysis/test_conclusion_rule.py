@@ -14,12 +14,13 @@ import pytest
 
 from benchlib.analysis import conclusion as say
 from benchlib.analysis.questions import Answer, Family
-from benchlib.analysis.verdicts import verdict_sentences
 from benchlib.analysis.reference import load_reference
+from benchlib.analysis.studies import a_vs_b, fastcgi_nginx, grpc_json, iris_kestrel, rest_mongo, rust_vs_go
+from benchlib.analysis.studies.registry import STUDIES
+from benchlib.analysis.studies.registry import study as registered
+from benchlib.analysis.verdicts import verdict_sentences
 from benchlib.stats.metrics import metric_info
 from benchlib.stats.verdict import Verdict, VerdictKind
-from benchlib.analysis.studies import fastcgi_nginx, grpc_json, iris_kestrel, rest_mongo, rust_vs_go
-from benchlib.analysis.studies.registry import STUDIES, study as registered
 
 K = VerdictKind
 #: the cases the rule names: every kind, and the single-trial (within-run) form of "insufficient"
@@ -115,6 +116,11 @@ def _study05(case: str) -> str:
     return grpc_json.conclusion_markdown(_answers(grpc_json.families(arms, conditions), case), ["go", "rust"])
 
 
+def _study10(case: str) -> str:
+    family = Family.against("ab", "A", ["A", "B"], conditions=[a_vs_b.CONDITION], metrics=a_vs_b.METRICS)
+    return a_vs_b.conclusion_markdown(Answer(family, _OneKind(case)), "A", "B")
+
+
 def _verdict_sentences(case: str) -> str:  # the quickstart's and study 90's conclusion (StudyRun.show_conclusion)
     return verdict_sentences(_OneKind(case, ("p50_ms", "p99_ms", "throughput_rps")))
 
@@ -123,7 +129,7 @@ def _verdict_sentences(case: str) -> str:  # the quickstart's and study 90's con
 BUILDERS: dict[str, Callable[[str], str]] = {
     "00_quickstart": _verdict_sentences, "01_rest_mongo_go_dotnet_rust": _study01, "02_iris_vs_kestrel": _study02,
     "03_fastcgi_nginx": _study03, "04_rust_vs_go_logging": _study04, "05_grpc_vs_json": _study05,
-    "90_harness_overhead": _verdict_sentences,
+    "10_ab": _study10, "90_harness_overhead": _verdict_sentences,
 }
 
 

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchlib.analysis import formats as fmt, params
+from benchlib.analysis import formats as fmt
+from benchlib.analysis import params
 from benchlib.analysis.display import metric_words, table
 from benchlib.core.errors import ParameterError
 

@@ -15,10 +15,10 @@ from benchlib.analysis.pilot import design_section, design_table, main, pilot_wi
 from benchlib.analysis.questions import Family, run_family
 from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
 from benchlib.run.resume import experiment_parameters
-from benchlib.store.records.run import RunRecord
-from benchlib.store.results import open_run
 from benchlib.stats import summarize_trial
 from benchlib.stats.simulate import trial_latencies_ms, trial_rows
+from benchlib.store.records.run import RunRecord
+from benchlib.store.results import open_run
 from benchlib.store.runstore import RunStore
 
 RATE, SECONDS, WARMUP, FIXED = 1000.0, 2.0, 0.5, 3.5  # a slot: 3.5 s start-up etc. + 0.5 + 2 (whole seconds)
@@ -44,7 +44,7 @@ def _write_run(path: Path, load: dict, seed: int = 9, run_id: str = "r") -> Path
                      baseline="a", between_trials_s=0.0)
     store.write_run(RunRecord(study="s", run_id=run_id, parameters=experiment_parameters(exp)))
     rng = np.random.default_rng(seed)
-    t0 = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
     seq = 0
     for block in range(10):
         for arm in (("a", "b") if block % 2 else ("b", "a")):

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.analysis import Contrast, Family, run_family
-from benchlib.analysis import params
+from benchlib.analysis import Contrast, Family, params, run_family
 from benchlib.analysis.planned import PILOT_SUFFIX, pilot_experiment, run_design, run_planned
 from benchlib.analysis.stopping import blocks_per_arm
 from benchlib.core.errors import ParameterError
 from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
-from benchlib.stats.verdict import VerdictKind
 from benchlib.run.testing import FakeLoad, FakeRuntime, Outcome, write_manifest
+from benchlib.stats.verdict import VerdictKind
 
 
 @pytest.fixture()
@@ -173,9 +172,9 @@ def test_a_stored_budget_run_says_what_was_asked_and_the_design_that_ran(service
     from benchlib.analysis import design_section
     from benchlib.analysis.pilot import design_table
     from benchlib.analysis.run_info import parameters_markdown
+    from benchlib.stats.planning.design_plan import mde_text
     from benchlib.store.records.plan import PlanRecord
     from benchlib.store.results import open_run
-    from benchlib.stats.planning.design_plan import mde_text
 
     exp = Experiment("t-asked", (Arm("a", "a"), Arm("b", "b"), Arm("c", "c")),
                      (Condition("main", LoadSpec(connections=2, duration_s=0.5, warmup_s=0.1)),), trials=10,

@@ -14,8 +14,16 @@ import pandas as pd
 import pytest
 
 from benchlib import stats
-from benchlib.analysis import (Contrast, Family, answer_table, answer_tables, blocks_needed, family_markdown,
-                               planned_rows, run_family)
+from benchlib.analysis import (
+    Contrast,
+    Family,
+    answer_table,
+    answer_tables,
+    blocks_needed,
+    family_markdown,
+    planned_rows,
+    run_family,
+)
 from benchlib.core.errors import ParameterError
 from benchlib.stats.simulate import simulate_summaries
 from benchlib.stats.verdict import Verdict, VerdictKind

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from benchlib.analysis.run_info import parameters_markdown, timeline_markdown, trial_windows
+from benchlib.core.schema import ERROR_CODES, PHASE_CODES, ROW_DTYPE
 from benchlib.store.records.run import RunRecord
 from benchlib.store.results import open_run
-from benchlib.core.schema import ERROR_CODES, PHASE_CODES, ROW_DTYPE
 from benchlib.store.runstore import RunStore
 
 

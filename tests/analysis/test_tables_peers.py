@@ -12,19 +12,35 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchlib.runtime import logs
+from benchlib.analysis import (
+    client_cpu_table,
+    client_limited,
+    limits_table,
+    log_lines_table,
+    measured_minutes,
+    repeats_table,
+    server_cpu_table,
+    server_unsaturated,
+    short_reasons,
+    status_table,
+    warmup_table,
+)
+from benchlib.analysis.peers import (
+    peer_beside,
+    peer_labels,
+    peer_notes,
+    peer_setup,
+    peer_summary,
+    peer_tables,
+    peer_view,
+)
+from benchlib.analysis.tables import add_trial_metric, logged_lines, median_of_trials, responses_table, saturation_table
 from benchlib.core.placement import CpuPlan
-from benchlib.store.records.run import RunRecord
-from benchlib.analysis import (client_cpu_table, client_limited, limits_table, log_lines_table, measured_minutes,
-                               repeats_table, server_cpu_table, server_unsaturated, short_reasons, status_table,
-                               warmup_table)
-from benchlib.analysis.peers import (peer_beside, peer_labels, peer_notes, peer_setup, peer_summary, peer_tables,
-                                     peer_view)
-from benchlib.analysis.tables import (add_trial_metric, logged_lines, median_of_trials, responses_table,
-                                      saturation_table)
-from benchlib.store.records import TrialRecord
-from benchlib.store.results import Run, open_run
 from benchlib.core.schema import ROW_DTYPE
+from benchlib.runtime import logs
+from benchlib.store.records import TrialRecord
+from benchlib.store.records.run import RunRecord
+from benchlib.store.results import Run, open_run
 from benchlib.store.runstore import RunStore
 
 WRK = {"tool": "wrk", "requests": 1000, "requests_per_s": 2200.0, "bytes_read": 114_000.0, "cpu_fraction": 0.3,

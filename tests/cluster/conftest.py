@@ -12,8 +12,8 @@ import pytest
 @pytest.fixture(scope="session")
 def session() -> Iterator[object]:
     pytest.importorskip("ray")
-    from benchlib.run.cluster.session import ClusterSession
     from benchlib.core.placement import parse_cluster
+    from benchlib.run.cluster.session import ClusterSession
 
     with ClusterSession(parse_cluster("local:2")) as s:  # type: ignore[arg-type]
         yield s

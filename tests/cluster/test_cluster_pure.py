@@ -8,17 +8,17 @@ import sys
 import numpy as np
 import pytest
 
-from benchlib.run.cluster.clock import ClockOffset, ClockSample, estimate_offset, start_skew
-from benchlib.store.records.run import RunRecord
-from benchlib.run.cluster.merge import HostInfo, HostOutcome, merge_hosts
-from benchlib.core.placement import ClusterSpec, parse_cluster
 from benchlib.core.errors import ParameterError
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.core.placement import ClusterSpec, parse_cluster
+from benchlib.core.schema import ROW_DTYPE
 from benchlib.loadgen.guard import client_side_only
 from benchlib.loadgen.launch import LoadResult
-from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
-from benchlib.store.records.load import LoadMeta
+from benchlib.run.cluster.clock import ClockOffset, ClockSample, estimate_offset, start_skew
+from benchlib.run.cluster.merge import HostInfo, HostOutcome, merge_hosts
 from benchlib.run.runner import experiment_parameters
-from benchlib.core.schema import ROW_DTYPE
+from benchlib.store.records.load import LoadMeta
+from benchlib.store.records.run import RunRecord
 
 
 @pytest.mark.parametrize("value, want", [

@@ -30,11 +30,11 @@ import pytest
 
 pytest.importorskip("ray")
 
-from benchlib.run.cluster.session import _proc_table, require_ray  # noqa: E402
-from benchlib.run.events import Note, Progress, TrialEvent  # noqa: E402
-from benchlib.core.errors import HostLost  # noqa: E402
-from benchlib.core.model import Arm, Condition, Experiment, LoadSpec  # noqa: E402
-from benchlib.run.runner import run_experiment  # noqa: E402
+from benchlib.core.errors import HostLost
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.run.cluster.session import _proc_table, require_ray
+from benchlib.run.events import Note, Progress, TrialEvent
+from benchlib.run.runner import run_experiment
 
 pytestmark = pytest.mark.cluster
 

@@ -16,14 +16,14 @@ import pytest
 
 pytest.importorskip("ray")
 
-from benchlib.run.cluster import cluster_load  # noqa: E402
-from benchlib.run.cluster.cluster_load import ClusterLoad  # noqa: E402
-from benchlib.run.cluster.session import ClusterSession  # noqa: E402
-from benchlib.core.errors import LoadGenError  # noqa: E402
-from benchlib.loadgen.schedule import arrivals_in_window, segments_for  # noqa: E402
-from benchlib.loadgen.testservers import serve  # noqa: E402
-from benchlib.core.model import LoadSpec, Target  # noqa: E402
-from benchlib.runtime.ports import free_port  # noqa: E402
+from benchlib.core.errors import LoadGenError
+from benchlib.core.model import LoadSpec, Target
+from benchlib.loadgen.schedule import arrivals_in_window, segments_for
+from benchlib.loadgen.testservers import serve
+from benchlib.run.cluster import cluster_load
+from benchlib.run.cluster.cluster_load import ClusterLoad
+from benchlib.run.cluster.session import ClusterSession
+from benchlib.runtime.ports import free_port
 
 pytestmark = pytest.mark.cluster
 
@@ -170,7 +170,7 @@ def test_a_stuck_host_is_given_up_at_the_deadline(session: ClusterSession, targe
     assert took < deadline + 60  # the start, the deadline, the kill: nothing waits longer
 
 
-def test_a_run_stores_each_requests_host_and_the_hosts_figures(session: ClusterSession, tmp_path,  # noqa: ANN001
+def test_a_run_stores_each_requests_host_and_the_hosts_figures(session: ClusterSession, tmp_path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from benchlib.core.model import Arm, Condition, Experiment
     from benchlib.run.runner import run_experiment
@@ -217,9 +217,9 @@ def test_ctrl_c_stops_every_host_and_leaves_no_actor_or_worker(session: ClusterS
 
 
 def test_a_peer_tool_runs_on_a_load_host_and_says_which(session: ClusterSession, target: Target) -> None:
+    from benchlib.core.model import CrossCheck
     from benchlib.run.cluster.cluster_peer import ClusterCrossCheck
     from benchlib.run.cluster.session import require_ray
-    from benchlib.core.model import CrossCheck
 
     ray = require_ray()
     load_nodes = {n["NodeID"] for n in ray.nodes() if n.get("Alive") and n["Resources"].get("benchlib_load")}

@@ -111,7 +111,7 @@ def netns_cluster() -> Iterator[NetnsCluster]:
             _ip("-n", ns, "link", "set", "lo", "up")
         # each node its own temporary folder, as on machines of their own (Ray keeps a node's
         # session, sockets and the head's address file there: nothing shared with another cluster)
-        for node, ns in names.items():
+        for ns in names.values():
             os.makedirs(f"/tmp/{ns}", exist_ok=True)
         head = f"{prefix}.1"
         common = ["--num-cpus=0", "--object-store-memory=83886080", "--disable-usage-stats"]

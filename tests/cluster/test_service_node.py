@@ -19,10 +19,10 @@ import pytest
 
 pytest.importorskip("ray")
 
-from benchlib.run.cluster.session import ClusterSession, _proc_table, require_ray  # noqa: E402
-from benchlib.core.errors import ParameterError  # noqa: E402
-from benchlib.core.model import Arm, Condition, Experiment, LoadSpec  # noqa: E402
-from benchlib.run.runner import run_experiment  # noqa: E402
+from benchlib.core.errors import ParameterError
+from benchlib.core.model import Arm, Condition, Experiment, LoadSpec
+from benchlib.run.cluster.session import ClusterSession, _proc_table, require_ray
+from benchlib.run.runner import run_experiment
 
 pytestmark = pytest.mark.cluster
 

@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import pytest
 
-from benchlib.run.cluster.servicehost import (Address, Raised, ServiceHost, Started, Stopped, boot_id, net_namespace,
-                                          node_cpus)
-from benchlib.core.placement import ClusterSpec, parse_cluster
 from benchlib.core.errors import BenchlibError, ParameterError, ServiceStartError, ToolchainMissing
-from benchlib.runtime.manifest import get_manifest
+from benchlib.core.placement import ClusterSpec, parse_cluster
+from benchlib.run.cluster.servicehost import (
+    Address,
+    Raised,
+    ServiceHost,
+    Started,
+    Stopped,
+    boot_id,
+    net_namespace,
+    node_cpus,
+)
 from benchlib.runtime.base import StartOptions
 from benchlib.runtime.local import LocalRuntime
+from benchlib.runtime.manifest import get_manifest
 from benchlib.runtime.ports import free_port
 
 
@@ -85,7 +93,7 @@ def test_an_error_raised_on_the_node_comes_back_whole() -> None:
     assert back.__notes__ == ["build log tail: ..."] and isinstance(back, BenchlibError)
 
 
-def test_the_service_actor_class_runs_a_real_service_and_sends_its_log_back(tmp_path) -> None:  # noqa: ANN001
+def test_the_service_actor_class_runs_a_real_service_and_sends_its_log_back(tmp_path) -> None:
     host = ServiceHost("127.0.0.1", "all")
     assert isinstance(host.use("local", LocalRuntime()), dict)
     svc = get_manifest("python-aiohttp-hello").resolve()
@@ -112,7 +120,7 @@ def test_the_service_actor_class_runs_a_real_service_and_sends_its_log_back(tmp_
     assert host.stop_all() == 0
 
 
-def test_a_service_that_cannot_start_on_the_node_is_a_service_start_error(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+def test_a_service_that_cannot_start_on_the_node_is_a_service_start_error(tmp_path, monkeypatch) -> None:
     from benchlib.run.testing import write_manifest
 
     write_manifest(tmp_path, "broken", command=["{python}", "-c", "raise SystemExit(3)"])

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from benchlib.loadgen.testservers import serve
 from benchlib.core.model import Target
+from benchlib.loadgen.testservers import serve
 
 
 def server_cpus() -> list[int] | None:

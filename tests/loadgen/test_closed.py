@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from benchlib.loadgen import LoadResult, run_load
 from benchlib.core.model import LoadSpec
 from benchlib.core.schema import PHASE_CODES, ROW_DTYPE
+from benchlib.loadgen import LoadResult, run_load
 
 from .conftest import client_cpus
 

@@ -7,11 +7,18 @@ import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
-from benchlib.loadgen import run_load
-from benchlib.loadgen.export import format_time_us, latency_us, to_hdr_histogram, write_hgrm, write_hlog, wrk_latency_table
 from benchlib.core.model import LoadSpec
-from benchlib.loadgen.peers.wrk import parse_wrk
 from benchlib.core.schema import ROW_DTYPE
+from benchlib.loadgen import run_load
+from benchlib.loadgen.export import (
+    format_time_us,
+    latency_us,
+    to_hdr_histogram,
+    write_hgrm,
+    write_hlog,
+    wrk_latency_table,
+)
+from benchlib.loadgen.peers.wrk import parse_wrk
 
 
 @pytest.fixture(scope="module")

@@ -18,13 +18,12 @@ import numpy as np
 import pytest
 import uvloop
 
+from benchlib.core.model import LoadSpec, Target
 from benchlib.loadgen import http1, run_load
 from benchlib.loadgen.engine import Engine, EngineConfig, records_to_rows
 from benchlib.loadgen.fault_matrix import worker_processes
 from benchlib.loadgen.testservers import serve
 from benchlib.loadgen.worker import worker_main
-from benchlib.core.model import LoadSpec, Target
-from benchlib.core.schema import ERROR_CODES
 
 from .conftest import server_cpus
 

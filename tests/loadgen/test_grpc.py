@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchlib.loadgen.grpcgo import PROTO, SMALL_METHOD, SMALL_REQUEST, SMALL_RESPONSE, serve_grpc
-from benchlib.loadgen.launch import run_load
 from benchlib.core.model import LoadSpec, Target
 from benchlib.core.schema import ERROR_CODES, PHASE_CODES
+from benchlib.loadgen.grpcgo import PROTO, SMALL_METHOD, SMALL_REQUEST, SMALL_RESPONSE, serve_grpc
+from benchlib.loadgen.launch import run_load
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(shutil.which("go") is None, reason="no go to build the grpc-go test server")]
@@ -84,11 +84,11 @@ def test_unknown_method_is_unimplemented(server):
 def test_grpc_manifest_contract_and_cross_check(server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A gRPC endpoint from a manifest: the request from JSON via the .proto, the contract
     checked with grpcio (status and decoded response), ghz as the cross-check tool."""
+    from benchlib.core.errors import ParameterError
+    from benchlib.core.model import CrossCheck
+    from benchlib.run.runner import cross_check_for, request_for, run_cross_check
     from benchlib.runtime.contract import verify
     from benchlib.runtime.manifest import load_manifest
-    from benchlib.core.errors import ParameterError
-    from benchlib.run.runner import cross_check_for, request_for, run_cross_check
-    from benchlib.core.model import CrossCheck
 
     d = tmp_path / "grpc-test"
     d.mkdir()
@@ -148,8 +148,8 @@ def test_grpc_manifest_contract_and_cross_check(server, tmp_path: Path, monkeypa
 def test_a_grpc_service_runs_through_run_experiment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A service whose endpoint is gRPC: health kind grpc, the contract via grpcio, the load
     through the HTTP/2 engine (closed model, 8 streams on 2 connections), ghz beside it."""
-    from benchlib.loadgen.grpcgo import build_grpc_server
     from benchlib.core.model import Arm, Condition, CrossCheck, Experiment
+    from benchlib.loadgen.grpcgo import build_grpc_server
     from benchlib.run.runner import run_experiment
 
     binary = build_grpc_server()

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from benchlib.core.model import LoadSpec
 from benchlib.loadgen import run_load
 from benchlib.loadgen.fault_matrix import worker_processes
 from benchlib.loadgen.guard import (
@@ -19,7 +20,6 @@ from benchlib.loadgen.guard import (
     cpu_by_cpu,
     lag_percentiles,
 )
-from benchlib.core.model import LoadSpec
 
 from .conftest import client_cpus
 

@@ -7,10 +7,10 @@ import time
 import numpy as np
 import pytest
 
-from benchlib.loadgen import run_load
-from benchlib.loadgen.testservers import serve
 from benchlib.core.model import LoadSpec, Target
 from benchlib.core.schema import ERROR_CODES
+from benchlib.loadgen import run_load
+from benchlib.loadgen.testservers import serve
 
 from .conftest import client_cpus, server_cpus
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from benchlib.core.model import LoadSpec, Stage, Target
+from benchlib.core.schema import PHASE_CODES
 from benchlib.loadgen import run_load
 from benchlib.loadgen.schedule import arrivals_in_window, segments_for
 from benchlib.loadgen.testservers import serve
-from benchlib.core.model import LoadSpec, Stage, Target
-from benchlib.core.schema import PHASE_CODES
 
 from .conftest import client_cpus, server_cpus
 

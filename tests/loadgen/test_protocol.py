@@ -7,10 +7,10 @@ import time
 
 import numpy as np
 
-from benchlib.loadgen import run_load
-from benchlib.loadgen.testservers import serve
 from benchlib.core.model import LoadSpec, Target
 from benchlib.core.schema import ERROR_CODES, ROW_DTYPE
+from benchlib.loadgen import run_load
+from benchlib.loadgen.testservers import serve
 
 from .conftest import client_cpus, server_cpus
 
@@ -73,6 +73,7 @@ def test_post_body_and_custom_headers():
     assert np.all(r.rows["status"] == 200) and np.all(r.rows["error"] == 0)
     # the echoed request: head with our headers and a Content-Length, and the body
     import socket
+
     from benchlib.loadgen.http1 import build_request
     req = build_request("POST", "/items?x=1", host, port, headers=spec.headers, body=body)
     assert req.startswith(b"POST /items?x=1 HTTP/1.1\r\nHost: 127.0.0.1:")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from benchlib.core.model import LoadSpec, Stage, Target
 from benchlib.loadgen.launch import _worker_configs
 from benchlib.loadgen.schedule import arrival_offsets_ns, arrivals_in_window, segments_for
 from benchlib.loadgen.shares import HostShare
-from benchlib.core.model import LoadSpec, Stage, Target
 
 
 def _host_arrivals(segs: list[tuple[float, float]], arrival: str, share: HostShare, workers: int,

@@ -11,8 +11,8 @@ import pytest
 from benchlib.core.errors import LoadSpecError
 from benchlib.core.model import LoadSpec, Target
 from benchlib.core.schema import PHASE_CODES
-from benchlib.loadgen.launch import run_interleaved
 from benchlib.core.slicing import de_bruijn_pairs, plan_slices, slice_order
+from benchlib.loadgen.launch import run_interleaved
 from benchlib.loadgen.testservers import serve
 
 from .conftest import client_cpus, server_cpus

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchlib.core.model import LoadSpec, Target
 from benchlib.loadgen import run_load
 from benchlib.loadgen.testservers import serve
-from benchlib.core.model import LoadSpec, Target
 
 from .conftest import client_cpus, server_cpus
 
@@ -49,7 +49,7 @@ def test_open_model_matches_analytic_and_closed_model_is_flagged():
         # of milliseconds; such a trial (flagged by its own guard) may be repeated, twice at
         # most. An uncontended trial outside the tolerance fails at once.
         misses = []
-        for attempt in range(3):
+        for _attempt in range(3):
             op = run_load(open_spec, target, client_cpus=client_cpus())
             lat = op.latency_ns() / 1e9
             assert len(lat) == 1000 and op.meta["errors"]["timeout"] == 0

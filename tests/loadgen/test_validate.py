@@ -7,9 +7,9 @@ import socket
 import pytest
 
 from benchlib.core.errors import LoadSpecError
+from benchlib.core.model import LoadSpec, Stage, Target
 from benchlib.loadgen import run_load, validate
 from benchlib.loadgen.preflight import FD_RESERVE, fd_limit
-from benchlib.core.model import LoadSpec, Stage, Target
 
 
 def _free_port() -> int:

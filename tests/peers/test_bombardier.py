@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from benchlib.core.errors import LoadGenError, LoadSpecError, ParameterError
-from benchlib.loadgen.testservers import serve
 from benchlib.core.model import CROSS_CHECK_TOOLS, CrossCheck
 from benchlib.loadgen.peers import bombardier
+from benchlib.loadgen.testservers import serve
 
 DATA = Path(__file__).parent / "data"
 
@@ -150,9 +150,9 @@ def test_real_run_timed_and_failures_counted():
 def test_runs_as_a_cross_check_and_fills_the_summary():
     """The runner's cross-check path: ``run_bombardier`` with the CrossCheck's options, its
     headline figures in the trial summary."""
+    from benchlib.run.runner import run_cross_check
     from benchlib.store.records import peer_report
     from benchlib.store.results import cross_check_summary
-    from benchlib.run.runner import run_cross_check
 
     check = CrossCheck("bombardier", (("connections", 4), ("requests", 200)))
     with serve("hello", cpus=[1]) as (host, port):

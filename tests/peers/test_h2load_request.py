@@ -18,11 +18,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from benchlib.core.errors import LoadGenError, ParameterError
-from benchlib.runtime.manifest import Contract, Endpoint
 from benchlib.core.model import Condition, CrossCheck, LoadSpec
 from benchlib.loadgen.peers.h2load import h2load_command, parse_h2load_log, run_h2load
-from benchlib.store.records import peer_report
 from benchlib.run.runner import cross_check_for
+from benchlib.runtime.manifest import Contract, Endpoint
+from benchlib.store.records import peer_report
 
 BODY = b'{"Message":"SmallRequest"}'
 JSON = "application/json; charset=utf-8"
@@ -145,8 +145,8 @@ def test_a_condition_holds_one_cross_check_per_group_of_arms() -> None:
         Condition("c1", load, cross_check="ghz")  # type: ignore[arg-type]
     # stored in run.json and read back as they were
     from benchlib.core.model import Arm, Experiment
-    from benchlib.store.results import experiment_from_parameters
     from benchlib.run.runner import experiment_parameters
+    from benchlib.store.results import experiment_from_parameters
 
     exp = Experiment(study="s", arms=(Arm("go-grpc-small", "go-grpc-json", "grpc"),), conditions=(c,), trials=2)
     assert experiment_from_parameters(experiment_parameters(exp)).conditions == (c,)

@@ -10,8 +10,8 @@ import shutil
 import pytest
 
 from benchlib.core.errors import LoadGenError, LoadSpecError, ParameterError
-from benchlib.loadgen.testservers import serve
 from benchlib.loadgen.peers import k6
+from benchlib.loadgen.testservers import serve
 
 
 def test_script_has_the_study_shape():

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from benchlib.core.errors import LoadGenError, LoadSpecError
-from benchlib.loadgen.testservers import serve
 from benchlib.loadgen.peers import parse_ab, parse_h2load, parse_hey, parse_wrk, run_ab, run_h2load, run_hey, run_wrk
 from benchlib.loadgen.peers.common import parse_count, parse_size_bytes, parse_time_ms
+from benchlib.loadgen.testservers import serve
 
 DATA = Path(__file__).parent / "data"
 

@@ -15,9 +15,7 @@ import pytest
 @pytest.fixture(scope="session")
 def docker_client() -> Any:
     """A connected ``docker.DockerClient`` (the engine of ``$DOCKER_HOST``)."""
-    from benchlib.runtime.docker import connect
-
-    from benchlib.runtime.docker import engine_unavailable_reason
+    from benchlib.runtime.docker import connect, engine_unavailable_reason
 
     reason = engine_unavailable_reason()
     if reason is not None:

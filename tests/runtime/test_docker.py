@@ -5,7 +5,6 @@ OOM kills, services killed mid-trial, the label sweep, clean-up on signals, bad 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -18,14 +17,14 @@ from typing import Any
 import httpx
 import pytest
 
-from benchlib.runtime.cleanup import sweep
 from benchlib.core.errors import BuildError, ParameterError, RuntimeUnavailable, ServiceStartError
-from benchlib.runtime.manifest import load_manifest
 from benchlib.core.model import Arm, Condition, Experiment, Limits, LoadSpec
 from benchlib.runtime import get_runtime
 from benchlib.runtime.base import StartOptions
+from benchlib.runtime.cleanup import sweep
 from benchlib.runtime.docker import SEED_LIMITS, DockerRuntime, detect_ca_bundle, owner_label
 from benchlib.runtime.local import free_port
+from benchlib.runtime.manifest import load_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 

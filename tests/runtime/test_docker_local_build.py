@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from benchlib.core.errors import BuildError, ManifestError
-from benchlib.runtime.manifest import get_manifest, list_services, load_manifest
-from benchlib.runtime.docker import local_build
 from benchlib.run.testing import write_manifest
+from benchlib.runtime.docker import local_build
+from benchlib.runtime.manifest import get_manifest, list_services, load_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 WITH_LOCAL_BUILD = sorted((name, v) for name in list_services() for v in get_manifest(name).variants

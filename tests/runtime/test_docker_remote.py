@@ -10,19 +10,20 @@ import shutil
 import subprocess
 import tarfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
-from benchlib.runtime.cleanup import sweep
-from benchlib.runtime.docker.images import bootstrap_base_image
-from benchlib.runtime.manifest import load_manifest
 from benchlib.core.model import Limits
 from benchlib.runtime.base import StartOptions
+from benchlib.runtime.cleanup import sweep
 from benchlib.runtime.docker import DockerRuntime, connect
+from benchlib.runtime.docker.images import bootstrap_base_image
 from benchlib.runtime.local import free_port
+from benchlib.runtime.manifest import load_manifest
 
 pytestmark = pytest.mark.docker
 

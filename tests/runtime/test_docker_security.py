@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from benchlib.runtime.cleanup import sweep
 from benchlib.core.errors import ParameterError, RuntimeUnavailable
 from benchlib.runtime.base import StartOptions
+from benchlib.runtime.cleanup import sweep
 from benchlib.runtime.docker import DockerRuntime, check_endpoint_security, owner_alive, owner_label
 from benchlib.runtime.local import free_port
 

@@ -6,15 +6,16 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from benchlib.core.errors import BuildError, ServiceStartError, ToolchainMissing
-from benchlib.runtime.manifest import get_manifest, load_manifest
 from benchlib.runtime import StartOptions, get_runtime
 from benchlib.runtime.local import free_port
+from benchlib.runtime.manifest import get_manifest, load_manifest
 
 pytestmark = pytest.mark.integration
 
@@ -141,7 +142,8 @@ def test_missing_toolchain_names_it_and_how_to_install(tmp_path: Path) -> None:
 
 
 def test_failing_build_shows_the_build_log_tail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    d = _python_build(tmp_path, monkeypatch, """["{python}", "-c", "import sys; print('compile error: missing semicolon'); sys.exit(1)"]""")
+    fail = """["{python}", "-c", "import sys; print('compile error: missing semicolon'); sys.exit(1)"]"""
+    d = _python_build(tmp_path, monkeypatch, fail)
     with pytest.raises(BuildError, match="build failed with exit code 1") as err:
         get_runtime("local").prepare(load_manifest(d).resolve())
     assert "missing semicolon" in "\n".join(err.value.__notes__)
@@ -150,7 +152,8 @@ def test_failing_build_shows_the_build_log_tail(tmp_path: Path, monkeypatch: pyt
 def test_variants_with_the_same_build_are_built_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Variants that differ only in how they run share one build folder: the second is
     "cached"; a variant with its own build command gets its own folder and build."""
-    count = """["{python}", "-c", "import pathlib, sys; p = pathlib.Path(sys.argv[1]) / 'builds'; p.write_text(p.read_text() + 'x' if p.exists() else 'x')", "{build_dir}"]"""
+    count = ("""["{python}", "-c", "import pathlib, sys; p = pathlib.Path(sys.argv[1]) / 'builds'; """
+             """p.write_text(p.read_text() + 'x' if p.exists() else 'x')", "{build_dir}"]""")
     d = _python_build(tmp_path, monkeypatch, count, """
         [variants.a]
         [variants.b]

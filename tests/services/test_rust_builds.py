@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.runtime.manifest import find_services_dir, load_manifest
 from benchlib.runtime.base import placeholder_values
+from benchlib.runtime.manifest import find_services_dir, load_manifest
 
 
 def _rust_variants() -> list[tuple[str, str, tuple[str, ...], tuple[str, ...]]]:

@@ -28,11 +28,10 @@ from typing import Any
 
 import pytest
 
-from benchlib.runtime import contract, toolchains
 from benchlib.core.errors import ToolchainMissing
-from benchlib.runtime.manifest import find_services_dir, load_manifest
-from benchlib.runtime import StartOptions, get_runtime
+from benchlib.runtime import StartOptions, contract, get_runtime, toolchains
 from benchlib.runtime.local import free_port
+from benchlib.runtime.manifest import find_services_dir, load_manifest
 
 SERVICES_DIR = find_services_dir()
 FERRETDB_DIR = SERVICES_DIR / "ferretdb"

@@ -31,12 +31,11 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.runtime import contract, toolchains
-from benchlib.core.errors import BuildError, ParameterError, ToolchainMissing
-from benchlib.runtime.manifest import find_services_dir, load_manifest
 from benchlib.analysis.reference import load_reference
-from benchlib.runtime import StartOptions, get_runtime
+from benchlib.core.errors import BuildError, ParameterError, ToolchainMissing
+from benchlib.runtime import StartOptions, contract, get_runtime, toolchains
 from benchlib.runtime.local import free_port
+from benchlib.runtime.manifest import find_services_dir, load_manifest
 
 SERVICES_DIR = find_services_dir()
 STUDY = "02_iris_vs_kestrel"

@@ -27,17 +27,16 @@ import re
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from benchlib.runtime import contract, toolchains
-from benchlib.runtime.manifest import ResolvedService, find_services_dir, load_manifest
 from benchlib.analysis.reference import load_reference
-from benchlib.runtime import ServiceHandle, StartOptions, get_runtime
+from benchlib.runtime import ServiceHandle, StartOptions, contract, get_runtime, toolchains
 from benchlib.runtime.base import handle_ports
 from benchlib.runtime.local import free_port, port_in_use
+from benchlib.runtime.manifest import ResolvedService, find_services_dir, load_manifest
 
 SERVICES_DIR = find_services_dir()
 STUDY = "03_fastcgi_nginx"
@@ -277,10 +276,10 @@ def test_ab_as_the_seed_and_benchlibs_equivalent_load_through_nginx(tmp_path: Pa
     """``ab -c 20 -n N URL`` (no -k, HTTP/1.0) and benchlib's closed 20-connection load of N
     requests without keep-alive in HTTP/1.0, both against nginx + node-fastcgi (keep-conn off):
     every request answered 200 with the 62-byte body, each on a new connection, all through nginx."""
-    from benchlib.loadgen import run_load
     from benchlib.core.model import LoadSpec, Target
-    from benchlib.loadgen.peers.ab import run_ab
     from benchlib.core.schema import ERROR_NAMES, PHASE_CODES
+    from benchlib.loadgen import run_load
+    from benchlib.loadgen.peers.ab import run_ab
 
     n = 2000
     client = [0] if SERVER_CPUS != (0,) else None

@@ -24,12 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.runtime import toolchains
 from benchlib.analysis import client_cost as cost
-from benchlib.runtime.manifest import Endpoint, find_services_dir, load_manifest
-from benchlib.runtime import StartOptions, get_runtime
-from benchlib.runtime.local import free_port
 from benchlib.analysis.studies import grpc_json as study
+from benchlib.runtime import StartOptions, get_runtime, toolchains
+from benchlib.runtime.local import free_port
+from benchlib.runtime.manifest import Endpoint, find_services_dir, load_manifest
 
 SERVICES_DIR = find_services_dir()
 CANNED = SERVICES_DIR / study.CANNED_SERVICE

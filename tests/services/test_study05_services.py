@@ -31,13 +31,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchlib.runtime import contract, toolchains
+from benchlib.analysis.studies import grpc_json as study
 from benchlib.core.errors import BuildError, ParameterError, ToolchainMissing
+from benchlib.runtime import StartOptions, contract, get_runtime, toolchains
+from benchlib.runtime.local import free_port
 from benchlib.runtime.manifest import Endpoint, find_services_dir, load_manifest
 from benchlib.runtime.protos import decode_to_dict, encode_json
-from benchlib.runtime import StartOptions, get_runtime
-from benchlib.runtime.local import free_port
-from benchlib.analysis.studies import grpc_json as study
 
 SERVICES_DIR = find_services_dir()
 SERVICES = {lang: study.LANGUAGES[lang] for lang in study.LANGUAGES}

@@ -140,8 +140,8 @@ def test_the_plan_and_the_design_section_predict_one_mde_that_of_the_test_the_ru
     MDE), on the planner's bound, each row at alpha / its Holm family. Parent commit: the plan
     said a target of 5% was reached with the fixed test's blocks, where the sequential run's
     MDE at those blocks is larger (rows then read "not decidable within the budget")."""
-    from benchlib.stats.sequential import SequentialDesign
     from benchlib.stats.planning.design_plan import predicted_mde
+    from benchlib.stats.sequential import SequentialDesign
 
     comps = [_comp(0.02, 0.0004, n=10), _comp(0.03, 0.0004, n=10, arm="c")]
 

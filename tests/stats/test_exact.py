@@ -14,7 +14,8 @@ from benchlib.core.errors import ParameterError
 from benchlib.stats import exact
 
 
-@pytest.mark.parametrize(("m", "k", "hi", "achieved"), [(5, 3, 23, 0.968), (8, 14, 51, 0.950), (10, 24, 77, 0.957), (20, 128, 273, 0.951)])
+@pytest.mark.parametrize(("m", "k", "hi", "achieved"),
+                         [(5, 3, 23, 0.968), (8, 14, 51, 0.950), (10, 24, 77, 0.957), (20, 128, 273, 0.951)])
 def test_moses_ranks_match_the_reference_table(m, k, hi, achieved):
     r = exact.moses_interval(np.arange(m, dtype=float), np.arange(m) + 0.37)
     assert (r.k, m * m - r.k + 1) == (k, hi)

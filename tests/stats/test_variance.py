@@ -10,10 +10,10 @@ import pytest
 from scipy import stats
 
 from benchlib.core.errors import ParameterError
-from benchlib.stats.power import mde_shift, min_trials, planning_alpha
-from benchlib.stats.simulate import trial_latencies_ms, trial_rows
 from benchlib.stats.planning.cost import ArmCost, CostModel, cost_model
 from benchlib.stats.planning.design_plan import plan_design
+from benchlib.stats.power import mde_shift, min_trials, planning_alpha
+from benchlib.stats.simulate import trial_latencies_ms, trial_rows
 from benchlib.stats.variance import (
     VARIANCE_CONFIDENCE,
     PairComponents,
