@@ -1,6 +1,6 @@
-"""The data model: frozen dataclasses shared by every part of benchlib.
+"""The data model: what an experiment is (arms, conditions, loads, limits, trial layout), as frozen dataclasses.
 
-Pure: imports nothing from ``runtime``, ``loadgen`` or ``store``.
+Every part of benchlib shares them. Pure: imports nothing from ``runtime``, ``loadgen`` or ``store``.
 
 Units are in the names: ``_s`` seconds, ``_ns`` nanoseconds, ``_rps`` requests per
 second, ``_mb`` mebibytes.

@@ -1,7 +1,7 @@
-"""The load engine of one worker process: a raw asyncio Protocol on uvloop.
+"""One worker process's load engine: sends a trial's requests on its connections, times each response.
 
-Runs inside a worker process (see :mod:`benchlib.loadgen.worker`), never in the caller's
-event loop. One :class:`Engine` drives all of this worker's connections:
+A raw asyncio Protocol on uvloop. Runs inside a worker process (see :mod:`benchlib.loadgen.worker`),
+never in the caller's event loop. One :class:`Engine` drives all of this worker's connections:
 
 * **closed model**: ``N`` connection slots; a slot sends its next request as soon as its
   previous response is complete (``t_intended`` = that moment);
