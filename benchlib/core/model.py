@@ -112,7 +112,7 @@ def _seconds(owner: str, name: str, value: Any, *, zero_ok: bool = False, option
     if value is None and optional:
         return None
     ok = (not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
-          and (value >= 0 if zero_ok else value > 0) and value <= MAX_SECONDS)
+          and (float(value) >= 0 if zero_ok else float(value) > 0) and float(value) <= MAX_SECONDS)
     if not ok:
         lower = ">= 0" if zero_ok else "> 0"
         raise error(f"{owner}.{name} must be a finite number of seconds {lower} and <= {MAX_SECONDS:g}"
@@ -366,7 +366,7 @@ class LoadSpec:
 
     def describe(self) -> str:
         """One human line, e.g. ``closed, 100 connections, 30 s, 2 workers, keep-alive``."""
-        parts = [self.model]
+        parts: list[str] = [self.model]
         if self.model == "open":
             if self.stages:
                 parts.append("stages " + ", ".join(f"{s.rate_rps:g}/s x {s.duration_s:g} s" for s in self.stages))
