@@ -15,9 +15,8 @@ build-cache hits recorded there (:func:`benchlib.core.buildcache.build_times_sum
 
 from __future__ import annotations
 
-import os
-
 import functools
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,8 @@ PARALLEL_FILES: tuple[str, ...] = (
     "analysis/test_variance_sources.py",
     "cluster/test_cluster_pure.py", "loadgen/test_http1_props.py", "loadgen/test_shares.py", "peers/test_ghz.py",
     "test_bad_input.py", "test_cli.py", "test_cold_ci.py", "test_contract.py", "test_design.py",
-    "test_environment_sync.py", "test_exported_members.py", "test_history.py", "test_layers.py", "test_manifest.py", "test_measurements.py",
+    "test_environment_sync.py", "test_exported_members.py", "test_history.py", "test_layers.py", "test_manifest.py",
+    "test_measurements.py",
     "test_prefetch.py",
     "test_model.py", "test_plots.py", "test_progress.py", "test_records.py", "test_results.py", "test_server_cpu.py",
     "test_settings.py", "test_settle.py", "test_site.py", "test_store.py", "test_studies_guide.py", "test_studypages.py",

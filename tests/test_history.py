@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchlib.publish.history import keep_report, kept_runs, runs_made
-from benchlib.store.records.run import RunRecord
-from benchlib.publish.index import write_index
-from benchlib.store.results import open_run
 from benchlib.core.schema import ROW_DTYPE
+from benchlib.publish.history import keep_report, kept_runs, runs_made
+from benchlib.publish.index import write_index
+from benchlib.store.records.run import RunRecord
+from benchlib.store.results import open_run
 from benchlib.store.runstore import RunStore
 
 STUDY = "00_quickstart"

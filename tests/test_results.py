@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchlib.analysis.studies import grpc_json
 from benchlib.core.errors import ParameterError, StorageError
 from benchlib.core.model import Arm, Condition, CrossCheck, Experiment, Limits, LoadSpec, Stage
+from benchlib.core.schema import ROW_DTYPE
+from benchlib.run.runner import ExperimentResult, experiment_parameters
 from benchlib.store.records.run import Provenance, RunRecord
 from benchlib.store.results import Run, experiment_from_parameters, open_run
-from benchlib.run.runner import ExperimentResult, experiment_parameters
-from benchlib.core.schema import ROW_DTYPE
 from benchlib.store.runstore import RunStore
-from benchlib.analysis.studies import grpc_json
 
 EXPERIMENTS = [
     Experiment("plain", (Arm("a", "svc-a"), Arm("b", "svc-b")), (Condition("main", LoadSpec()),)),

@@ -52,7 +52,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def served(site: Path) -> Iterator[str]:
     class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
@@ -127,7 +127,8 @@ def _crawl(driver: WebDriver, base: str, site: Path) -> dict[str, dict[str, Any]
             assert complete and w > 0 and h > 0, f"{url}: image not loaded: {src}"
         page["images"] = len(images)
         page["svg_sizes"] = driver.execute_script(
-            "return [...document.querySelectorAll('svg.history')].map(s => s.getBoundingClientRect().width * s.getBoundingClientRect().height)")
+            "return [...document.querySelectorAll('svg.history')]"
+            ".map(s => s.getBoundingClientRect().width * s.getBoundingClientRect().height)")
         page["points"] = driver.execute_script(
             "return [...document.querySelectorAll('svg.history')].map(s => s.querySelectorAll('[data-run-id]').length)")
         page["verdict_tables"] = driver.execute_script(

@@ -20,13 +20,13 @@ import pytest
 
 from benchlib import stats
 from benchlib.analysis import answer_tables, run_family
-from benchlib.core.errors import ParameterError
 from benchlib.analysis.reference import load_reference
+from benchlib.analysis.studies import rest_mongo as study
+from benchlib.core.errors import ParameterError
 from benchlib.publish.execute import run_notebook
 from benchlib.publish.notebooks import notebook_parameters
 from benchlib.stats.simulate import simulate_summaries
 from benchlib.stats.verdict import VerdictKind
-from benchlib.analysis.studies import rest_mongo as study
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01_rest_mongo_go_dotnet_rust.ipynb"
 NO_DOTNET = {"dotnet-faithful": "no dotnet toolchain (install the .NET 8 SDK)",

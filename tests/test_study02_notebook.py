@@ -213,8 +213,8 @@ def test_verdicts_keep_kestrel_as_not_run_and_the_conclusion_sets_ours_beside_th
     text = study.conclusion_markdown(answers, reference, client_bound=["python-random"],
                                      not_server_bound=["actix-fixed"])
     assert "Kestrel 99,891 against Iris 7,501 Reqs/sec (bombardier, one run each): 13.3×" in text
-    assert "*Kestrel with the post's code*: Kestrel against Iris: not compared (not run: no dotnet toolchain); the seed's own comparison is not repeated" \
-        in text
+    assert ("*Kestrel with the post's code*: Kestrel against Iris: not compared (not run: no dotnet toolchain); "
+            "the seed's own comparison is not repeated") in text
     assert ("**In short**: Kestrel did not run here. Against the post's Iris, the fastest decided stack, actix, "
             "served 2.00× the post's Iris's rate (**faster**), below the seed's 13.3× (interval up to 2.0") in text
     assert "The post's Iris handler's server CPU per request was 1.25× [" in text

@@ -23,9 +23,9 @@ import pandas as pd
 import pytest
 
 from benchlib.analysis import family_markdown, run_family
+from benchlib.analysis.studies import rust_vs_go as rvg
 from benchlib.core.errors import ParameterError
 from benchlib.stats.verdict import VerdictKind
-from benchlib.analysis.studies import rust_vs_go as rvg
 
 # -- pure parts ----------------------------------------------------------------------------------
 
@@ -160,10 +160,10 @@ def test_notebook_runs_end_to_end_and_its_tables_hold_every_arm_sink_sweep_step_
 
     from benchlib.analysis import client_cpu_table, log_lines_table, stopping_rule, verdict_table
     from benchlib.analysis.peers import peer_beside
+    from benchlib.core.sweep import capacity
     from benchlib.publish.execute import run_notebook
     from benchlib.store.results import open_run
     from benchlib.store.runstore import RunStore
-    from benchlib.core.sweep import capacity
 
     runs = tmp_path / "runs"
     run = run_notebook("04_rust_vs_go_logging", {**SMALL, "out_dir": str(runs)}, reports_dir=tmp_path / "reports")

@@ -15,9 +15,9 @@ import pytest
 
 pytest.importorskip("ray")
 
-from benchlib.analysis.hosts import HEADING, load_hosts_section  # noqa: E402
-from benchlib.publish.execute import run_notebook  # noqa: E402
-from benchlib.store.results import open_run  # noqa: E402
+from benchlib.analysis.hosts import HEADING, load_hosts_section
+from benchlib.publish.execute import run_notebook
+from benchlib.store.results import open_run
 
 pytestmark = [pytest.mark.cluster, pytest.mark.notebook, pytest.mark.integration]
 

@@ -91,9 +91,8 @@ def _open_kept(run: SiteRun, runs_root: Path | None) -> Run | None:
     """The stored run behind a kept run: its kept folder when it holds the per-request rows
     (``--with-raw``), else its run id under ``runs_root`` (default ``data/runs`` or
     ``$BENCHLIB_DATA``); ``None`` when neither is there."""
-    from benchlib.store.results import open_run
-
     from benchlib.core.errors import StorageError
+    from benchlib.store.results import open_run
 
     raw: tuple[Path | str, ...] = (run.kept.folder,) if run.kept.with_raw else ()
     for where in raw + (f"{run.kept.study}/{run.kept.run_id}", run.kept.run_id):
@@ -191,7 +190,8 @@ def build_site(reports_dir: str | Path, out: str | Path | None = None, *,
         previous = study.runs[-2] if len(study.runs) > 1 else None
         write(f"{study.name}/index.html", "study.html.j2", study=study, histories=_histories(study),
               latest=study.latest, previous=previous,
-              comparison=latest_vs_previous(study, None if runs_root is None else Path(runs_root)) if previous is not None else None)
+              comparison=(latest_vs_previous(study, None if runs_root is None else Path(runs_root))
+                          if previous is not None else None))
     write("index.html", "index.html.j2")
     write("runs.html", "runs.html.j2")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
