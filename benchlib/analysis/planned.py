@@ -25,11 +25,13 @@ same stored trials, so the main run's parameters match and it resumes).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlib.analysis.display import show
 from benchlib.analysis.interleaved import side_by_side_refusal
 from benchlib.analysis.pilot import PilotComponents, components_from_run, pilot_windows, trial_costs
 from benchlib.analysis.questions import Family
@@ -224,6 +226,7 @@ def run_planned(experiment: Experiment, families: Sequence[Family], *, budget_mi
     from benchlib.run.runner import run_experiment
     from benchlib.store.runstore import new_run_id
 
+    started = time.monotonic()
     budget = budget_min if budget_min is not None else experiment.budget_min
     target = target_mde if target_mde is not None else experiment.target_mde
     if budget is None or target is None:
@@ -269,8 +272,13 @@ def run_planned(experiment: Experiment, families: Sequence[Family], *, budget_mi
     if by_count:  # no request floor: the components' rates would set one (the slowest arm's seconds)
         comps = [replace(c, rate_rps=math.nan) for c in comps]
     durations = ((float(costs["duration_s"].median()),) if by_count else None)
+    # the budget counts wall time: what the pilot took from the start (builds, services' preparation,
+    # its analysis) and, for the main run, what the pilot spent outside its trials again (its start and
+    # the looks), which the cost model (trial timestamps) does not see
+    elapsed, span = (time.monotonic() - started) / 60.0, _minutes(pilot)
     plan = plan_within_budget(comps, cost_model(costs), budget_min=float(budget), target_mde=target_rel,
-                              pilot_minutes=_minutes(pilot), pilot_blocks=pilot_blocks, source=source, warmup=warm,
+                              pilot_minutes=max(elapsed, span), outside_minutes=max(0.0, elapsed - span),
+                              pilot_blocks=pilot_blocks, source=source, warmup=warm,
                               n_comparisons=n_rows, max_blocks=max_blocks, metrics=mets,
                               rates=({} if by_count else _rates(pilot)), looks=looks, families=fams,
                               **({"durations": durations} if durations else {}))
@@ -278,6 +286,7 @@ def run_planned(experiment: Experiment, families: Sequence[Family], *, budget_mi
     stopping = stopping_rule(families, exp.trials, sequential, full=full, requests=requests, prepare=prepare,
                              target_mde=target_rel, **dict(compare_kwargs or {}))
     record = PlanRecord.from_json({"study": pilot.study, "run_id": pilot.run_id, **plan.to_dict()})
+    show(plan.forecast())  # before the main run starts: what the plan will take against the budget
     try:
         run = run_experiment(exp, run_id=rid, until=stopping.until, **run_kwargs)
     finally:

@@ -57,6 +57,12 @@ def test_pilot_plan_and_settled_arms_stop(services: Path, tmp_path: Path) -> Non
     assert floor is not None and floor.metric == "p50_ms" and floor.arm.startswith("main/") and floor.rate_rps > 0
     assert got.plan.duration_s >= floor.duration_s
     assert got.run.store.read_run().pilot.pilot_run_id == "p1" + PILOT_SUFFIX
+    # the budget counts wall time (issue 39 item 8): the pilot from its start, and what the main run will
+    # spend outside its trials (the pilot's own time outside them: its start, its analysis), said before it runs
+    plan = got.plan
+    assert plan.outside_minutes > 0 and plan.pilot_minutes > plan.outside_minutes
+    assert plan.total_minutes == pytest.approx(plan.pilot_minutes + plan.minutes + plan.outside_minutes)
+    assert plan.forecast().startswith(f"The plan will take about {plan.total_minutes:.1f} min: the pilot ")
     # the analysis: b equal to a is decided; c is not decidable within the budget
     design = got.stopping.design
     assert design is not None and design.target_mde == pytest.approx(0.05)
