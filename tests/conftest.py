@@ -46,7 +46,7 @@ PARALLEL_FILES: tuple[str, ...] = (
     "analysis/test_questions.py", "analysis/test_run_info.py", "analysis/test_tables_peers.py",
     "analysis/test_variance_sources.py",
     "cluster/test_cluster_pure.py", "loadgen/test_http1_props.py", "loadgen/test_shares.py", "peers/test_ghz.py",
-    "test_bad_input.py", "test_cli.py", "test_cold_ci.py", "test_contract.py", "test_design.py",
+    "test_bad_input.py", "test_check_subjects.py", "test_cli.py", "test_cold_ci.py", "test_contract.py", "test_design.py",
     "test_environment_sync.py", "test_exported_members.py", "test_history.py", "test_layers.py", "test_manifest.py",
     "test_measurements.py",
     "test_prefetch.py",

@@ -25,10 +25,10 @@ THIS = "scripts/dev/check_subjects.py"
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def _git(*args: str) -> str | None:
-    """git's output in the repository root, or None when git fails (no git, not a checkout)."""
+def _git(*args: str, root: Path = ROOT) -> str | None:
+    """git's output in the repository ``root``, or None when git fails (no git, not a checkout)."""
     try:
-        out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError):
         return None
     return out.stdout
@@ -40,15 +40,15 @@ def too_long(subjects: list[tuple[str, str]]) -> list[str]:
             for sha, s in subjects if len(s) > MAX_SUBJECT]
 
 
-def subjects_since_check() -> list[tuple[str, str]] | None:
-    """(commit, subject) of the commit that added this file and every one after it up to HEAD;
-    None when that commit cannot be found here."""
-    first = _git("log", "--diff-filter=A", "--format=%H", "--", THIS)
+def subjects_since_check(root: Path = ROOT) -> list[tuple[str, str]] | None:
+    """(commit, subject) of the commit that added this file and every one after it up to HEAD,
+    in the repository ``root``; None when that commit cannot be found there."""
+    first = _git("log", "--diff-filter=A", "--format=%H", "--", THIS, root=root)
     if not first or not first.split():
         return None
     base = first.split()[-1]
-    log = _git("log", "--format=%H%x00%s", "--ancestry-path", f"{base}..HEAD")
-    own = _git("log", "-1", "--format=%H%x00%s", base)
+    log = _git("log", "--format=%H%x00%s", "--ancestry-path", f"{base}..HEAD", root=root)
+    own = _git("log", "-1", "--format=%H%x00%s", base, root=root)
     if log is None or own is None:
         return None
     lines = [line for line in (log + own).splitlines() if line]
