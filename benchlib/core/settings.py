@@ -103,7 +103,7 @@ class Setting(Generic[T]):
         value = self.get(environ)
         if value is None and self.fallback is None:
             raise LookupError(f"{self.name} has no fallback; read it with get()")
-        return value  # type: ignore[return-value]
+        return value  # type: ignore[return-value]  # None only without a fallback: raised above
 
 
 # -- parsers ------------------------------------------------------------------------------------

@@ -188,7 +188,7 @@ def bootstrap_shift(
         # calibrated on the A/A simulations of the validation suite (10 trials per arm):
         # one sample (blocks) sqrt(n/(n-1)) t_{n-1}; two samples t_{m+n-2}
         n_small = a.size if paired else 0
-        df = a.size - 1 if paired else a.size + b.size - 2  # type: ignore[union-attr]
+        df = a.size - 1 if paired else a.size + b.size - 2  # type: ignore[union-attr]  # b is None only when paired
         return BootstrapShift(theta, boot, z0, _jackknife_acceleration(jack), n_small, df)
     return BootstrapShift(theta, boot, z0, _jackknife_acceleration(jack))
 

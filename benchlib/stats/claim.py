@@ -207,7 +207,7 @@ def answer_claims(claims: Sequence[ClaimData], *, alpha: float = 0.05, power: fl
         rows.append(_row(c) if n_min >= 2 else None)
     tested = [i for i, r in enumerate(rows) if r is not None]
     m = max(1, len(tested))
-    p_row = np.array([min(rows[i][0].values()) for i in tested])  # type: ignore[index]
+    p_row = np.array([min(rows[i][0].values()) for i in tested])  # type: ignore[index]  # tested rows are not None
     p_adj = adjust(p_row, "holm") if tested else np.empty(0)
     # the Holm level at which each row was tested: alpha / (m - rank)
     order = np.argsort(p_row, kind="stable")
