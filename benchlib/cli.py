@@ -2,10 +2,13 @@
 
 ::
 
-    benchlib run NOTEBOOK [-p NAME VALUE]...     execute one notebook, export its HTML report
+    benchlib run NOTEBOOK [-p NAME VALUE]... [--fail-on-regression PCT]
+                                                 execute one notebook, export its HTML report
                                                  (reports/NOTEBOOK.html, kept as
                                                  reports/NOTEBOOK/RUN_ID.html with the run's
-                                                 data) and refresh reports/index.html
+                                                 data) and refresh reports/index.html; with
+                                                 --fail-on-regression (study 10_ab) status 1
+                                                 when B regressed beyond PCT
     benchlib report [NOTEBOOK...] [-p NAME VALUE]...
                                                  every study notebook (or those named) to
                                                  reports/*.html plus reports/index.html
@@ -59,8 +62,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from benchlib.publish.index import write_index
     from benchlib.run.settle import settle_env
 
+    parameters = _params(args.parameter)
+    if args.fail_on_regression is not None:  # the gate of study 10_ab: its margin parameter
+        parameters.setdefault("regression_pct", f"{100 * args.fail_on_regression:g}")
     with settle_env(args.settle, args.settle_max):  # the run waits for it after its builds
-        run = run_notebook(args.notebook, _params(args.parameter), reports_dir=args.reports_dir,
+        run = run_notebook(args.notebook, parameters, reports_dir=args.reports_dir,
                            html=not args.no_html, show=None if args.quiet else print, with_raw=args.with_raw)
     print(f"executed: {run.executed}")
     if run.html:
@@ -76,7 +82,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
             return 2
         print(f"benchlib: {run.notebook.stem} failed: {run.reason}", file=sys.stderr)
         return 1
-    return 0
+    return _gate_status(run.runs)
+
+
+def _gate_status(runs: Sequence[Any]) -> int:
+    """1 when a run the notebook made stored a failed regression gate (study ``10_ab``'s
+    ``derived/gate.json``: B's whole interval beyond the margin in the worse direction), one
+    line each; else 0."""
+    from benchlib.analysis.studies.a_vs_b import read_gate
+
+    status = 0
+    for folder in runs:
+        g = read_gate(folder)
+        if g is not None and g.failed:
+            print(f"benchlib: regression beyond {100 * g.margin:g}% on {', '.join(g.failed)} "
+                  f"(run {folder}; derived/gate.json)", file=sys.stderr)
+            status = 1
+    return status
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -248,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("notebook", help="notebook path, file name or stem (e.g. 00_quickstart)")
     add_params(p_run)
     p_run.add_argument("--no-html", action="store_true", help="skip the HTML export")
+    p_run.add_argument("--fail-on-regression", type=percent, default=None, metavar="PCT",
+                       help="study 10_ab: exit with status 1 when B's whole interval lies more than PCT beyond A's "
+                            "in the worse direction on its gate_metrics (sets -p regression_pct), e.g. 5%%")
     p_run.set_defaults(func=_cmd_run)
 
     p_rep = sub.add_parser("report", help="execute study notebooks and export HTML reports plus an index")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchlib._project import measurements as m
-from benchlib.publish.notebooks import list_notebooks, project_root
+from benchlib.publish.notebooks import project_root, report_notebooks
 
 ROOT = project_root()
 TIME = re.compile(r"\b\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)? ?(?:min|h)\b")
@@ -22,7 +22,7 @@ def test_every_generated_place_agrees_with_the_file():
 def test_the_file_covers_every_notebook_at_its_default_scale():
     entries = m.load(ROOT / "data" / "measurements.json")
     have = {e.what for e in entries if e.scale == "default"}
-    assert {p.stem for p in list_notebooks()} <= have
+    assert {p.stem for p in report_notebooks()} <= have
 
 
 def _parameters_source(path: Path) -> str:
@@ -31,7 +31,7 @@ def _parameters_source(path: Path) -> str:
                    if "parameters" in c.get("metadata", {}).get("tags", []))
 
 
-@pytest.mark.parametrize("notebook", [p.stem for p in list_notebooks()])
+@pytest.mark.parametrize("notebook", [p.stem for p in report_notebooks()])
 def test_notebooks_quote_times_only_through_the_note(notebook):
     src = _parameters_source(ROOT / "notebooks" / f"{notebook}.ipynb")
     assert len(re.findall(r"\[time: [^\]]*\]", src)) == 1

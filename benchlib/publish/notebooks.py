@@ -14,7 +14,8 @@ from benchlib.core.errors import ParameterError
 from benchlib.core.model import check_name
 from benchlib.runtime.manifest import find_services_dir
 
-__all__ = ["coerce_parameters", "find_notebook", "list_notebooks", "notebook_parameters", "project_root"]
+__all__ = ["coerce_parameters", "find_notebook", "list_notebooks", "notebook_parameters", "project_root",
+           "report_notebooks"]
 
 
 def project_root() -> Path:
@@ -26,6 +27,16 @@ def list_notebooks(directory: str | Path | None = None) -> list[Path]:
     """The study notebooks, in name order (``00_quickstart`` first)."""
     d = Path(directory) if directory else project_root() / "notebooks"
     return sorted(p for p in d.glob("[0-9][0-9]_*.ipynb"))
+
+
+def report_notebooks(directory: str | Path | None = None) -> list[Path]:
+    """The study notebooks ``make report`` (``benchlib report`` without names) runs: every one
+    but those whose registry entry is outside the default set (``Study.in_report`` false:
+    ``10_ab``, which needs the user's services; it runs when named)."""
+    from benchlib.analysis.studies.registry import STUDIES
+
+    left_out = {s.id for s in STUDIES if not s.in_report}
+    return [p for p in list_notebooks(directory) if p.stem not in left_out]
 
 
 def find_notebook(name: str, directory: str | Path | None = None) -> Path:

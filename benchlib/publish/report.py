@@ -19,7 +19,7 @@ from typing import Any
 from benchlib.core.errors import UserError
 from benchlib.publish.execute import NotebookRun, run_notebook
 from benchlib.publish.index import write_index
-from benchlib.publish.notebooks import find_notebook, list_notebooks, notebook_parameters, project_root
+from benchlib.publish.notebooks import find_notebook, notebook_parameters, project_root, report_notebooks
 from benchlib.run.progress import format_duration
 
 __all__ = ["build_reports", "last_duration_s"]
@@ -59,7 +59,8 @@ def build_reports(
     show: Callable[[str], None] | None = None,
     with_raw: bool = False,
 ) -> list[NotebookRun]:
-    """Execute and export ``notebooks`` (default: every study notebook), then write the index.
+    """Execute and export ``notebooks`` (default: the study notebooks of the report set,
+    :func:`~benchlib.publish.notebooks.report_notebooks`), then write the index.
     Each report is also kept under its run (:func:`run_notebook`; ``with_raw`` copies the
     per-request rows too).
 
@@ -68,7 +69,7 @@ def build_reports(
     parameter is declared by none of the notebooks, and :class:`~benchlib.core.signals.Interrupted`
     when a stop signal ends the series (the index then lists the reports done so far).
     """
-    paths = [find_notebook(n) for n in notebooks] if notebooks else list_notebooks()
+    paths = [find_notebook(n) for n in notebooks] if notebooks else report_notebooks()
     params = dict(parameters or {})
     declared_any = set().union(*(notebook_parameters(p) for p in paths)) if paths else set()
     unknown = sorted(set(params) - declared_any)

@@ -266,8 +266,8 @@ class RunServices:
                 deps[dep] = h
             limits = arm.limits or self.experiment.limits
             handle = rt.start(self.prepared[(rt_name, svc.name, svc.variant)], StartOptions(
-                port=free_port(), cpus=self.cpus.server, limits=limits, log_sink=arm.log_sink, log_path=log,
-                env=dict(arm.env), deps=deps, run_id=run_id))
+                port=svc.fixed_port or free_port(), cpus=self.cpus.server, limits=limits, log_sink=arm.log_sink,
+                log_path=log, env=dict(arm.env), deps=deps, run_id=run_id))
             stack.enter_context(handle)
             front: ServiceHandle | None = None
             if front_svc is not None:

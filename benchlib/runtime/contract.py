@@ -64,6 +64,8 @@ def check_response(contract: Contract, status: int, headers: dict[str, str], bod
         else:
             if parsed != contract.json:
                 problems.append(f"JSON body {json.dumps(parsed)[:160]}, expected {json.dumps(contract.json)[:160]}")
+    if contract.json_fields:
+        problems += _json_field_problems(contract.json_fields, text)
     if contract.content_type is not None:
         got = headers.get("content-type")
         if contract.content_type == "":
@@ -78,6 +80,27 @@ def check_response(contract: Contract, status: int, headers: dict[str, str], bod
         elif value != "*" and got != value:
             problems.append(f"header {name!r} = {got!r}, expected {value!r}")
     return problems
+
+
+def _json_field_problems(wanted: tuple[tuple[str, Any], ...], text: str) -> list[str]:
+    """What is wrong with a JSON body under ``Contract.json_fields`` (dotted paths -> values)."""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return [f"body {text[:120]!r} is not valid JSON, expected fields {', '.join(k for k, _ in wanted)}"]
+    problems = []
+    for path, value in wanted:
+        got: Any = parsed
+        for key in path.split("."):
+            got = got.get(key, _MISSING) if isinstance(got, dict) else _MISSING
+        if got is _MISSING:
+            problems.append(f"JSON field {path!r} missing in {text[:120]!r}")
+        elif got != value:
+            problems.append(f"JSON field {path!r} = {json.dumps(got)[:80]}, expected {json.dumps(value)[:80]}")
+    return problems
+
+
+_MISSING = object()
 
 
 def _variation_problems(varies: bool | None, first: bytes, second: bytes) -> list[str]:

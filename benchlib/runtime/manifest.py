@@ -56,6 +56,7 @@ __all__ = [
     "LocalBuildOutputs",
     "Manifest",
     "ResolvedService",
+    "add_generated_services",
     "find_services_dir",
     "get_manifest",
     "list_services",
@@ -94,6 +95,8 @@ class Contract:
         ``proto`` must equal this (protobuf's JSON form, field names as in the ``.proto``,
         default values included), or ``None``.
     message_type, proto: the response's message type (full name) and ``.proto`` file.
+    json_fields: (dotted path, value) pairs the parsed JSON body must hold (``("status", "ok")``:
+        ``{"status": "ok", ...}``; ``("data.id", 1)``: ``{"data": {"id": 1}}``); other fields free.
     """
 
     status: int = 200
@@ -108,6 +111,7 @@ class Contract:
     message_json: Any = None
     message_type: str | None = None
     proto: Path | None = None
+    json_fields: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,9 @@ class ResolvedService:
     #: ``[run] reset``: steps that give a running instance fresh data (a dependency that the
     #: runner keeps for a whole block runs them before each trial after the first)
     reset: tuple[tuple[str, ...], ...] = ()
+    #: ``[run] port``: the TCP port the service always listens on (it cannot be told another);
+    #: ``None``: the runtime picks a free one per start and passes it (``{port}``, ``port_env``)
+    fixed_port: int | None = None
 
     @property
     def name(self) -> str:
@@ -259,6 +266,7 @@ class Manifest:
             ports=int(run.get("ports", 1)),
             ports_env=str(run.get("ports_env", "PORTS")),
             front_env={**self.raw.get("run", {}).get("front_env", {}), **over.get("run", {}).get("front_env", {})},
+            fixed_port=run.get("port"),
         )
 
 
@@ -333,7 +341,8 @@ def _str_map(path: Path, where: str, value: Any) -> dict[str, str]:
     return dict(value)
 
 
-_CONTRACT_KEYS = {"status", "body", "body_file", "body_regex", "json", "content_type", "headers", "varies"}
+_CONTRACT_KEYS = {"status", "body", "body_file", "body_regex", "json", "json_fields", "content_type", "headers",
+                  "varies"}
 _GRPC_CONTRACT_KEYS = {"grpc_status", "response_file", "response_json", "response_type", "varies"}
 _GRPC_PATH_RE = re.compile(r"/[A-Za-z_][A-Za-z0-9_.]*/[A-Za-z_][A-Za-z0-9_]*")
 
@@ -419,6 +428,10 @@ def _contract(path: Path, where: str, data: Any) -> Contract:
         if body is not None:
             raise _err(path, f"{where}.body_file", "either body or body_file, not both")
         body = _service_file(path, f"{where}.body_file", data["body_file"]).read_text("utf-8")
+    json_fields = data.get("json_fields", {})
+    if not isinstance(json_fields, dict) or not all(isinstance(k, str) and k for k in json_fields):
+        raise _err(path, f"{where}.json_fields", "a table of dotted JSON paths -> the values they must hold",
+                   json_fields)
     return Contract(
         status=status,
         body=body,
@@ -427,6 +440,7 @@ def _contract(path: Path, where: str, data: Any) -> Contract:
         content_type=data.get("content_type"),
         headers=tuple(sorted(headers.items())),
         varies=data.get("varies"),
+        json_fields=tuple(json_fields.items()),
     )
 
 
@@ -684,6 +698,10 @@ def _check_ports(path: Path, where: str, run: Mapping[str, Any]) -> None:
         raise _err(path, f"{where}.ports_env", "the name of an environment variable", run["ports_env"])
     if "front_env" in run:
         _str_map(path, f"{where}.front_env", run["front_env"])
+    if "port" in run:
+        n = run["port"]
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 65535:
+            raise _err(path, f"{where}.port", "the TCP port the service always listens on (1-65535)", n)
 
 
 def find_services_dir(start: str | Path | None = None) -> Path:
@@ -706,12 +724,29 @@ def list_services(services_dir: str | Path | None = None) -> dict[str, Manifest]
     return {m.name: m for m in (load_manifest(p) for p in sorted(root.glob("*/service.toml")))}
 
 
+#: Folders of services generated for a run (not the project's: an A/B comparison's sides,
+#: :mod:`benchlib.runtime.adhoc`), searched after ``services/`` by :func:`get_manifest`.
+_GENERATED: list[Path] = []
+
+
+def add_generated_services(folder: str | Path) -> None:
+    """Let :func:`get_manifest` find the services in ``folder`` (each ``<name>/service.toml``)
+    after the project's, for the rest of this process (:func:`list_services` keeps listing the
+    project's only)."""
+    path = Path(folder).resolve()
+    if path not in _GENERATED:
+        _GENERATED.append(path)
+
+
 def get_manifest(name: str, services_dir: str | Path | None = None) -> Manifest:
     """The manifest of service ``name`` (a folder directly under ``services/``: a plain name,
-    never a path such as ``../x``); an unknown name lists the valid ones."""
+    never a path such as ``../x``, or under a folder of generated services:
+    :func:`add_generated_services`); an unknown name lists the valid ones."""
     check_name("service", name)
     root = Path(services_dir) if services_dir else find_services_dir()
     path = root / name / "service.toml"
+    if not path.is_file() and services_dir is None:
+        path = next((p for p in (g / name / "service.toml" for g in _GENERATED) if p.is_file()), path)
     if not path.is_file():
         known = sorted(p.parent.name for p in root.glob("*/service.toml"))
         raise ParameterError(f"unknown service {name!r}; valid: {', '.join(known) or '(none found in ' + str(root) + ')'}")

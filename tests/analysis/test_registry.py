@@ -77,6 +77,7 @@ def test_the_parameters_cell_declares_the_record(entry: Study) -> None:
         assert cell[name]["help"], name
     # the default design builds (peer tools off: building them is not this test's business)
     off = {k: v for k, v in (("k6_check", False), ("bombardier", "none")) if k in fields}
+    off.update(getattr(record, "EXAMPLE", {}))  # a study of the user's own services: an example of them
     chosen = dataclasses.replace(record.read({}, **off), cluster="local:2")  # Ray need not be installed here
     built = entry.design(chosen)
     assert isinstance(built, StudyDesign) and built.experiment.study == entry.id and built.families

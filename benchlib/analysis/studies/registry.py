@@ -46,6 +46,9 @@ class Study:
     source: where the original was published.
     seed_stacks: the seed's stacks in words -> the prefixes of the arm names that run them
         here (the report's first lines say which ran: ``seed_stacks_markdown``).
+    in_report: run by ``make report`` / ``benchlib report`` without names (``False``: a study
+        that needs the user's own input, such as ``10_ab``'s two services; it runs when named,
+        and ``benchlib publish`` shows its runs like any other).
     claims: the seed's claims as typed questions (:class:`~benchlib.analysis.claims.Claim`),
         each asked of every run and answered first on its report ("The claim, re-run").
     """
@@ -56,6 +59,7 @@ class Study:
     seed: str = ""
     source: str = ""
     seed_stacks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    in_report: bool = True
     claims: tuple[Claim, ...] = ()
 
     def load(self) -> ModuleType:
@@ -178,6 +182,7 @@ STUDIES: tuple[Study, ...] = (
           "gRPC vs JSON (seed 004, .NET Core 2.0, BenchmarkDotNet)",
           "004_45b1100cee62b2fb.txt", "peterdeme/Grpc.Json.PerformanceTest (August 2017)",
           {".NET Core gRPC and JSON (the seed ran .NET only)": ("dotnet-",)}, claims=_grpc_json_claims()),
+    Study("10_ab", f"{_PACKAGE}.a_vs_b", "your own A against B", in_report=False),
     Study("90_harness_overhead", f"{_PACKAGE}.harness_overhead",
           "Harness overhead: does running the service in Docker change what we measure?"),
 )
