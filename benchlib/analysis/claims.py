@@ -196,7 +196,8 @@ class ClaimAnswer:
         if self.outcome == NOT_IN_RUN:
             return "not in this run (its arms were left out of the design)"
         on = (" (on the servers' CPU time per request: the client set the rates)"
-              if self.answered_on == CPU_METRIC and self.claim.metric != CPU_METRIC else "")
+              if self.answered_on == CPU_METRIC and self.claim.metric != CPU_METRIC else
+              " (the client set the rates: a ratio of lower bounds)" if self.client_bound else "")
         if self.outcome == ClaimOutcome.NOT_DECIDED.value:
             mde = f"{self.mde_vs_claim:.0%}" if math.isfinite(self.mde_vs_claim) else "none at this design"
             return f"~ not decided at this design (MDE {mde} against the claim){on}"
@@ -261,10 +262,12 @@ def answer_claims_of_run(claims: Sequence[Claim], summaries: pd.DataFrame, *, ar
             continue
         limited = {a: _median_rate(summaries, c, a) for a in (c.numerator, c.denominator)
                    if c.rate and (c.condition, a) in bound}
-        metric, invert = c.metric, False
-        if limited and CPU_METRIC in summaries.columns:
-            metric, invert = CPU_METRIC, True
-        num, den = _claim_values(summaries, c, metric, invert=invert)
+        metric = c.metric
+        num, den = _claim_values(summaries, c, metric, invert=False)
+        if limited:  # the servers' CPU per request where measured in two blocks or more
+            cpu_num, cpu_den = _claim_values(summaries, c, CPU_METRIC, invert=True)
+            if len(cpu_num) >= 2:
+                metric, num, den = CPU_METRIC, cpu_num, cpu_den
         at[i] = (len(data), limited, metric)
         data.append(ClaimData(c.key, c.claimed, num, den, paired=True, margin=c.margin, parity=c.parity))
         out.append(None)

@@ -125,3 +125,10 @@ def test_every_seed_notebook_shows_its_claims_right_after_run_study(entry: Study
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     at = next(i for i, src in enumerate(code) if "study = run_study(" in src)
     assert code[at + 1].strip() == "study.show_claims()"
+
+
+def test_a_client_bound_claim_without_cpu_figures_keeps_its_rates_as_bounds() -> None:
+    s = _summaries(2.3, client_cpu=0.99).assign(server_cpu_us_per_req=float("nan"))
+    (a,) = answer_claims_of_run([_claim()], s, arms=["a", "b"], unavailable={})
+    assert a.answered_on == "throughput_rps" and a.outcome == "holds" and set(a.client_bound) == {"a", "b"}
+    assert a.outcome_text() == "holds (the client set the rates: a ratio of lower bounds)"
