@@ -45,7 +45,8 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from benchlib.core.errors import BenchlibError, UserError
 
@@ -193,8 +194,8 @@ def percent(text: str) -> float:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from benchlib.store.results import open_run
     from benchlib.analysis.runcompare import compare_runs
+    from benchlib.store.results import open_run
 
     def names(text: str | None) -> list[str] | None:
         return None if text is None else [x.strip() for x in text.split(",") if x.strip()]

@@ -69,7 +69,8 @@ def test_record_reads_papermill_timing_and_the_runs_made_meanwhile(tmp_path):
     _run(runs, "quickstart", "20261202-090000-cccc", "2026-12-02T09:00:00+00:00", 3.0)  # another day: not this one's
     got = {e.what: e for e in m.record_reports(reports, scale="default", builds="cold", runs_root=runs)}
     q = got["00_quickstart"]
-    assert (q.seconds, q.run_ids, q.loadavg, q.builds, q.kind) == (70.0, ("20261203-100005-aaaa",), (0.21, 0.21), "cold", "measured")
+    assert (q.seconds, q.run_ids, q.loadavg, q.builds, q.kind) == (70.0, ("20261203-100005-aaaa",), (0.21, 0.21), "cold",
+                                                                 "measured")
     h = got["90_harness_overhead"]  # its run waited 12.5 s for a quiet machine (--settle): not its cost
     assert (h.run_ids, h.seconds) == (("20261203-100130-bbbb",), 95.5)
     # a newer record replaces the entry of the same key and keeps the others
@@ -105,7 +106,8 @@ def test_sync_writes_every_place_and_check_then_agrees(tmp_path):
                      "source": ["full: bool = False  # the short default [time: stale]\n"]}],
           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (tmp_path / "notebooks" / "00_quickstart.ipynb").write_text(json.dumps(nb))
-    (tmp_path / "docs" / "studies" / "00.md").write_text("# page\n<!-- time:begin notebook=00_quickstart -->\nold\n<!-- time:end -->\n")
+    (tmp_path / "docs" / "studies" / "00.md").write_text(
+        "# page\n<!-- time:begin notebook=00_quickstart -->\nold\n<!-- time:end -->\n")
     m.save([m.Measurement("00_quickstart", "default", "cached", "measured", 66.0, "2026-12-03", "make report",
                           ("20261203-100005-aaaa",), (0.2, 0.4)),
             m.record_total("first-run", 1800.0, builds="cold", source="make report in a fresh clone", date="2026-12-03")],
@@ -113,7 +115,8 @@ def test_sync_writes_every_place_and_check_then_agrees(tmp_path):
     assert len(m.check(tmp_path)) == 3
     assert len(m.sync(tmp_path)) == 3 and m.check(tmp_path) == []
     readme = (tmp_path / "README.md").read_text()
-    assert "| `00_quickstart` | 1.1 min (measured 2026-12-03, load average 0.20-0.40, run 20261203-100005-aaaa) | not measured |" in readme
+    assert ("| `00_quickstart` | 1.1 min (measured 2026-12-03, load average 0.20-0.40, run 20261203-100005-aaaa) "
+            "| not measured |") in readme
     assert "**30.0 min**" in readme and readme.startswith("intro\n") and readme.endswith("rest\n")
     src = _parameters_source(tmp_path / "notebooks" / "00_quickstart.ipynb")
     assert "[time: default 1.1 min, full scale not measured, builds cached; README, \"What it costs\"]" in src

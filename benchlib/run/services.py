@@ -18,7 +18,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from benchlib.core.errors import BuildError, ParameterError, RuntimeUnavailable, ToolchainMissing
 from benchlib.core.model import Arm, Experiment
@@ -34,7 +34,7 @@ __all__ = ["ArmServices", "KeptHandle", "RunServices", "RuntimeChoice", "runtime
 
 #: Where the runner gets its runtimes: a runtime for every name, a runtime per name (others
 #: by name), or ``None`` (by name: :func:`benchlib.runtime.get_runtime`).
-RuntimeChoice = Union[Runtime, Mapping[str, Runtime], None]
+RuntimeChoice = Runtime | Mapping[str, Runtime] | None
 
 
 def runtime_lookup(runtime: RuntimeChoice) -> Callable[[str], Runtime]:

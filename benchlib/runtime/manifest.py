@@ -41,9 +41,10 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from benchlib.core import settings
 from benchlib.core.errors import ManifestError, ParameterError
@@ -644,7 +645,7 @@ def load_manifest(path: str | Path) -> Manifest:
     docker = raw.get("docker", {})
     dockerfile = docker.get("dockerfile") if isinstance(docker, dict) else None
     if dockerfile is not None and not (path.parent / dockerfile).is_file():
-        raise _err(path, "docker.dockerfile", f"an existing file next to service.toml", dockerfile)
+        raise _err(path, "docker.dockerfile", "an existing file next to service.toml", dockerfile)
     # [docker.local_build] checked when the manifest is read, not first when a variant resolves
     for table in [docker, *(v.get("docker", {}) for v in raw.get("variants", {}).values() if isinstance(v, dict))]:
         if isinstance(table, dict):
