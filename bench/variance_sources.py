@@ -97,14 +97,16 @@ PRESETS: dict[str, Callable[[ModuleType], Preset]] = {
 
 
 def _presets() -> dict[str, Preset]:
-    """The registry's studies, each with its preset (a study added to the registry without one
-    is named)."""
+    """The registry's studies of the default report, each with its preset (a study added to the
+    report without one is named); the A/B notebook (``in_report`` false) has no arms of its own
+    until a user gives them."""
     from benchlib.analysis.studies.registry import STUDIES
 
-    missing = [s.id for s in STUDIES if s.id not in PRESETS]
+    studies = [s for s in STUDIES if s.in_report]
+    missing = [s.id for s in studies if s.id not in PRESETS]
     if missing:
         raise ParameterError(f"no variance preset for the registered stud(ies) {', '.join(missing)}: add one to PRESETS")
-    return {s.id: PRESETS[s.id](s.load()) for s in STUDIES}
+    return {s.id: PRESETS[s.id](s.load()) for s in studies}
 
 
 def grid(base: LoadSpec, endpoint: str | None, durations: Sequence[float], warmups: Sequence[float],

@@ -17,7 +17,7 @@ def _experiment(name: str, **given: object):  # type: ignore[no-untyped-def]
     return entry.design(entry.parameters.read(**given)).experiment
 
 
-REPORT = [s for s in STUDIES if getattr(s, "in_report", True)]  # the A/B notebook needs its sides given
+REPORT = [s for s in STUDIES if s.in_report]  # the A/B notebook needs its sides given
 
 
 @pytest.mark.parametrize("entry", REPORT, ids=[s.id for s in REPORT])
