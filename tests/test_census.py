@@ -156,3 +156,31 @@ def test_claim_rows_are_counted_apart_and_compared_across_two_runs(tmp_path: Pat
     out = capsys.readouterr().out
     assert out.index("claim rows (first)") < out.index("other rows (first)")
     assert "1 of 2; differing: fair: not decided / smaller than claimed" in out
+
+
+def test_a_report_is_compared_with_the_runs_recorded_in_a_findings_file(tmp_path: Path, capsys) -> None:
+    """--against-findings: the default-scale runs of data/findings.json (their folders on another
+    host), rows and claims as recorded; a full-scale finding is not the default report's."""
+    from benchlib._project.studypages import Finding, save
+    from benchlib.analysis.claims import ClaimAnswer
+    from benchlib.analysis.studies.registry import study
+
+    faithful, fair = study("04").claims
+    a = _run(tmp_path / "A", "s", "r1", {"comparison": [_v("faster", "a"), _v("slower", "b"), _v("faster", "c")]})
+    from benchlib.analysis.claims import save_claims
+
+    save_claims([ClaimAnswer(faithful, "holds"), ClaimAnswer(fair, "holds")], a)
+    recorded = {"comparison": [_v("faster", "a"), _v("faster", "b"), _v("no_difference", "c", mde=0.2)]}
+    file = save({"s": Finding("s", "old", "2026-12-06 10:00", 0.5, verdicts=recorded,
+                              claims=(ClaimAnswer(faithful, "holds").to_dict(),
+                                      ClaimAnswer(fair, "reversed").to_dict())),
+                 "s:full": Finding("s", "full", "2026-12-06 11:00", 0.5, scale="full", verdicts={})},
+                tmp_path / "findings.json")
+    got = cz.recorded_runs(file)
+    assert list(got) == ["s"] and got["s"].run_id == "old" and len(got["s"].rows) == 3
+    assert cz.main([str(a), "--against-findings", str(file)]) == 0
+    out = capsys.readouterr().out
+    assert "other rows (recorded)" in out and "1 of 2; differing: fair: holds / reversed" in out
+    assert "decided in either 3, alike 1 (33%), opposite 1" in out
+    with pytest.raises(ParameterError, match="no findings file"):
+        cz.recorded_runs(tmp_path / "none.json")

@@ -28,10 +28,12 @@ that ran, those decided (holds, smaller than claimed, reversed, no difference) a
 undecided one's MDE against its claim, those not run; and with ``--against`` whether both runs
 reached the same outcome on each.
 
-``python -m benchlib.publish.census FOLDER... [--against FOLDER...] [--target PCT]`` prints, per run
-folder (``data/runs/<study>/<run_id>``), its claim rows, then its other (headline) rows, decided
-rows and the MDEs of the undecided ones against the target, then the totals and, with
-``--against`` (the second report's folders, matched by study), the agreement between the two.
+``python -m benchlib.publish.census FOLDER... [--against FOLDER... | --against-findings FILE]
+[--target PCT]`` prints, per run folder (``data/runs/<study>/<run_id>``), its claim rows, then its
+other (headline) rows, decided rows and the MDEs of the undecided ones against the target, then
+the totals and, with ``--against`` (the second report's folders, matched by study) or
+``--against-findings`` (the default-scale runs recorded in a findings file such as
+``data/findings.json``, whose run folders may be on another host), the agreement between the two.
 """
 
 from __future__ import annotations
@@ -41,16 +43,21 @@ import json
 import math
 import statistics
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchlib.core.errors import ParameterError
 from benchlib.stats.metrics import RATE_METRICS
 from benchlib.stats.verdict import DECIDED, VerdictKind
 
-__all__ = ["CLIENT_SHARE", "DECIDED", "EXPLAINED", "EXPLAINED_SHARE", "Agreement", "Census", "Row", "agreement",
-           "census", "claim_agreement", "claim_line", "headline_rows", "main", "total"]
+if TYPE_CHECKING:
+    from benchlib.analysis.claims import ClaimAnswer
+
+__all__ = ["CLIENT_SHARE", "DECIDED", "EXPLAINED", "EXPLAINED_SHARE", "Agreement", "Census", "Compared", "Row",
+           "agreement", "census", "claim_agreement", "claim_line", "headline_rows", "main", "recorded_runs",
+           "rows_of", "total"]
 
 #: undecided kinds whose row may carry its own evidence of why no design of this study decides it
 #: (:attr:`Row.explained`)
@@ -105,22 +112,54 @@ class Row:
         return self.kind is VerdictKind.OMITTED
 
 
-def headline_rows(run_folder: str | Path) -> tuple[str, str, list[Row]]:
-    """``(study, run_id, rows)`` of one run folder and its companion runs (see the module doc)."""
-    from benchlib.store.derived import stored_verdict, stored_verdicts
+def rows_of(study: str, verdicts: Mapping[str, Sequence[Mapping[str, object]]]) -> list[Row]:
+    """The headline rows (see the module doc) of a study's stored verdicts: family (the
+    ``derived`` file's stem) -> its verdicts as stored (``Verdict.to_dict``)."""
+    from benchlib.store.derived import stored_verdict
 
-    got = stored_verdicts(run_folder)
     rows = []
-    for family, verdicts in sorted(got.verdicts.items()):
-        for d in verdicts:
+    for family, stored in sorted(verdicts.items()):
+        for d in stored:
             v = stored_verdict(d)
             if v.kind in _NOT_HEADLINE or v.metric in RATE_METRICS:
                 continue
             mde = v.mde if math.isfinite(v.mde) and v.mde >= 0 and not v.mde_is_lower_bound else math.inf
             share = v.client_at_limit / v.client_trials if v.client_trials > 0 else math.nan
-            rows.append(Row(got.study, family, v.arm, v.baseline, v.metric, json.dumps(dict(v.labels), sort_keys=True),
+            rows.append(Row(study, family, v.arm, v.baseline, v.metric, json.dumps(dict(v.labels), sort_keys=True),
                             v.kind, mde, share))
-    return got.study, got.run_id, rows
+    return rows
+
+
+def headline_rows(run_folder: str | Path) -> tuple[str, str, list[Row]]:
+    """``(study, run_id, rows)`` of one run folder and its companion runs (see the module doc)."""
+    from benchlib.store.derived import stored_verdicts
+
+    got = stored_verdicts(run_folder)
+    return got.study, got.run_id, rows_of(got.study, got.verdicts)
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One study's run as the census compares it: its run id, headline rows and claim answers."""
+
+    run_id: str
+    rows: list[Row]
+    claims: Sequence[ClaimAnswer]
+
+
+def recorded_runs(path: str | Path) -> dict[str, Compared]:
+    """The default-scale runs recorded in a findings file (``data/findings.json``,
+    :mod:`benchlib._project.studypages`), by study: their verdicts and claim answers as recorded,
+    for comparing a new report with them when their run folders are not on this host."""
+    from benchlib._project.studypages import load
+    from benchlib.analysis.claims import ClaimAnswer
+
+    p = Path(path)
+    if not p.exists():
+        raise ParameterError(f"no findings file {str(p)!r}: give the file `studypages record` writes, "
+                             "e.g. data/findings.json")
+    return {f.study: Compared(f.run_id, rows_of(f.study, f.verdicts), [ClaimAnswer.from_dict(c) for c in f.claims])
+            for f in load(p).values() if f.scale == "default"}
 
 
 @dataclass(frozen=True)
@@ -227,13 +266,18 @@ def agreement(study: str, a: Sequence[Row], b: Sequence[Row]) -> Agreement:
     return Agreement(study, len(keys), alike, opposite, one, len(both) - opposite)
 
 
-def claim_line(study: str, run_folder: str | Path) -> str:
-    """One line on a run's claim rows: those that ran, decided (with their outcomes), not
-    decided (with their MDE against the claim) and not run; "no claim rows stored" for a run
-    whose notebook stored none."""
+def _answers(run: str | Path | Sequence[ClaimAnswer]) -> Sequence[ClaimAnswer]:
+    """A run's claim answers: given, or stored in its folder (none when it stored none)."""
     from benchlib.analysis.claims import load_claims
 
-    answers = load_claims(run_folder)
+    return load_claims(run) if isinstance(run, (str, Path)) else run
+
+
+def claim_line(study: str, run: str | Path | Sequence[ClaimAnswer]) -> str:
+    """One line on a run's claim rows (``run``: its folder, or its claim answers): those that ran,
+    decided (with their outcomes), not decided (with their MDE against the claim) and not run;
+    "no claim rows stored" for a run whose notebook stored none."""
+    answers = _answers(run)
     if not answers:
         return f"{study:30s} claim rows: none stored (a run from before claims, or a study without them)"
     ran = [a for a in answers if a.ran]
@@ -245,64 +289,68 @@ def claim_line(study: str, run_folder: str | Path) -> str:
             f"not decided: {undecided}; not run {len(answers) - len(ran)}")
 
 
-def claim_agreement(a_folder: str | Path, b_folder: str | Path) -> tuple[int, int, list[str]]:
-    """Two runs of one study on their claim rows that ran in both: ``(alike, rows, differing)``,
-    alike when both decided the same outcome; ``differing`` names each other row with its two
-    outcomes."""
-    from benchlib.analysis.claims import load_claims
-
-    a = {x.claim.key: x for x in load_claims(a_folder) if x.ran}
-    b = {x.claim.key: x for x in load_claims(b_folder) if x.ran}
+def claim_agreement(first: str | Path | Sequence[ClaimAnswer],
+                    second: str | Path | Sequence[ClaimAnswer]) -> tuple[int, int, list[str]]:
+    """Two runs of one study (run folders, or their claim answers) on their claim rows that ran
+    in both: ``(alike, rows, differing)``, alike when both decided the same outcome;
+    ``differing`` names each other row with its two outcomes."""
+    a = {x.claim.key: x for x in _answers(first) if x.ran}
+    b = {x.claim.key: x for x in _answers(second) if x.ran}
     keys = [k for k in a if k in b]
     alike = [k for k in keys if a[k].decided and a[k].outcome == b[k].outcome]
     return len(alike), len(keys), [f"{k}: {a[k].outcome} / {b[k].outcome}" for k in keys if k not in alike]
 
 
-def _runs(folders: Sequence[str]) -> dict[str, tuple[str, list[Row]]]:
-    out: dict[str, tuple[str, list[Row]]] = {}
+def _runs(folders: Sequence[str]) -> dict[str, Compared]:
+    from benchlib.analysis.claims import load_claims
+
+    out: dict[str, Compared] = {}
     for f in folders:
         study, run_id, rows = headline_rows(f)
         if study in out:
-            raise ParameterError(f"two runs of {study} given ({out[study][0]} and {run_id}): give one per study "
+            raise ParameterError(f"two runs of {study} given ({out[study].run_id} and {run_id}): give one per study "
                                  "(a second report's runs go after --against)")
-        out[study] = (run_id, rows)
+        out[study] = Compared(run_id, rows, load_claims(f))
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchlib.publish.census", description=__doc__.split("\n\n")[0])
     ap.add_argument("folders", nargs="+", help="run folders (data/runs/<study>/<run_id>), one per study")
-    ap.add_argument("--against", nargs="+", default=[], help="a second report's run folders, one per study")
+    against = ap.add_mutually_exclusive_group()
+    against.add_argument("--against", nargs="+", default=[], help="a second report's run folders, one per study")
+    against.add_argument("--against-findings", metavar="FILE",
+                         help="the default-scale runs recorded in a findings file (e.g. data/findings.json)")
     ap.add_argument("--target", type=float, default=10.0, help="target MDE in percent (default 10)")
     a = ap.parse_args(argv)
     if not a.target > 0:
         raise ParameterError(f"--target {a.target}: give a percentage above 0, e.g. 10")
     target = a.target / 100
     first = _runs(a.folders)
-    folders = {label: {headline_rows(f)[0]: f for f in fs} for label, fs in (("first", a.folders),
-                                                                             ("against", a.against))}
-    for label, runs in (("first", first), ("against", _runs(a.against) if a.against else {})):
+    second = (_runs(a.against) if a.against else recorded_runs(a.against_findings) if a.against_findings else {})
+    label = "recorded" if a.against_findings else "against"
+    for name, runs in (("first", first), (label, second)):
         if not runs:
             continue
-        print(f"claim rows ({label}), each tested at its own size:")
-        for s, f in sorted(folders[label].items()):
-            print("  " + claim_line(s, f))
-        print(f"other rows ({label}), target MDE {a.target:g}%:")
-        parts = [census(s, rid, rows) for s, (rid, rows) in sorted(runs.items())]
-        for c in parts:
-            print("  " + c.line(target))
+        print(f"claim rows ({name}), each tested at its own size:")
+        for s, c in sorted(runs.items()):
+            print("  " + claim_line(s, c.claims))
+        print(f"other rows ({name}), target MDE {a.target:g}%:")
+        parts = [census(s, c.run_id, c.rows) for s, c in sorted(runs.items())]
+        for p in parts:
+            print("  " + p.line(target))
         t = total(parts)
         print("  " + t.line(target))
         print(f"  goal (every undecided row within {a.target:g}%, their median within {a.target / 2:g}%, "
               "explained rows "
               f"at most {EXPLAINED_SHARE:.0%} of {t.rows}): {'met' if t.meets(target) else 'not met'}")
-    if a.against:
-        second = _runs(a.against)
-        agreements = [agreement(s, first[s][1], second[s][1]) for s in sorted(set(first) & set(second))]
-        print("claim rows alike in both runs (the same decided outcome):")
-        for s in sorted(set(first) & set(second)):
-            same, n, differ = claim_agreement(folders["first"][s], folders["against"][s])
+    if second:
+        common = sorted(set(first) & set(second))
+        print(f"claim rows alike in both runs (the same decided outcome; {label}: {_source(a)}):")
+        for s in common:
+            same, n, differ = claim_agreement(first[s].claims, second[s].claims)
             print(f"  {s:30s} {same} of {n}" + (f"; differing: {'; '.join(differ)}" if differ else ""))
+        agreements = [agreement(s, first[s].rows, second[s].rows) for s in common]
         print("agreement (other rows decided in either run):")
         for g in agreements:
             print(f"  {g.study:30s} rows {g.rows:3d}  decided in either {g.either:3d}  alike {g.alike:3d}  "
@@ -312,6 +360,11 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"opposite {sum(g.opposite for g in agreements)}, direction against equivalent "
               f"{sum(g.split for g in agreements)}")
     return 0
+
+
+def _source(a: argparse.Namespace) -> str:
+    """The second report's source in words: its folders' run ids or the findings file."""
+    return f"the runs recorded in {a.against_findings}" if a.against_findings else "the folders after --against"
 
 
 if __name__ == "__main__":
