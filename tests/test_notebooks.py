@@ -121,6 +121,27 @@ def test_report_html_hides_code(tmp_path: Path) -> None:
     assert "visible output" in html and "secret_code_marker" not in html
 
 
+def test_report_html_shows_the_lead_cells_right_after_the_title(tmp_path: Path) -> None:
+    """The claim block runs after the run cell but reads first: cells tagged ``lead`` follow the
+    title in the HTML, and every study notebook with claims (and the A/B gate) tags its block."""
+    from nbformat.v4 import new_markdown_cell, new_notebook
+
+    from benchlib.publish.html_export import LEAD_TAG, export_html
+
+    nb = new_notebook(cells=[new_markdown_cell("# Title"), new_markdown_cell("RUN_SECTION"),
+                             new_markdown_cell("CLAIM_BLOCK", metadata={"tags": [LEAD_TAG]}),
+                             new_markdown_cell("LATER_SECTION")])
+    path = tmp_path / "x.ipynb"
+    nbformat.write(nb, str(path))
+    html = export_html(path).read_text()
+    assert html.index("Title") < html.index("CLAIM_BLOCK") < html.index("RUN_SECTION") < html.index("LATER_SECTION")
+    for nb_path in sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb")):
+        cells = nbformat.read(str(nb_path), as_version=4).cells
+        lead = [c for c in cells if LEAD_TAG in c.metadata.get("tags", [])]
+        if any("show_claims()" in c.source or "show_outcome(" in c.source for c in cells):
+            assert len(lead) == 2 and lead[0].cell_type == "markdown", nb_path.name  # its heading, its table
+
+
 @pytest.mark.notebook
 @pytest.mark.integration
 @pytest.mark.docker

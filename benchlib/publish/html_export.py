@@ -9,13 +9,28 @@ import nbformat
 from nbconvert import HTMLExporter
 from traitlets.config import Config
 
-__all__ = ["REPORT_TEMPLATE", "TEMPLATES_DIR", "export_html"]
+__all__ = ["LEAD_TAG", "REPORT_TEMPLATE", "TEMPLATES_DIR", "export_html", "lead_first"]
 
 
 #: nbconvert templates shipped with benchlib (package data).
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates" / "nbconvert"
 #: The report's nbconvert template: ``lab`` without its CDN scripts.
 REPORT_TEMPLATE = "benchlib_report"
+#: The tag of the cells a report shows right after its first cell (the title): the answer a reader
+#: came for (a study's claim block, the A/B gate) ahead of the run that produced it, which a
+#: notebook must execute first.
+LEAD_TAG = "lead"
+
+
+def lead_first(cells: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
+    """``cells`` with those tagged :data:`LEAD_TAG` moved, in their order, right after the first
+    cell; the others keep their order."""
+    def lead(c: nbformat.NotebookNode) -> bool:
+        return LEAD_TAG in c.get("metadata", {}).get("tags", [])
+
+    if not cells:
+        return []
+    return [cells[0], *(c for c in cells[1:] if lead(c)), *(c for c in cells[1:] if not lead(c))]
 
 
 def export_html(executed: str | Path, html_path: str | Path | None = None) -> Path:
@@ -24,7 +39,9 @@ def export_html(executed: str | Path, html_path: str | Path | None = None) -> Pa
     The template (:data:`REPORT_TEMPLATE`) is nbconvert's ``lab`` without the scripts it
     would load from a CDN (require.js, widgets, MathJax, mermaid): a report loads nothing from
     outside itself and opens offline. Cells tagged ``remove-cell`` are dropped;
-    ``remove-input`` / ``remove-output`` hide those parts (Jupyter Book tag names).
+    ``remove-input`` / ``remove-output`` hide those parts (Jupyter Book tag names). Cells tagged
+    :data:`LEAD_TAG` come right after the title (:func:`lead_first`); the executed notebook keeps
+    the order they ran in.
     """
     executed = Path(executed)
     html_path = Path(html_path) if html_path else executed.with_suffix(".html")
@@ -36,6 +53,7 @@ def export_html(executed: str | Path, html_path: str | Path | None = None) -> Pa
     exporter = HTMLExporter(config=c, template_name=REPORT_TEMPLATE, extra_template_basedirs=[str(TEMPLATES_DIR)],
                             exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     nb = nbformat.read(str(executed), as_version=4)
+    nb.cells = lead_first(nb.cells)
     body, _ = exporter.from_notebook_node(nb)
     html_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = html_path.with_name(f".{html_path.name}.tmp")
