@@ -170,3 +170,35 @@ def test_a_peer_tool_runs_beside_the_interleaved_load_on_each_arms_instance(fake
     assert sorted(order for _, _, order in peer.calls) == ["after", "before"]
     assert {t.block: t.peer is not None for t in run.trials if t.arm == "a"} == {0: True, 1: True}
     assert all(t.peer is None for t in run.trials if t.arm == "b")
+
+
+@pytest.mark.parametrize(("own_s", "leftover_s", "moves"), [
+    (0.0036, 0.00042, False),  # study 01's go-faithful at 35 requests/s: 11.7% of its CPU, 0.2% of the CPU
+    (0.19, 0.018, True),  # study 04's actix-debug-pipe, saturated: 9.5% of its CPU, 9% of the CPU
+])
+def test_the_carry_over_bound_is_a_share_of_the_service_cpu(fake_services: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch, own_s: float,
+                                                             leftover_s: float, moves: bool) -> None:
+    """What an arm's leftover work costs the arms after it is its share of the CPU in their slices,
+    not its share of its own CPU: an arm that barely uses the CPU keeps the design (run
+    20261207-124337-15c0 moved study 01 to the sequential design on 11.7% of 0.018 CPU s/s); its
+    leftover counts in its CPU per request."""
+    from benchlib.core.slicing import SliceCpu
+    from benchlib.run import executor
+
+    def crafted(plan, times, counters, idle):  # type: ignore[no-untyped-def]
+        t = plan.measured_s(0)
+        return [SliceCpu(own_s, leftover_s, t, 2 * t, 0.0, 100 * leftover_s / own_s) for _ in plan.windows]
+
+    monkeypatch.setattr(executor, "slice_cpu", crafted)
+    rt = FakeRuntime()
+    run = _run(_exp(trials=2), tmp_path, rt, FakeLoad(rt))
+    assert len(run.record.design_changes) == int(moves)
+    if moves:
+        assert "of the CPU above 2%" in run.record.design_changes[0].line
+    else:
+        side = [t for t in run.trials if t.interleave is not None]
+        assert len(side) == 6 and all(t.interleave.carry_cpu_pct < 2 < t.interleave.carry_pct for t in side)
+        s = run.summaries()
+        own_only = own_s / s["n_ok"] * 1e6  # µs per request from its own slices alone
+        assert (s["server_cpu_us_per_req"] > own_only * 1.1).all()

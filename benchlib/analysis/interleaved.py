@@ -4,7 +4,8 @@
 arms side by side (``Experiment(interleave=...)``: the slices, the gap, the arms per trial) or
 one arm per trial, why a condition moved to the sequential design during the run (run.json's
 ``design_changes``), each arm's carry-over (its service's CPU in the other arms' slices beyond
-its idle rate, % of its CPU in its own: median and largest over its trials), and the per-block
+its idle rate per second of its own slices, % of the service CPU: median and largest over its
+trials), and the per-block
 SD of the log ratio against the baseline (the spread the paired tests see: ``docs/statistics.md``,
 "Arms side by side").
 """
@@ -93,14 +94,15 @@ def design_kind_markdown(run: Run, summaries: pd.DataFrame | None = None,
             carry: dict[str, list[float]] = {}
             for t in side:
                 if t.interleave is not None and t.interleave.cpu is not None:
-                    carry.setdefault(t.arm, []).append(t.interleave.carry_pct)
+                    carry.setdefault(t.arm, []).append(t.interleave.carry_cpu_pct)
             worst = max(carry, key=lambda a: max(carry[a]), default=None)
             text = (f"`{cond}`: **arms side by side**, {len(first.arms)} arms per trial in slices of "
                     f"{first.slice_ms:g} ms with a {first.gap_ms:g} ms gap (every ordered pair of arms adjacent "
                     f"once per cycle, a random phase per trial), {first.measured_s:.2f} s measured per arm")
             if carry:
                 med = float(np.median([x for v in carry.values() for x in v]))
-                text += (f"; carry-over median {_pct(med)}, largest {_pct(max(carry[worst]))} ({worst})"
+                text += (f"; carry-over (share of the service CPU) median {_pct(med)}, largest "
+                         f"{_pct(max(carry[worst]))} ({worst})"
                          if worst is not None else "")
             elif il is not None:
                 text += "; carry-over not measured (no instance's CPU could be read)"

@@ -607,7 +607,9 @@ class Interleave:
     slice_ms: one slice (ms; 50 by default, the length the measurement chose).
     gap_ms: the idle gap after each slice (ms), in which requests still in flight complete.
     carry_over_pct: the largest carry-over (an arm's CPU in the other arms' slices beyond its
-        idle rate, % of its CPU in its own) a condition may show in its first block; above it,
+        idle rate per second of its own slices: % of the service CPU the arms after it lose,
+        :attr:`~benchlib.core.slicing.SliceCpu.carry_cpu_pct`) a condition may show in its
+        first block; above it,
         or with an instance whose CPU cannot be read, the condition runs in the sequential
         design from then on (its first block again), and the report says so.
     """

@@ -367,8 +367,8 @@ class _Execution:
             il = r.interleave
             if il is None or not il.readable:
                 why.append(f"{r.arm}: its CPU could not be read from a cgroup of its own")
-            elif il.cpu is not None and il.cpu.carry_pct > bound:
-                why.append(f"{r.arm}: carry-over {il.cpu.carry_pct:.1f}% above {bound:g}%")
+            elif il.cpu is not None and il.cpu.carry_cpu_pct > bound:
+                why.append(f"{r.arm}: carry-over {il.cpu.carry_cpu_pct:.1f}% of the CPU above {bound:g}%")
         if not why:
             return False
         block = group[0].block

@@ -60,7 +60,9 @@ def test_pilot_plan_and_settled_arms_stop(services: Path, tmp_path: Path) -> Non
     # the budget counts wall time (issue 39 item 8): the pilot from its start, and what the main run will
     # spend outside its trials (the pilot's own time outside them: its start, its analysis), said before it runs
     plan = got.plan
-    assert plan.pilot_minutes >= plan.outside_minutes > 0  # equal when the fake trials take no time
+    # (the fake trials take about no time and their stored times are whole seconds, so the two parts'
+    # sizes depend on the clock; what the code decides is that both are counted)
+    assert plan.pilot_minutes > 0 and 0 <= plan.outside_minutes <= plan.pilot_minutes
     assert plan.total_minutes == pytest.approx(plan.pilot_minutes + plan.minutes + plan.outside_minutes)
     assert plan.forecast().startswith(f"The plan will take about {plan.total_minutes:.1f} min: the pilot ")
     # the analysis: b equal to a is decided; c is not decidable within the budget

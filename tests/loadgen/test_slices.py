@@ -92,5 +92,9 @@ def test_carry_over_is_an_arms_cpu_in_the_others_slices_beyond_its_idle_rate() -
     assert cpu[0] is not None and cpu[1] is not None
     assert cpu[0].carry_pct == pytest.approx(100 * (2 - 1) / 40)
     assert cpu[1].carry_pct == pytest.approx(0.0)
+    # as a share of the CPU: 1 ms beyond idle per 50 ms slice of its own (what arm 1 loses to it);
+    # its leftover work is its own requests' CPU (4 slices x 1 ms)
+    assert cpu[0].carry_cpu_pct == pytest.approx(100 * 1 / 50)
+    assert cpu[0].leftover_s == pytest.approx(0.004) and cpu[1].leftover_s == 0.0
     assert cpu[0].own_period_s == pytest.approx(plan.measured_s(0))
     assert slice_cpu(plan, times, [[None, 1]] * len(times), [0, 0])[0] is None

@@ -79,15 +79,19 @@ def cpu_at(samples: Sequence[Mapping[str, Any]], t_ns: int) -> float:
 
 def _interleaved_cpu(meta: Mapping[str, Any], rows: np.ndarray | None) -> ServerCpu | None:
     """An arm of an interleaved trial: its service's CPU in its own periods (its measured
-    slices and the gap after each, read from its cgroup counter at every slice boundary), per
-    measured request completed (``None``: not interleaved, or its counter not read)."""
+    slices and the gap after each, read from its cgroup counter at every slice boundary) and
+    its work left over into the other arms' periods beyond its idle rate
+    (:attr:`~benchlib.core.slicing.SliceCpu.leftover_s`: the instance's counter is its own, so
+    that work is its requests'), per measured request completed (``None``: not interleaved, or
+    its counter not read)."""
     rec = InterleaveRecord.from_dict(meta.get("interleave"))
     if rec is None or rec.cpu is None:
         return None
     load = LoadMeta.from_dict(meta.get("load"))
     requests = (int(np.count_nonzero(R.measured(rows)["error"] == 0)) if rows is not None
                 else load.requests_measured if load is not None else 0)
-    return ServerCpu(service_s=rec.cpu.own_s, front_s=0.0, window_s=rec.cpu.own_period_s, requests=requests)
+    return ServerCpu(service_s=rec.cpu.own_s + rec.cpu.leftover_s, front_s=0.0, window_s=rec.cpu.own_period_s,
+                     requests=requests)
 
 
 def server_cpu(meta: Mapping[str, Any], rows: np.ndarray | None = None) -> ServerCpu | None:

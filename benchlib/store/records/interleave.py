@@ -94,5 +94,11 @@ class InterleaveRecord:
 
     @property
     def carry_pct(self) -> float:
-        """The arm's carry-over, % (NaN when its CPU could not be read)."""
+        """The arm's carry-over, % of its own CPU (NaN when its CPU could not be read)."""
         return self.cpu.carry_pct if self.cpu is not None else math.nan
+
+    @property
+    def carry_cpu_pct(self) -> float:
+        """The arm's carry-over, % of the service CPU (:attr:`SliceCpu.carry_cpu_pct`; NaN when
+        its CPU could not be read)."""
+        return self.cpu.carry_cpu_pct if self.cpu is not None else math.nan
