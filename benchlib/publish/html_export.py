@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 from nbconvert import HTMLExporter
+from nbformat.v4 import new_markdown_cell
 from traitlets.config import Config
 
 __all__ = ["LEAD_TAG", "REPORT_TEMPLATE", "TEMPLATES_DIR", "export_html", "lead_first"]
@@ -23,14 +24,24 @@ LEAD_TAG = "lead"
 
 
 def lead_first(cells: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
-    """``cells`` with those tagged :data:`LEAD_TAG` moved, in their order, right after the first
-    cell; the others keep their order."""
+    """``cells`` with those tagged :data:`LEAD_TAG` moved, in their order, right after the title:
+    the first cell, or its first line when that cell is markdown opening with a ``# `` heading
+    and more text (the rest of it follows the lead cells); the others keep their order."""
     def lead(c: nbformat.NotebookNode) -> bool:
         return LEAD_TAG in c.get("metadata", {}).get("tags", [])
 
     if not cells:
         return []
-    return [cells[0], *(c for c in cells[1:] if lead(c)), *(c for c in cells[1:] if not lead(c))]
+    first, rest = cells[0], cells[1:]
+    leads = [c for c in rest if lead(c)]
+    if not leads:
+        return list(cells)
+    head = [first]
+    if first.cell_type == "markdown":
+        title, _, more = first.source.partition("\n")
+        if title.startswith("# ") and more.strip():
+            head = [new_markdown_cell(title), new_markdown_cell(more.strip("\n"))]
+    return [head[0], *leads, *head[1:], *(c for c in rest if not lead(c))]
 
 
 def export_html(executed: str | Path, html_path: str | Path | None = None) -> Path:
