@@ -190,9 +190,9 @@ class ClaimAnswer:
 
     def outcome_text(self) -> str:
         """The outcome in words: decided outcomes as they are, ``not decided`` with its MDE
-        against the claim, ``not run`` with why."""
-        if self.outcome == NOT_RUN:
-            return f"not run: {self.why}"
+        against the claim, ``not run`` with why (each arm's reason up to its parenthesis)."""
+        if self.outcome == NOT_RUN:  # each arm's reason without its how-to (the report's table has it whole)
+            return "not run: " + "; ".join(part.split(" (", 1)[0] for part in self.why.split("; "))
         if self.outcome == NOT_IN_RUN:
             return "not in this run (its arms were left out of the design)"
         on = (" (on the servers' CPU time per request: the client set the rates)"

@@ -4,6 +4,7 @@ each study's designs, and how a run answers them (benchlib.analysis.claims; pure
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -83,6 +84,9 @@ def test_a_run_answers_its_claims_and_says_what_did_not_run(tmp_path) -> None:
     assert [a.outcome for a in got] == ["holds", NOT_RUN, NOT_IN_RUN]
     assert got[0].family == 1 and got[0].lo <= got[0].ratio <= got[0].hi and got[0].answered_on == "throughput_rps"
     assert got[1].outcome_text() == "not run: c: no dotnet toolchain"
+    # a table row keeps each arm's reason, not its how-to (the report's claim table has it whole)
+    long = replace(got[1], why="c: no dotnet toolchain (install the .NET 8 SDK); e: no dotnet toolchain (install it)")
+    assert long.outcome_text() == "not run: c: no dotnet toolchain; e: no dotnet toolchain"
     save_claims(got, tmp_path)
     back = load_claims(tmp_path)
     assert [a.outcome for a in back] == [a.outcome for a in got] and back[0].ratio == pytest.approx(got[0].ratio)
