@@ -151,15 +151,18 @@ def recorded_runs(path: str | Path) -> dict[str, Compared]:
     """The default-scale runs recorded in a findings file (``data/findings.json``,
     :mod:`benchlib._project.studypages`), by study: their verdicts and claim answers as recorded,
     for comparing a new report with them when their run folders are not on this host."""
-    from benchlib._project.studypages import load
     from benchlib.analysis.claims import ClaimAnswer
 
     p = Path(path)
     if not p.exists():
         raise ParameterError(f"no findings file {str(p)!r}: give the file `studypages record` writes, "
                              "e.g. data/findings.json")
-    return {f.study: Compared(f.run_id, rows_of(f.study, f.verdicts), [ClaimAnswer.from_dict(c) for c in f.claims])
-            for f in load(p).values() if f.scale == "default"}
+    # the file's format is benchlib._project.studypages' (project tooling, above this package):
+    # {"findings": {key: {"study", "run_id", "scale", "verdicts", "claims", ...}}}, read here as data
+    found = json.loads(p.read_text(encoding="utf-8")).get("findings", {})
+    return {str(f["study"]): Compared(str(f["run_id"]), rows_of(str(f["study"]), f.get("verdicts", {})),
+                                      [ClaimAnswer.from_dict(c) for c in f.get("claims", ())])
+            for f in found.values() if f.get("scale", "default") == "default"}
 
 
 @dataclass(frozen=True)
