@@ -11,6 +11,7 @@ and the real load generator, interleaved.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -202,3 +203,42 @@ def test_the_carry_over_bound_is_a_share_of_the_service_cpu(fake_services: Path,
         s = run.summaries()
         own_only = own_s / s["n_ok"] * 1e6  # µs per request from its own slices alone
         assert (s["server_cpu_us_per_req"] > own_only * 1.1).all()
+
+
+def test_an_arm_that_leaves_work_behind_runs_alone_and_the_others_stay_side_by_side(
+        fake_services: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One arm above the carry-over bound (study 02's python-random at 3.0% of the CPU, run
+    20261207-133357-2ea4) leaves the interleaved trial: it runs one per trial, its condition's
+    other arms stay side by side, the first block runs again in that design, and a resume keeps it."""
+    from benchlib.analysis.interleaved import design_kind_markdown
+    from benchlib.core.slicing import SliceCpu
+    from benchlib.run import executor
+
+    def crafted(plan, times, counters, idle):  # type: ignore[no-untyped-def]
+        t = plan.measured_s(0)  # the first arm of each interleaved trial leaves 5% of the CPU behind
+        return [SliceCpu(0.2, 0.05 * t if k == 0 else 0.0, t, 2 * t, 0.0, 0.0) for k in range(len(plan.windows))]
+
+    monkeypatch.setattr(executor, "slice_cpu", crafted)
+    rt = FakeRuntime()
+    load = FakeLoad(rt)
+    notes: list[str] = []
+    run = _run(_exp(trials=2), tmp_path, rt, load,
+               progress=lambda ev: notes.append(ev.event.text) if isinstance(ev.event, Note) else None)
+    (change,) = run.record.design_changes
+    (arm,) = change.arms
+    assert change.block == 0 and re.fullmatch(
+        rf"condition 'main': {arm} runs one arm per trial from block b0 on, its other 2 arms side by side: "
+        rf"{arm}: carry-over 5\.0% of the CPU above 2%", change.line), change.line
+    assert notes == [change.line]
+    # b0 interleaved with 3 arms (set aside), then per block: the other two side by side, the arm alone
+    assert [c.get("interleaved", False) for c in load.calls].count(False) == 2 and len(load.calls) == 3 + 2 * 3
+    assert len(run.trials) == 6 and all(t.status == "ok" for t in run.trials)
+    for t in run.trials:
+        assert (t.interleave is None) == (t.arm == arm)
+        if t.interleave is not None:
+            assert arm not in t.interleave.arms and len(t.interleave.arms) == 2
+    text = design_kind_markdown(run)
+    assert "2 arms per trial" in text and change.line in text
+    # a resume reads the change: nothing runs again, the arm stays alone
+    again = _run(_exp(trials=2), tmp_path, rt, FakeLoad(rt), run_id=run.run_id)
+    assert (again.ran, again.skipped) == (0, 6) and again.record.design_changes == run.record.design_changes

@@ -119,8 +119,13 @@ class _Execution:
         self.still_groups: list[tuple[list[PlannedTrial], dict[str, list[Attempt]]]] = []
         #: conditions the run measures side by side (``Experiment.interleave``), less those moved
         #: to the sequential design (run.json's ``design_changes``)
-        moved = {c.condition for c in record.design_changes}
+        moved = {c.condition for c in record.design_changes if not c.arms}
         self.side_by_side = ({c.name for c in experiment.conditions} - moved) if experiment.interleave else set()
+        #: arms of a side-by-side condition that run one per trial (their carry-over above the
+        #: bound): the condition's other arms stay side by side
+        self.alone: dict[str, set[str]] = {}
+        for change in record.design_changes:
+            self.alone.setdefault(change.condition, set()).update(change.arms)
         #: conditions whose first interleaved trial passed the carry-over check (this execution's, or
         #: a resumed run's: a condition with a stored interleaved trial keeps its design)
         self.checked: set[str] = {r.condition for r in held.records() if r.interleave is not None}
@@ -230,7 +235,8 @@ class _Execution:
         condition, block = planned.condition, planned.block
         self.still = [x for x in self.still if (x[0].condition, x[0].block) != (condition, block)]
         slots = [p for p in self.plan if p.condition == condition and p.block == block
-                 and self.held.get((p.condition, p.arm, p.block)) is not None]
+                 and self.held.get((p.condition, p.arm, p.block)) is not None
+                 and not self.side_by_side_arm(p)]  # arms side by side keep their interleaved trial
         random.Random(self.exp.seed * 7919 + block * 31 + len(self.plan)).shuffle(slots)
         t_trial = time.monotonic()
         attempts: dict[str, list[Attempt]] = {}
@@ -258,8 +264,9 @@ class _Execution:
     def group_of(self, planned: PlannedTrial, needed: set[tuple[str, str]] | None) -> list[PlannedTrial]:
         """The trials of ``planned``'s condition and block still queued (taken off the queue), in
         the block's order; those the stopping rule no longer needs are reported settled."""
+        alone = self.alone.get(planned.condition, set())
         idx = [j for j in self.queue if self.plan[j].condition == planned.condition
-               and self.plan[j].block == planned.block]
+               and self.plan[j].block == planned.block and self.plan[j].arm not in alone]
         self.queue = [j for j in self.queue if j not in idx]
         group = [planned, *(self.plan[j] for j in idx)]
         wanted = []
@@ -350,11 +357,17 @@ class _Execution:
                        + (f" ({recs[0].reason})" if recs[0].status != "ok" else "")
                        + f", {time.monotonic() - t_trial:.1f} s"))
 
+    def side_by_side_arm(self, planned: PlannedTrial) -> bool:
+        """Whether ``planned`` is measured in its block's interleaved trial."""
+        return planned.condition in self.side_by_side and planned.arm not in self.alone.get(planned.condition, ())
+
     def moved_to_sequential(self, group: list[PlannedTrial], recs: list[TrialRecord]) -> bool:
         """The condition's first interleaved trial: an arm whose CPU could not be read, or whose
-        carry-over exceeds ``Interleave.carry_over_pct``, moves the condition to the sequential
-        design (its trials set aside, the block queued again one arm per trial, run.json's
-        ``design_changes``, one line); ``True`` then."""
+        carry-over exceeds ``Interleave.carry_over_pct``, runs one per trial from then on, the
+        condition's other arms side by side without it; when fewer than two arms would be left
+        side by side, the whole condition moves to the sequential design. Either way the trial's
+        records are set aside, its block queued again, the change is in run.json's
+        ``design_changes`` and said in one line; ``True`` then."""
         condition = group[0].condition
         if condition in self.checked or self.exp.interleave is None:
             return False
@@ -362,24 +375,32 @@ class _Execution:
             return False  # judged on a trial that ran cleanly
         self.checked.add(condition)
         bound = self.exp.interleave.carry_over_pct
-        why = []
+        why: dict[str, str] = {}
         for r in recs:
             il = r.interleave
             if il is None or not il.readable:
-                why.append(f"{r.arm}: its CPU could not be read from a cgroup of its own")
+                why[r.arm] = f"{r.arm}: its CPU could not be read from a cgroup of its own"
             elif il.cpu is not None and il.cpu.carry_cpu_pct > bound:
-                why.append(f"{r.arm}: carry-over {il.cpu.carry_cpu_pct:.1f}% of the CPU above {bound:g}%")
+                why[r.arm] = f"{r.arm}: carry-over {il.cpu.carry_cpu_pct:.1f}% of the CPU above {bound:g}%"
         if not why:
             return False
         block = group[0].block
         for p in group:
             self.held.set_aside((p.condition, p.arm, p.block))
-        self.side_by_side.discard(condition)
         idx = [j for j, p in enumerate(self.plan) if p.condition == condition and p.block == block]
-        self.queue = idx + self.queue
-        line = (f"condition {condition!r} runs in the sequential design from block b{block} on (one arm per trial): "
-                + "; ".join(why))
-        self.update(design_changes=(*self.record.design_changes, DesignChange(condition, block, line)))
+        self.queue = idx + [j for j in self.queue if j not in idx]
+        left = [p.arm for p in group if p.arm not in why]
+        if len(left) >= 2:  # the others stay side by side, without the arms that leave work behind
+            arms = tuple(why)
+            self.alone.setdefault(condition, set()).update(arms)
+            line = (f"condition {condition!r}: {', '.join(arms)} run{'s' if len(arms) == 1 else ''} one arm per "
+                    f"trial from block b{block} on, its other {len(left)} arms side by side: " + "; ".join(why.values()))
+        else:
+            arms = ()
+            self.side_by_side.discard(condition)
+            line = (f"condition {condition!r} runs in the sequential design from block b{block} on (one arm per "
+                    "trial): " + "; ".join(why.values()))
+        self.update(design_changes=(*self.record.design_changes, DesignChange(condition, block, line, arms)))
         self.note(line)
         return True
 
@@ -405,7 +426,7 @@ class _Execution:
                                                     stopped_after=planned.block))
                             break
                     prev = planned
-                    if planned.condition in self.side_by_side:
+                    if self.side_by_side_arm(planned):
                         self.planned_group(planned, needed)
                     else:
                         self.planned_trial(planned, needed)

@@ -295,7 +295,8 @@ def test_fewer_hosts_than_min_hosts_stop_the_run_in_one_line_and_a_resume_comple
     resumed = _Watch()
     run = run_experiment(exp, run_id="r1", out_dir=tmp_path / "runs", progress=resumed)  # a new cluster
     assert run.status == "complete" and run.skipped == 1 and run.ran == 1
-    assert sorted(t.block for t in run.trials) == [0, 1] and all(t.status in ("ok", "invalid") for t in run.trials)
+    assert sorted(t.block for t in run.trials) == [0, 1]
+    assert all(t.status in ("ok", "invalid") for t in run.trials), [(t.block, t.status, t.reason) for t in run.trials]
     b1 = next(t for t in run.trials if t.block == 1)
     assert len(b1.load.extra["cluster"]["hosts"]) == 2  # block b1 in full on the new cluster's two load hosts
     assert [p.name for p in _set_aside(run_dir)] == ["b001.failed-1.parquet"]  # the hit trial, still kept

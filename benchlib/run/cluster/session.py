@@ -250,16 +250,21 @@ class ClusterSession:
                 before = _children()
                 try:
                     self._start_local()
+                    self._start_reaper()
+                    ray.init(address=self._cluster.address, **init)
+                    self._owns_ray = True
+                    # a node that died while starting never registers: this times out, and the
+                    # cluster is started again (seen once in a cold CI run, load 1.5)
+                    self._cluster.wait_for_nodes(timeout=READY_TIMEOUT_S)
                     break
                 except BaseException:  # Ray's own "node timed out during startup" on a busy machine, Ctrl-C
+                    if self._owns_ray:
+                        ray.shutdown()
+                        self._owns_ray = False
                     self._stop_local()
                     _kill_new_ray_processes(before)  # a node that failed to start is not the cluster's to stop
                     if attempt + 1 == LOCAL_START_ATTEMPTS:
                         raise
-            self._start_reaper()
-            ray.init(address=self._cluster.address, **init)
-            self._owns_ray = True
-            self._cluster.wait_for_nodes(timeout=READY_TIMEOUT_S)
         elif not ray.is_initialized():
             try:
                 ray.init(address=self.spec.address, **init)

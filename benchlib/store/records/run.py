@@ -345,30 +345,36 @@ class HostLoss:
 
 @dataclass(frozen=True)
 class DesignChange:
-    """A condition moved from the interleaved to the sequential design during a run (run.json's
-    ``design_changes``): its first interleaved block showed an arm whose carry-over exceeded
-    the bound, or whose CPU could not be read.
+    """Arms of a condition moved from the interleaved to the sequential design during a run
+    (run.json's ``design_changes``): its first interleaved block showed an arm whose carry-over
+    exceeded the bound, or whose CPU could not be read.
 
     Attributes
     ----------
-    condition: the condition. block: the interleaved block that showed it (it ran again in
-        the sequential design, as did every later block). line: why, in one line.
+    condition: the condition. block: the interleaved block that showed it (it ran again, as
+        did every later block, in the design the change leaves). line: why, in one line.
+    arms: the arms that run one per trial from then on, the condition's other arms staying
+        side by side; empty (every change stored before per-arm moves): the whole condition
+        runs one arm per trial.
     """
 
     condition: str
     block: int
     line: str
+    arms: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, d: Any) -> DesignChange | None:
         """Read one entry (``None`` for one that is not a change)."""
         if not isinstance(d, Mapping) or not d.get("condition"):
             return None
-        return cls(str(d["condition"]), int(d.get("block") or 0), str(d.get("line") or ""))
+        return cls(str(d["condition"]), int(d.get("block") or 0), str(d.get("line") or ""),
+                   tuple(str(a) for a in d.get("arms") or ()))
 
     def to_json(self) -> dict[str, Any]:
-        """The stored form (the mirror of :meth:`from_json`)."""
-        return {"condition": self.condition, "block": self.block, "line": self.line}
+        """The stored form (the mirror of :meth:`from_json`; ``arms`` only when some)."""
+        return {"condition": self.condition, "block": self.block, "line": self.line,
+                **({"arms": list(self.arms)} if self.arms else {})}
 
 
 #: The keys :class:`RunRecord` reads into its fields (any other lands in ``extra``).
