@@ -61,6 +61,9 @@ NOT_OFFERED: dict[tuple[str, str], str] = {
 #: from memory, on every protocol (one variant, one port).
 CANNED = "canned"
 CANNED_SERVICE = "canned-grpc-json"
+#: The pause between trials (s): benchlib's default 0.5 s is for sockets in TIME_WAIT to settle;
+#: every trial here starts a new server on a new port, and one caller keeps one connection.
+BETWEEN_TRIALS_S = 0.25
 _PROTOCOL_WORDS = {"grpc": "gRPC", "json": "JSON over HTTP/1.1", "h2c": "JSON over h2c"}
 
 
@@ -201,7 +204,7 @@ class Parameters(StudyParameters):
     """
 
     runtime: Runtime = "local"
-    trials: int = 8
+    trials: int = 10
     duration_s: float = 0.8
     warmup_s: float = 0.3
     languages: str = "go,rust,python,dotnet"
@@ -226,6 +229,7 @@ def design(p: Parameters) -> StudyDesign:
     conditions = study_conditions(p.concurrency, p.duration_s, p.warmup_s, ghz=ghz_arms(p.ghz_languages, p.payloads),
                                   h2load=h2load_arms(p.h2load_languages, p.payloads))
     experiment = Experiment(study=STUDY, arms=arms, conditions=conditions, trials=p.trials, seed=p.seed,
+                            between_trials_s=BETWEEN_TRIALS_S,
                             cross_check_blocks="all" if p.full else 3, runtime=p.runtime, cluster=p.cluster,
                             baseline=arms[0].name)
     return StudyDesign(experiment=experiment, families=tuple(families([a.name for a in arms],
