@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from benchlib.core.errors import ContractError
-from benchlib.runtime.contract import check_response, verify
+from benchlib.runtime.contract import check_response, go_sniffed_type, verify
 from benchlib.runtime.manifest import Contract, Endpoint
 
 
@@ -18,6 +18,25 @@ def test_check_response_lists_every_difference() -> None:
     assert len(problems) == 5
     assert any("status 404" in p for p in problems) and any("'X-A' missing" in p for p in problems)
     assert check_response(c, 200, {"content-type": "text/plain; charset=utf-8", "x-a": "1", "server": "me"}, b"ok") == []
+
+
+def test_a_type_go_sniffed_from_the_body_passes_where_the_manifest_says_so() -> None:
+    """Study 02's Iris (faithful, verbatim) leaves the type to net/http: one random body in
+    3,969 starts with "BM" and goes out as image/bmp (run 20261207-173938-7575 lost block b1 of
+    its interleaved trials to that). ``content_type_sniffed = "go"`` accepts the type sniffed
+    from that body, and only that type."""
+    bmp = b"BM" + b"a" * 1022
+    text = "text/plain; charset=utf-8"
+    plain = Contract(content_type=text)
+    sniffing = Contract(content_type=text, content_type_sniffed="go")
+    assert go_sniffed_type(bmp) == "image/bmp" and go_sniffed_type(b"aBM") == text
+    assert check_response(sniffing, 200, {"content-type": "image/bmp"}, bmp) == []
+    assert check_response(plain, 200, {"content-type": "image/bmp"}, bmp) == [
+        f"Content-Type 'image/bmp', expected {text!r}..."]
+    assert check_response(sniffing, 200, {"content-type": "image/bmp"}, b"a" * 1024) == [
+        f"Content-Type 'image/bmp', expected {text!r}... (or {text!r}, Go's sniffing of this body)"]
+    assert check_response(sniffing, 200, {"content-type": "image/gif"}, bmp) == [
+        f"Content-Type 'image/gif', expected {text!r}... (or 'image/bmp', Go's sniffing of this body)"]
 
 
 def test_json_regex_and_absent_content_type() -> None:

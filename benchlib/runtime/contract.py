@@ -18,7 +18,30 @@ import httpx
 from benchlib.core.errors import ContractError
 from benchlib.runtime.manifest import Contract, Endpoint
 
-__all__ = ["ContractReport", "check_grpc_response", "check_response", "verify"]
+__all__ = ["ContractReport", "check_grpc_response", "check_response", "go_sniffed_type", "verify"]
+
+#: Go's ``http.DetectContentType`` signatures that a body of letters, digits and spaces can
+#: match, in net/http's sniff.go order (the others need bytes outside that alphabet). ``BM`` at
+#: the start, or ``LP`` at bytes 34-35, each come once in 3,969 random bodies of 63 symbols
+#: (seen on the wire: image/bmp and application/vnd.ms-fontobject in 12,000 responses of study
+#: 02's verbatim Iris).
+_GO_SNIFF_SIGNATURES: tuple[tuple[re.Pattern[bytes], str], ...] = (
+    (re.compile(rb"BM"), "image/bmp"), (re.compile(rb"GIF8[79]a"), "image/gif"),
+    (re.compile(rb"RIFF....WEBPVP", re.S), "image/webp"), (re.compile(rb"FORM....AIFF", re.S), "audio/aiff"),
+    (re.compile(rb"ID3"), "audio/mpeg"), (re.compile(rb"RIFF....AVI ", re.S), "video/avi"),
+    (re.compile(rb"RIFF....WAVE", re.S), "audio/wave"),
+    (re.compile(rb".{34}LP", re.S), "application/vnd.ms-fontobject"),
+    (re.compile(rb"OTTO"), "font/otf"), (re.compile(rb"ttcf"), "font/collection"),
+    (re.compile(rb"wOFF"), "font/woff"), (re.compile(rb"wOF2"), "font/woff2"),
+)
+#: What Go's net/http sends for such a body matching none of them.
+GO_TEXT_PLAIN = "text/plain; charset=utf-8"
+
+
+def go_sniffed_type(body: bytes) -> str:
+    """The Content-Type Go's net/http sniffs for a body of letters, digits and spaces (a
+    handler that writes without setting one)."""
+    return next((t for sig, t in _GO_SNIFF_SIGNATURES if sig.match(body)), GO_TEXT_PLAIN)
 
 
 @dataclass(frozen=True)
@@ -72,7 +95,10 @@ def check_response(contract: Contract, status: int, headers: dict[str, str], bod
             if got is not None:
                 problems.append(f"Content-Type {got!r}, expected none")
         elif got is None or not got.lower().startswith(contract.content_type.lower()):
-            problems.append(f"Content-Type {got!r}, expected {contract.content_type!r}...")
+            sniffed = go_sniffed_type(body) if contract.content_type_sniffed == "go" else None
+            if sniffed is None or got is None or got.lower() != sniffed:
+                problems.append(f"Content-Type {got!r}, expected {contract.content_type!r}..."
+                                + (f" (or {sniffed!r}, Go's sniffing of this body)" if sniffed else ""))
     for name, value in contract.headers:
         got = headers.get(name.lower())
         if got is None:

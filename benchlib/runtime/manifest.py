@@ -98,6 +98,10 @@ class Contract:
     message_type, proto: the response's message type (full name) and ``.proto`` file.
     json_fields: (dotted path, value) pairs the parsed JSON body must hold (``("status", "ok")``:
         ``{"status": "ok", ...}``; ``("data.id", 1)``: ``{"data": {"id": 1}}``); other fields free.
+    content_type_sniffed: ``"go"``: a server that leaves the type to Go's net/http, which
+        sniffs it from the body (:func:`benchlib.runtime.contract.go_sniffed_type`): the type
+        sniffed from the response's own body is accepted too (a random text that starts with
+        ``BM`` is ``image/bmp``); ``None``: only ``content_type``.
     """
 
     status: int = 200
@@ -113,6 +117,11 @@ class Contract:
     message_type: str | None = None
     proto: Path | None = None
     json_fields: tuple[tuple[str, Any], ...] = ()
+    content_type_sniffed: str | None = None
+
+
+#: The servers whose type sniffing a contract can accept (``content_type_sniffed``).
+SNIFFERS = ("go",)
 
 
 @dataclass(frozen=True)
@@ -343,7 +352,7 @@ def _str_map(path: Path, where: str, value: Any) -> dict[str, str]:
 
 
 _CONTRACT_KEYS = {"status", "body", "body_file", "body_regex", "json", "json_fields", "content_type", "headers",
-                  "varies"}
+                  "varies", "content_type_sniffed"}
 _GRPC_CONTRACT_KEYS = {"grpc_status", "response_file", "response_json", "response_type", "varies"}
 _GRPC_PATH_RE = re.compile(r"/[A-Za-z_][A-Za-z0-9_.]*/[A-Za-z_][A-Za-z0-9_]*")
 
@@ -369,6 +378,9 @@ def _grpc_contract(path: Path, where: str, data: Any, proto: Path | None) -> Con
     code = data.get("grpc_status", 0)
     if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code <= 16:
         raise _err(path, f"{where}.grpc_status", "a gRPC status code (0 = OK ... 16)", code)
+    if "content_type_sniffed" in data and data["content_type_sniffed"] not in SNIFFERS:
+        raise _err(path, f"{where}.content_type_sniffed", f"one of {', '.join(map(repr, SNIFFERS))}",
+                   data["content_type_sniffed"])
     if "varies" in data and not isinstance(data["varies"], bool):
         raise _err(path, f"{where}.varies", "true (messages differ per call) or false (identical)", data["varies"])
     message = None
@@ -421,6 +433,9 @@ def _contract(path: Path, where: str, data: Any) -> Contract:
             re.compile(data["body_regex"])
         except re.error as exc:
             raise _err(path, f"{where}.body_regex", f"a valid regular expression ({exc})", data["body_regex"]) from None
+    if "content_type_sniffed" in data and data["content_type_sniffed"] not in SNIFFERS:
+        raise _err(path, f"{where}.content_type_sniffed", f"one of {', '.join(map(repr, SNIFFERS))}",
+                   data["content_type_sniffed"])
     if "varies" in data and not isinstance(data["varies"], bool):
         raise _err(path, f"{where}.varies", "true (bodies differ per request) or false (identical)", data["varies"])
     headers = _str_map(path, f"{where}.headers", data.get("headers", {}))
@@ -442,6 +457,7 @@ def _contract(path: Path, where: str, data: Any) -> Contract:
         headers=tuple(sorted(headers.items())),
         varies=data.get("varies"),
         json_fields=tuple(json_fields.items()),
+        content_type_sniffed=data.get("content_type_sniffed"),
     )
 
 

@@ -34,6 +34,7 @@ import pytest
 from benchlib.analysis.reference import load_reference
 from benchlib.core.errors import BuildError, ParameterError, ToolchainMissing
 from benchlib.runtime import StartOptions, contract, get_runtime, toolchains
+from benchlib.runtime.contract import GO_TEXT_PLAIN, go_sniffed_type
 from benchlib.runtime.local import free_port
 from benchlib.runtime.manifest import find_services_dir, load_manifest
 
@@ -228,26 +229,10 @@ def test_reference_numbers_are_self_consistent() -> None:
 
 # -- real servers ------------------------------------------------------------------------------
 
-#: Go's http.DetectContentType signatures that a body of ALPHABET can match, in sniff.go's
-#: order (net/http; the others need bytes outside it): a sniffing server labels such a body
-#: with that type, not "text/plain; charset=utf-8". "BM" at the start, or "LP" at bytes
-#: 34-35, each come once in 3,969 random bodies (seen on the wire: image/bmp and
-#: application/vnd.ms-fontobject in 12,000 responses of the verbatim variant).
-_GO_SNIFF_SIGNATURES: list[tuple[re.Pattern[bytes], str]] = [
-    (re.compile(rb"BM"), "image/bmp"), (re.compile(rb"GIF8[79]a"), "image/gif"),
-    (re.compile(rb"RIFF....WEBPVP", re.S), "image/webp"), (re.compile(rb"FORM....AIFF", re.S), "audio/aiff"),
-    (re.compile(rb"ID3"), "audio/mpeg"), (re.compile(rb"RIFF....AVI ", re.S), "video/avi"),
-    (re.compile(rb"RIFF....WAVE", re.S), "audio/wave"),
-    (re.compile(rb".{34}LP", re.S), "application/vnd.ms-fontobject"),
-    (re.compile(rb"OTTO"), "font/otf"), (re.compile(rb"ttcf"), "font/collection"),
-    (re.compile(rb"wOFF"), "font/woff"), (re.compile(rb"wOF2"), "font/woff2"),
-]
-_TEXT_PLAIN = "text/plain; charset=utf-8"
-
-
-def _go_sniffed_type(body: bytes) -> str:
-    """The Content-Type Go's net/http sniffs for a body of ALPHABET."""
-    return next((t for sig, t in _GO_SNIFF_SIGNATURES if sig.match(body)), _TEXT_PLAIN)
+#: what a sniffing server (Go's net/http) labels a body of ALPHABET with: benchlib's contract
+#: check accepts it for the endpoints whose manifest says ``content_type_sniffed = "go"``
+_go_sniffed_type = go_sniffed_type
+_TEXT_PLAIN = GO_TEXT_PLAIN
 
 
 def test_go_sniffing_of_alphabet_bodies() -> None:
