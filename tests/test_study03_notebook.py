@@ -326,7 +326,9 @@ def test_notebook_runs_end_to_end_behind_nginx_with_ab_beside_benchlib(tmp_path:
         assert {(r["arm"], r["baseline"]) for r in stored[key]} == {p for p in pairs if pairable(*p)}, key
         answer = run_family(summaries, fams[key], unavailable=unavailable, seed=SMALL["seed"])
         for arm, _base in pairs - {p for p in pairs if pairable(*p)}:
-            assert answer.verdict(arm, "goodput_rps", group="c20").kind is VerdictKind.NO_VALID_TRIAL, (key, arm)
+            # explained, not decided: no valid pair, or (go-http on a slow minute) the client set the rate
+            assert answer.verdict(arm, "goodput_rps", group="c20").kind in (
+                VerdictKind.NO_VALID_TRIAL, VerdictKind.CLIENT_BOUND), (key, arm)
     keep = {(r["arm"], r["metric"], r["condition"]): r for r in stored["keepconn"]}
     assert not keep or {r["metric"] for r in stored["keepconn"]} == set(study.METRICS)
     assert not (derived / "comparison-seed.json").exists() or "dotnet-nginx-off" in ran
