@@ -264,9 +264,8 @@ class _Execution:
     def group_of(self, planned: PlannedTrial, needed: set[tuple[str, str]] | None) -> list[PlannedTrial]:
         """The trials of ``planned``'s condition and block still queued (taken off the queue), in
         the block's order; those the stopping rule no longer needs are reported settled."""
-        alone = self.alone.get(planned.condition, set())
         idx = [j for j in self.queue if self.plan[j].condition == planned.condition
-               and self.plan[j].block == planned.block and self.plan[j].arm not in alone]
+               and self.plan[j].block == planned.block and self.side_by_side_arm(self.plan[j])]
         self.queue = [j for j in self.queue if j not in idx]
         group = [planned, *(self.plan[j] for j in idx)]
         wanted = []
