@@ -117,9 +117,10 @@ def _run_cgroups(run_id: str) -> list[Path]:
 
 
 def _containers(run_id: str) -> list[Any]:
-    from benchlib.runtime.docker import shared_client
+    from benchlib.runtime.docker import iter_benchlib_containers, shared_client
 
-    return list(shared_client().containers.list(all=True, filters={"label": f"benchlib.run_id={run_id}"}))
+    # the run's own stop may remove a container between the engine's list and its inspect
+    return list(iter_benchlib_containers(shared_client(), run_id))
 
 
 def _start(tmp_path: Path, run_id: str, runtime: str, env: dict[str, str] | None = None

@@ -22,7 +22,7 @@ from benchlib.core.model import Arm, Condition, Experiment, Limits, LoadSpec
 from benchlib.runtime import get_runtime
 from benchlib.runtime.base import StartOptions
 from benchlib.runtime.cleanup import sweep
-from benchlib.runtime.docker import SEED_LIMITS, DockerRuntime, detect_ca_bundle, owner_label
+from benchlib.runtime.docker import SEED_LIMITS, DockerRuntime, detect_ca_bundle, iter_benchlib_containers, owner_label
 from benchlib.runtime.local import free_port
 from benchlib.runtime.manifest import load_manifest
 
@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _containers(client: Any, run_id: str) -> list[Any]:
-    return client.containers.list(all=True, filters={"label": f"benchlib.run_id={run_id}"})
+    return list(iter_benchlib_containers(client, run_id))
 
 
 def _service(tmp_path: Path, name: str, dockerfile: str, files: dict[str, str] | None = None,
