@@ -11,7 +11,7 @@
 # runs in one process. PYTHON (default python3) picks the interpreter.
 #
 # Where the time goes, in every run's output: pytest's slowest tests (--durations: 20 of the
-# parallel part, 40 of the serial part), and after each part the table of builds (service,
+# parallel part; every test of the serial part that took 10 s or more), and after each part the table of builds (service,
 # image, base image, peer tool; runtime; seconds; cache hit or not) from BENCHLIB_BUILD_TIMES,
 # one file per part in TEST_TIMES_DIR (default: a new temporary folder, printed at the end).
 #
@@ -51,7 +51,7 @@ if [ -n "$prefetch_pid" ]; then
 fi
 SECONDS=0
 echo "test.sh: part 2 of 2, the tests that start services, pin CPUs or measure (serially)"
-BENCHLIB_BUILD_TIMES="$times_dir/builds-serial.jsonl" $PYTHON -m pytest --part serial --durations=40 "$@"
+BENCHLIB_BUILD_TIMES="$times_dir/builds-serial.jsonl" $PYTHON -m pytest --part serial --durations=0 --durations-min=10 "$@"
 second=$?
 echo "test.sh: part 2 took ${SECONDS} s; build records: $times_dir"
 # 5: no test collected in that part (e.g. -k selected only the other part's tests)

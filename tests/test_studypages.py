@@ -131,6 +131,18 @@ def test_no_user_facing_file_carries_machine_paths_or_development_history() -> N
     assert not found, "move these to docs/dev/ (or the commit history):\n" + "\n".join(found)
 
 
+def _claim_page(tmp: Path) -> tuple[Path, Path]:
+    """Study 02's page with an empty claim block, a README with an empty claims table, and where
+    the findings file goes: (page, findings file)."""
+    page = tmp / "docs" / "studies" / "02_iris_vs_kestrel.md"
+    page.parent.mkdir(parents=True)
+    page.write_text("# Study 02\n\n<!-- claims:begin study=02_iris_vs_kestrel -->\n<!-- claims:end -->\n")
+    (tmp / "README.md").write_text(f"# x\n\n{studypages.README_BEGIN}\n{studypages.README_END}\n")
+    store = tmp / "data" / "findings.json"
+    store.parent.mkdir()
+    return page, store
+
+
 def test_each_page_and_the_readme_open_with_the_claim_block_of_the_recorded_run(tmp_path: Path) -> None:
     from benchlib.analysis.claims import ClaimAnswer, save_claims
     from benchlib.analysis.studies.registry import study
@@ -140,12 +152,7 @@ def test_each_page_and_the_readme_open_with_the_claim_block_of_the_recorded_run(
         assert text.split("\n")[2].startswith("<!-- claims:begin study="), f"{p.name}: the claim block comes first"
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert readme.find(studypages.README_BEGIN) < readme.find("## Two commands")
-    page = tmp_path / "docs" / "studies" / "02_iris_vs_kestrel.md"
-    page.parent.mkdir(parents=True)
-    page.write_text("# Study 02\n\n<!-- claims:begin study=02_iris_vs_kestrel -->\n<!-- claims:end -->\n")
-    (tmp_path / "README.md").write_text(f"# x\n\n{studypages.README_BEGIN}\n{studypages.README_END}\n")
-    store = tmp_path / "data" / "findings.json"
-    store.parent.mkdir()
+    page, store = _claim_page(tmp_path)
     studypages.save({}, store)
     studypages.sync(tmp_path, store)
     assert "| not yet recorded |" in page.read_text() and "not yet recorded |" in (tmp_path / "README.md").read_text()
@@ -165,3 +172,41 @@ def test_each_page_and_the_readme_open_with_the_claim_block_of_the_recorded_run(
     assert "| [02](docs/studies/02_iris_vs_kestrel.md) | actix-web / Iris" in (tmp_path / "README.md").read_text()
     page.write_text(page.read_text().replace("2.10x", "2.20x"))  # a hand edit of a figure
     assert studypages.check(tmp_path, store) == [page]
+
+
+def test_another_report_beside_the_run_says_which_claim_rows_it_decided_alike(tmp_path: Path) -> None:
+    from benchlib.analysis.claims import ClaimAnswer, save_claims
+    from benchlib.analysis.studies.registry import study
+
+    page, store = _claim_page(tmp_path)
+    kestrel, actix = study("02").claims
+    not_run = ClaimAnswer(kestrel, "not run", "kestrel-faithful-random: no dotnet toolchain")
+    first, alike, other = (_run_folder(tmp_path, 0.1, run_id=r) for r in ("ref1", "ref2", "ref3"))
+    save_claims([not_run, ClaimAnswer(actix, "smaller than claimed", ratio=2.1, lo=1.9, hi=2.3, family=1, n=10)], first)
+    save_claims([not_run, ClaimAnswer(actix, "smaller than claimed", ratio=2.0, lo=1.8, hi=2.2, family=1, n=10)], alike)
+    save_claims([not_run, ClaimAnswer(actix, "not decided", ratio=2.5, lo=1.5, hi=3.9, mde_vs_claim=0.4, family=1,
+                                      n=10)], other)
+    with pytest.raises(ParameterError, match="no default-scale run of 02_iris_vs_kestrel is recorded"):
+        studypages.record_again(alike, {})
+    f = studypages.record(first)
+    with pytest.raises(ParameterError, match="is the recorded run of 02_iris_vs_kestrel itself"):
+        studypages.record_again(first, {f.key: f})
+    f = studypages.record_again(alike, {f.key: f})
+    f = studypages.record_again(other, {f.key: f})
+    f = studypages.record_again(alike, {f.key: f})  # again the same run: replaced, not added
+    assert [r.run_id for r in f.again] == ["ref3", "ref2"]
+    studypages.save({f.key: f}, store)
+    assert studypages.load(store)[f.key] == f  # stored and read back whole
+    studypages.sync(tmp_path, store)
+    text = page.read_text()
+    assert ("run `ref2` (2026-12-04 06:00 UTC; 1-min load average before it: 0.10): the same decided outcome on 1 "
+            "of the 1 claim row(s) that ran in both.") in text
+    assert ("run `ref3` (2026-12-04 06:00 UTC; 1-min load average before it: 0.10): the same decided outcome on 0 "
+            "of the 1 claim row(s) that ran in both; the others read there actix: 2.50x [1.50, 3.90], ~ not decided "
+            "at this design (MDE 40% against the claim).") in text
+    assert "| smaller than claimed | nearest |  | alike in 1 of 2 |" in text  # the claim table's own column
+    readme = (tmp_path / "README.md").read_text()
+    assert "| smaller than claimed | alike in 1 of 2 |" in readme.replace("2.10x [1.90, 2.30]: ", "")
+    assert "not run: kestrel-faithful-random: no dotnet toolchain | - |" in readme
+    f2 = studypages.record(first)  # recorded anew: the reports beside the old record go
+    assert f2.again == ()

@@ -24,6 +24,11 @@ tables the notebook stored). Nobody edits a page's findings by hand:
   "What the re-runs found" (between ``<!-- claims-table:begin -->`` and
   ``<!-- claims-table:end -->``), one row per seed claim linking its page. A claim no recorded
   run answered reads "not yet recorded" (never a number typed by hand);
+* ``python -m benchlib._project.studypages record --again <run folder>`` adds another default
+  report of a study beside its recorded run (:class:`Repeat`: its id, date, load average and
+  claim answers); the claim block then says, per such report, on how many claim rows that ran in
+  both it decided the same outcome and how the others read there, and the README's table says
+  it per claim row. Recording a study's run anew drops its repeats (they were beside the old one);
 * ``check`` lists the pages (and README.md) that disagree with the file (``tests/test_studypages.py``).
 """
 
@@ -44,9 +49,10 @@ from benchlib.analysis import conclusion as say
 from benchlib.analysis.claims import ClaimAnswer, claims_markdown, load_claims, original_text
 from benchlib.core.errors import ParameterError
 from benchlib.store.derived import stored_verdict, stored_verdicts
+from benchlib.store.records.run import Provenance
 
 __all__ = ["Finding", "Machine", "NOT_RECORDED", "SCALES", "check", "claims_block", "key", "load", "main", "page_block",
-           "readme_table", "record", "save", "stacks_block", "sync"]
+           "readme_table", "record", "record_again", "Repeat", "save", "stacks_block", "sync"]
 
 BEGIN = re.compile(r"<!-- findings:begin study=(\S+?)(?: scale=(\w+))? -->")
 END = "<!-- findings:end -->"
@@ -105,6 +111,31 @@ def _virtualisation(raw: Mapping[str, Any], hostname: str) -> str:
 
 
 @dataclass(frozen=True)
+class Repeat:
+    """Another default report of a study, recorded beside its finding (:func:`record_again`) to
+    show whether the claim answers reproduce.
+
+    Attributes
+    ----------
+    run_id: its run. date: when it started (UTC, ``YYYY-MM-DD HH:MM``).
+    loadavg: the 1-min load average just before it (``None`` when not recorded).
+    claims: its claim answers as stored (``derived/claims.json``).
+    commit: benchlib's commit it ran (7 hex digits, ``+`` when the checkout had changes; "" when
+        not recorded).
+    """
+
+    run_id: str
+    date: str
+    loadavg: float | None
+    claims: Sequence[Mapping[str, Any]] = ()
+    commit: str = ""
+
+    def answers(self) -> dict[str, ClaimAnswer]:
+        """Its claim answers by claim key."""
+        return {a.claim.key: a for a in map(ClaimAnswer.from_dict, self.claims)}
+
+
+@dataclass(frozen=True)
 class Finding:
     """One study's recorded reference run.
 
@@ -122,6 +153,8 @@ class Finding:
     machine: the machine it ran on (:class:`Machine`).
     claims: its claim answers as stored (``derived/claims.json``,
         :meth:`benchlib.analysis.claims.ClaimAnswer.to_dict`); empty before claims were stored.
+    again: other default reports of the study recorded beside it (:class:`Repeat`), oldest first.
+    commit: benchlib's commit the run ran (as :attr:`Repeat.commit`).
     """
 
     study: str
@@ -136,6 +169,8 @@ class Finding:
     parts: Mapping[str, float | None] = field(default_factory=dict)
     machine: Machine = field(default_factory=Machine)
     claims: Sequence[Mapping[str, Any]] = ()
+    again: tuple[Repeat, ...] = ()
+    commit: str = ""
 
     def __post_init__(self) -> None:
         if self.scale not in SCALES:
@@ -166,7 +201,9 @@ def load(path: str | Path) -> dict[str, Finding]:
         return {}
     doc = json.loads(p.read_text(encoding="utf-8"))
     return {k: Finding(**{**v, "arms": tuple(v.get("arms", ())), "machine": Machine(**v.get("machine", {})),
-                          "claims": tuple(v.get("claims", ()))})
+                          "claims": tuple(v.get("claims", ())),
+                          "again": tuple(Repeat(**{**r, "claims": tuple(r.get("claims", ()))})
+                                         for r in v.get("again", ()))})
             for k, v in doc.get("findings", {}).items()}
 
 
@@ -181,6 +218,12 @@ def save(findings: Mapping[str, Finding], path: str | Path) -> Path:
     return p
 
 
+def _commit(prov: Provenance) -> str:
+    """``c09a4cb`` (``+`` after it when the checkout had changes), "" when not a checkout."""
+    sha = prov.git_sha or ""
+    return f"{sha[:7]}{'+' if prov.git_dirty else ''}" if sha else ""
+
+
 def record(run_folder: str | Path) -> Finding:
     """The finding of one stored run folder: :func:`stored_verdicts` with the run's identity,
     load average and disturbance measure (one notebook execution, one finding)."""
@@ -191,11 +234,35 @@ def record(run_folder: str | Path) -> Finding:
     prov = run.provenance
     machine = Machine(prov.cpu_model, prov.cpu_count, _virtualisation(prov.raw, prov.hostname))
     claims = tuple(a.to_dict() for a in load_claims(folder))
-    return Finding(study=got.study, run_id=got.run_id, machine=machine, claims=claims,
+    return Finding(study=got.study, run_id=got.run_id, machine=machine, claims=claims, commit=_commit(prov),
                    date=run.provenance.collected_utc[:16].replace("T", " "),
                    loadavg=run.provenance.loadavg_1min, disturbance=disturbance,
                    arms=run.arm_names(), unavailable=dict(run.unavailable), verdicts=got.verdicts, scale=got.scale,
                    parts=got.parts)
+
+
+def record_again(run_folder: str | Path, findings: Mapping[str, Finding]) -> Finding:
+    """The study's finding with the run in ``run_folder`` added as another report of it
+    (:class:`Repeat`; a repeat of the same run id is replaced).
+
+    Raises
+    ------
+    ParameterError  no finding of the run's study at its scale is recorded, or the folder is
+        that finding's own run.
+    """
+    folder = Path(run_folder)
+    got = stored_verdicts(folder)
+    f = findings.get(key(got.study, got.scale))
+    if f is None:
+        raise ParameterError(f"{folder}: no {got.scale}-scale run of {got.study} is recorded to add it beside; "
+                             "record one first (`python -m benchlib._project.studypages record <run folder>`)")
+    if got.run_id == f.run_id:
+        raise ParameterError(f"{folder}: run {got.run_id} is the recorded run of {got.study} itself; "
+                             "--again takes another report's run")
+    prov = got.run.provenance
+    r = Repeat(got.run_id, prov.collected_utc[:16].replace("T", " "), prov.loadavg_1min,
+               tuple(a.to_dict() for a in load_claims(folder)), _commit(prov))
+    return dataclasses.replace(f, again=(*(x for x in f.again if x.run_id != r.run_id), r))
 
 
 def _disturbance_words(folder: Path) -> str:
@@ -305,9 +372,55 @@ def claims_block(study: str, findings: Mapping[str, Finding]) -> str:
         return head + (f"_Not yet recorded: {why}. The rows are filled from a default run's `derived/claims.json` "
                        "(`python -m benchlib._project.studypages record <run folder>`, then `sync`)._\n\n"
                        + "\n".join(rows))
-    ident = (f"Run `{f.run_id}` ({f.date} UTC, {f.scale} scale; machine: {f.machine.words()}; 1-min load average "
-             f"before it: {_load_txt(f.loadavg)}).")
-    return head + ident + "\n\n" + claims_markdown(_answers(study, f))
+    ident = (f"Run `{f.run_id}` ({f.date} UTC, {f.scale} scale{_commit_txt(f.commit)}; machine: "
+             f"{f.machine.words()}; 1-min load average before it: {_load_txt(f.loadavg)}).")
+    answers = _answers(study, f)
+    again = {a.claim.key: _again_cell(f, a) for a in answers} if f.again else None
+    return head + ident + "\n\n" + claims_markdown(answers, again) + _again_markdown(f)
+
+
+def _commit_txt(commit: str) -> str:
+    return f", commit {commit}" if commit else ""
+
+
+def _both_ran(f: Finding, r: Repeat) -> list[tuple[ClaimAnswer, ClaimAnswer]]:
+    """The claim rows that ran in the finding's run and in the repeat: (here, there)."""
+    there = r.answers()
+    return [(a, there[a.claim.key]) for a in _answers(f.study, f) if a.ran and a.claim.key in there
+            and there[a.claim.key].ran]
+
+
+def _alike(here: ClaimAnswer, there: ClaimAnswer) -> bool:
+    """Both decided, on the same outcome."""
+    return here.decided and there.decided and here.outcome == there.outcome
+
+
+def _again_markdown(f: Finding) -> str:
+    """One paragraph per other report recorded beside the run (:class:`Repeat`): on how many
+    claim rows that ran in both it decided the same outcome, and how the others read there."""
+    out = []
+    for r in f.again:
+        pairs = _both_ran(f, r)
+        same = sum(_alike(a, b) for a, b in pairs)
+        differ = [f"{a.claim.key}: {b.ratio_text()}, {b.outcome_text()}" for a, b in pairs if not _alike(a, b)]
+        out.append(f"- Another default report, run `{r.run_id}` ({r.date} UTC{_commit_txt(r.commit)}; 1-min load "
+                   "average before it: "
+                   f"{_load_txt(r.loadavg)}): the same decided outcome on {same} of the {len(pairs)} claim row(s) "
+                   "that ran in both" + (f"; the others read there {'; '.join(differ)}." if differ else "."))
+    if not out:
+        return ""
+    return ("\n\n**The same claims in other default reports** (a row reproduces when both reports decide the "
+            "same outcome):\n\n" + "\n".join(out))
+
+
+def _again_cell(f: Finding | None, a: ClaimAnswer) -> str:
+    """README's cell: in how many other recorded reports the row was decided alike."""
+    if f is None or not f.again or not a.ran:
+        return "-"
+    pairs = [p for r in f.again for p in _both_ran(f, r) if p[0].claim.key == a.claim.key]
+    if not pairs:
+        return "-"
+    return f"alike in {sum(_alike(x, y) for x, y in pairs)} of {len(pairs)}"
 
 
 def _outcome_cell(a: ClaimAnswer) -> str:
@@ -320,19 +433,47 @@ def readme_table(findings: Mapping[str, Finding], root: Path) -> str:
     recorded default runs."""
     from benchlib.analysis.studies.registry import STUDIES
 
-    rows = ["| study | claim | the original | re-run (default scale) |", "|---|---|---|---|"]
+    rows = ["| study | claim | the original | re-run (default scale) | other default reports |",
+            "|---|---|---|---|---|"]
     for s in STUDIES:
         if not s.claims:
             continue
         page = next(iter(sorted((root / "docs" / "studies").glob(f"{s.id[:2]}_*.md"))), None)
         link = f"[{s.id[:2]}]({page.relative_to(root).as_posix()})" if page else s.id[:2]
-        for a in _answers(s.id, findings.get(key(s.id))):
+        f = findings.get(key(s.id))
+        for a in _answers(s.id, f):
             if a.claim.variant == "fair":
                 continue
             c = a.claim
             number = "parity" if c.parity else f"{c.claimed:.2f}x"
-            rows.append(f"| {link} | {c.label} ({c.variant}) | {number} | {_outcome_cell(a)} |")
-    return "\n".join(rows)
+            rows.append(f"| {link} | {c.label} ({c.variant}) | {number} | {_outcome_cell(a)} | {_again_cell(f, a)} |")
+    return "\n".join(rows) + _reproduced_sentence(findings)
+
+
+def _reproduced_sentence(findings: Mapping[str, Finding]) -> str:
+    """After README's table: of every claim row that ran (fair variants included) with another
+    report recorded beside it, how many were decided alike in all of them, and which were not."""
+    from benchlib.analysis.studies.registry import STUDIES
+
+    total, alike, not_alike = 0, 0, []
+    for s in STUDIES:
+        f = findings.get(key(s.id))
+        if f is None or not f.again:
+            continue
+        for a in _answers(s.id, f):
+            pairs = [p for r in f.again for p in _both_ran(f, r) if p[0].claim.key == a.claim.key]
+            if not pairs:
+                continue
+            total += 1
+            if all(_alike(x, y) for x, y in pairs):
+                alike += 1
+            else:
+                not_alike.append(f"study {s.id[:2]}'s {a.claim.label} ({a.claim.variant})")
+    if not total:
+        return ""
+    return (f"\n\nOf the {total} claim rows that ran (the fair variants included) and were run again in another "
+            f"default report, {alike} were decided alike in every report"
+            + (f"; not reproduced: {'; '.join(not_alike)}. Each page has every report's reading." if not_alike else "."))
 
 
 def _targets(root: Path, findings: Mapping[str, Finding]) -> list[tuple[Path, str]]:
@@ -376,6 +517,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     rec = sub.add_parser("record", help="record run folders' verdicts as their studies' findings")
     rec.add_argument("folders", nargs="+")
+    rec.add_argument("--again", action="store_true",
+                     help="add the folders as other default reports beside their studies' recorded runs")
     sub.add_parser("sync", help="rewrite the study pages' findings blocks")
     sub.add_parser("check", help="list the pages that disagree with data/findings.json")
     a = ap.parse_args(argv)
@@ -383,6 +526,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.cmd == "record":
         found = load(path)
         for folder in a.folders:
+            if a.again:
+                f = record_again(folder, found)
+                found[f.key] = f
+                print(f"recorded run {f.again[-1].run_id} beside {f.study}'s run {f.run_id}")
+                continue
             f = record(folder)
             found[f.key] = f
             print(f"recorded {f.study} ({f.scale} scale): run {f.run_id}, load average {f.loadavg}")

@@ -311,26 +311,31 @@ def original_text(c: Claim) -> str:
     return f"{words} (parity)" if c.parity else f"{words} ({c.claimed:.2f}x)"
 
 
-def claims_table(answers: Sequence[ClaimAnswer]) -> list[dict[str, str]]:
+def claims_table(answers: Sequence[ClaimAnswer], again: Mapping[str, str] | None = None) -> list[dict[str, str]]:
     """One row per claim: the claim, the original's number, the re-run's ratio [interval],
     its outcome, its variant (faithful, fair, the nearest question that runs) and what did not
-    run and why."""
+    run and why; with ``again`` (claim key -> words, e.g. ``alike in 1 of 2``), a column saying
+    how other reports of the study decided each row (``-`` for a key it lacks)."""
     rows = []
     for a in answers:
         c = a.claim
         bound = "; ".join(f"{arm} ≥ {rps:,.0f} req/s, client-bound" for arm, rps in a.client_bound.items())
-        rows.append({"claim": c.label, "original": original_text(c), "re-run ratio [CI]": a.ratio_text(),
-                     "outcome": a.outcome_text(), "variant": c.variant,
-                     "did not run / bound": a.why if a.outcome == NOT_RUN else bound})
+        row = {"claim": c.label, "original": original_text(c), "re-run ratio [CI]": a.ratio_text(),
+               "outcome": a.outcome_text(), "variant": c.variant,
+               "did not run / bound": a.why if a.outcome == NOT_RUN else bound}
+        if again is not None:
+            row["other default reports"] = again.get(c.key, "-")
+        rows.append(row)
     return rows
 
 
-def claims_markdown(answers: Sequence[ClaimAnswer]) -> str:
-    """The block "The claim, re-run": the table (:func:`claims_table`), then one sentence per
-    claim row from its answer, and a sentence per ``nearest`` row on why it is the nearest."""
+def claims_markdown(answers: Sequence[ClaimAnswer], again: Mapping[str, str] | None = None) -> str:
+    """The block "The claim, re-run": the table (:func:`claims_table`, with ``again``'s column
+    when given), then one sentence per claim row from its answer, and a sentence per
+    ``nearest`` row on why it is the nearest."""
     if not answers:
         return "_This study re-runs no published claim._"
-    rows = claims_table(answers)
+    rows = claims_table(answers, again)
     cols = list(rows[0])
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(r[k].replace("|", "/") for k in cols) + " |" for r in rows]
