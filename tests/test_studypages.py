@@ -204,9 +204,11 @@ def test_another_report_beside_the_run_says_which_claim_rows_it_decided_alike(tm
     assert ("run `ref3` (2026-12-04 06:00 UTC; 1-min load average before it: 0.10): the same decided outcome on 0 "
             "of the 1 claim row(s) that ran in both; the others read there actix: 2.50x [1.50, 3.90], ~ not decided "
             "at this design (MDE 40% against the claim).") in text
-    assert "| smaller than claimed | nearest |  | alike in 1 of 2 |" in text  # the claim table's own column
+    cell = "alike in 1 of 2; the others read not decided in 1"
+    assert f"| smaller than claimed | nearest |  | {cell} |" in text  # the claim table's own column
+    assert f"smaller than claimed. Other default reports: {cell}." in text  # and its sentence
     readme = (tmp_path / "README.md").read_text()
-    assert "| smaller than claimed | alike in 1 of 2 |" in readme.replace("2.10x [1.90, 2.30]: ", "")
+    assert f"| smaller than claimed | {cell} |" in readme.replace("2.10x [1.90, 2.30]: ", "")
     assert "not run: kestrel-faithful-random: no dotnet toolchain | - |" in readme
     f2 = studypages.record(first)  # recorded anew: the reports beside the old record go
     assert f2.again == ()

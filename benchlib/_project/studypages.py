@@ -39,6 +39,7 @@ import dataclasses
 import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -420,7 +421,12 @@ def _again_cell(f: Finding | None, a: ClaimAnswer) -> str:
     pairs = [p for r in f.again for p in _both_ran(f, r) if p[0].claim.key == a.claim.key]
     if not pairs:
         return "-"
-    return f"alike in {sum(_alike(x, y) for x, y in pairs)} of {len(pairs)}"
+    same = sum(_alike(x, y) for x, y in pairs)
+    if same == len(pairs):
+        return f"alike in {same} of {len(pairs)}"
+    there = Counter(y.outcome for x, y in pairs if not _alike(x, y))
+    return (f"alike in {same} of {len(pairs)}; the others read "
+            + ", ".join(f"{outcome} in {n}" for outcome, n in sorted(there.items(), key=lambda kv: -kv[1])))
 
 
 def _outcome_cell(a: ClaimAnswer) -> str:

@@ -331,8 +331,8 @@ def claims_table(answers: Sequence[ClaimAnswer], again: Mapping[str, str] | None
 
 def claims_markdown(answers: Sequence[ClaimAnswer], again: Mapping[str, str] | None = None) -> str:
     """The block "The claim, re-run": the table (:func:`claims_table`, with ``again``'s column
-    when given), then one sentence per claim row from its answer, and a sentence per
-    ``nearest`` row on why it is the nearest."""
+    when given), then one sentence per claim row from its answer (ending with ``again``'s words
+    for it, when given), and a sentence per ``nearest`` row on why it is the nearest."""
     if not answers:
         return "_This study re-runs no published claim._"
     rows = claims_table(answers, again)
@@ -345,7 +345,8 @@ def claims_markdown(answers: Sequence[ClaimAnswer], again: Mapping[str, str] | N
         lines.append(f"The {fam} claim row(s) that ran are one Holm family; each is tested at its own size (holds "
                      "from the claimed ratio / 1.1 on: docs/statistics.md, \"A claim at its own size\").")
     for a in answers:
-        lines.append(f"- {conclusion_sentence(a)}")
+        seen = (again or {}).get(a.claim.key, "-")
+        lines.append(f"- {conclusion_sentence(a)}" + (f" Other default reports: {seen}." if seen != "-" else ""))
     for a in answers:
         if a.claim.variant == "nearest":
             lines.append(f"- *Why {a.claim.label} is the nearest question that runs*: {a.claim.nearest}")
