@@ -11,9 +11,10 @@
 # runs in one process. PYTHON (default python3) picks the interpreter.
 #
 # Where the time goes, in every run's output: pytest's slowest tests (--durations: 20 of the
-# parallel part; every test of the serial part that took 10 s or more), and after each part the table of builds (service,
-# image, base image, peer tool; runtime; seconds; cache hit or not) from BENCHLIB_BUILD_TIMES,
-# one file per part in TEST_TIMES_DIR (default: a new temporary folder, printed at the end).
+# parallel part; every test of the serial part that took 10 s or more), and after each part
+# the table of builds (service, image, base image, peer tool; runtime; seconds; cache hit or
+# not) from BENCHLIB_BUILD_TIMES, one file per part in TEST_TIMES_DIR (default: a new
+# temporary folder, printed at the end).
 #
 # Beside part 1 (which uses the CPUs, not the network), `python -m benchlib.runtime.prefetch` fetches
 # what part 2's builds would otherwise wait for on a cold machine (Go modules, crates, the

@@ -219,6 +219,11 @@ def save(findings: Mapping[str, Finding], path: str | Path) -> Path:
     return p
 
 
+def _date(prov: Provenance) -> str:
+    """When the run started: ``YYYY-MM-DD HH:MM`` (UTC)."""
+    return prov.collected_utc[:16].replace("T", " ")
+
+
 def _commit(prov: Provenance) -> str:
     """``c09a4cb`` (``+`` after it when the checkout had changes), "" when not a checkout."""
     sha = prov.git_sha or ""
@@ -236,7 +241,7 @@ def record(run_folder: str | Path) -> Finding:
     machine = Machine(prov.cpu_model, prov.cpu_count, _virtualisation(prov.raw, prov.hostname))
     claims = tuple(a.to_dict() for a in load_claims(folder))
     return Finding(study=got.study, run_id=got.run_id, machine=machine, claims=claims, commit=_commit(prov),
-                   date=run.provenance.collected_utc[:16].replace("T", " "),
+                   date=_date(prov),
                    loadavg=run.provenance.loadavg_1min, disturbance=disturbance,
                    arms=run.arm_names(), unavailable=dict(run.unavailable), verdicts=got.verdicts, scale=got.scale,
                    parts=got.parts)
@@ -261,7 +266,7 @@ def record_again(run_folder: str | Path, findings: Mapping[str, Finding]) -> Fin
         raise ParameterError(f"{folder}: run {got.run_id} is the recorded run of {got.study} itself; "
                              "--again takes another report's run")
     prov = got.run.provenance
-    r = Repeat(got.run_id, prov.collected_utc[:16].replace("T", " "), prov.loadavg_1min,
+    r = Repeat(got.run_id, _date(prov), prov.loadavg_1min,
                tuple(a.to_dict() for a in load_claims(folder)), _commit(prov))
     return dataclasses.replace(f, again=(*(x for x in f.again if x.run_id != r.run_id), r))
 
@@ -376,7 +381,8 @@ def claims_block(study: str, findings: Mapping[str, Finding]) -> str:
     ident = (f"Run `{f.run_id}` ({f.date} UTC, {f.scale} scale{_commit_txt(f.commit)}; machine: "
              f"{f.machine.words()}; 1-min load average before it: {_load_txt(f.loadavg)}).")
     answers = _answers(study, f)
-    again = {a.claim.key: _again_cell(f, a) for a in answers} if f.again else None
+    pairs = _pairs_by_row(f)
+    again = {a.claim.key: _again_cell(pairs.get(a.claim.key, [])) for a in answers} if f.again else None
     return head + ident + "\n\n" + claims_markdown(answers, again) + _again_markdown(f)
 
 
@@ -384,11 +390,22 @@ def _commit_txt(commit: str) -> str:
     return f", commit {commit}" if commit else ""
 
 
-def _both_ran(f: Finding, r: Repeat) -> list[tuple[ClaimAnswer, ClaimAnswer]]:
-    """The claim rows that ran in the finding's run and in the repeat: (here, there)."""
+def _both_ran(answers: Sequence[ClaimAnswer], r: Repeat) -> list[tuple[ClaimAnswer, ClaimAnswer]]:
+    """The claim rows that ran in the finding's run (``answers``) and in the repeat: (here, there)."""
     there = r.answers()
-    return [(a, there[a.claim.key]) for a in _answers(f.study, f) if a.ran and a.claim.key in there
-            and there[a.claim.key].ran]
+    return [(a, there[a.claim.key]) for a in answers if a.ran and a.claim.key in there and there[a.claim.key].ran]
+
+
+def _pairs_by_row(f: Finding | None) -> dict[str, list[tuple[ClaimAnswer, ClaimAnswer]]]:
+    """Claim key -> its (here, there) pairs over every repeat beside ``f`` in which both ran."""
+    out: dict[str, list[tuple[ClaimAnswer, ClaimAnswer]]] = {}
+    if f is None:
+        return out
+    answers = _answers(f.study, f)
+    for r in f.again:
+        for here, there in _both_ran(answers, r):
+            out.setdefault(here.claim.key, []).append((here, there))
+    return out
 
 
 def _alike(here: ClaimAnswer, there: ClaimAnswer) -> bool:
@@ -400,8 +417,9 @@ def _again_markdown(f: Finding) -> str:
     """One paragraph per other report recorded beside the run (:class:`Repeat`): on how many
     claim rows that ran in both it decided the same outcome, and how the others read there."""
     out = []
+    answers = _answers(f.study, f)
     for r in f.again:
-        pairs = _both_ran(f, r)
+        pairs = _both_ran(answers, r)
         same = sum(_alike(a, b) for a, b in pairs)
         differ = [f"{a.claim.key}: {b.ratio_text()}, {b.outcome_text()}" for a, b in pairs if not _alike(a, b)]
         out.append(f"- Another default report, run `{r.run_id}` ({r.date} UTC{_commit_txt(r.commit)}; 1-min load "
@@ -414,11 +432,9 @@ def _again_markdown(f: Finding) -> str:
             "same outcome):\n\n" + "\n".join(out))
 
 
-def _again_cell(f: Finding | None, a: ClaimAnswer) -> str:
-    """README's cell: in how many other recorded reports the row was decided alike."""
-    if f is None or not f.again or not a.ran:
-        return "-"
-    pairs = [p for r in f.again for p in _both_ran(f, r) if p[0].claim.key == a.claim.key]
+def _again_cell(pairs: Sequence[tuple[ClaimAnswer, ClaimAnswer]]) -> str:
+    """The "other default reports" cell of a claim row (its page's table and README's): in how
+    many other recorded reports it was decided alike, and what the others read; ``-`` for none."""
     if not pairs:
         return "-"
     same = sum(_alike(x, y) for x, y in pairs)
@@ -447,12 +463,14 @@ def readme_table(findings: Mapping[str, Finding], root: Path) -> str:
         page = next(iter(sorted((root / "docs" / "studies").glob(f"{s.id[:2]}_*.md"))), None)
         link = f"[{s.id[:2]}]({page.relative_to(root).as_posix()})" if page else s.id[:2]
         f = findings.get(key(s.id))
+        pairs = _pairs_by_row(f)
         for a in _answers(s.id, f):
             if a.claim.variant == "fair":
                 continue
             c = a.claim
             number = "parity" if c.parity else f"{c.claimed:.2f}x"
-            rows.append(f"| {link} | {c.label} ({c.variant}) | {number} | {_outcome_cell(a)} | {_again_cell(f, a)} |")
+            cell = _again_cell(pairs.get(c.key, []))
+            rows.append(f"| {link} | {c.label} ({c.variant}) | {number} | {_outcome_cell(a)} | {cell} |")
     return "\n".join(rows) + _reproduced_sentence(findings)
 
 
@@ -463,18 +481,13 @@ def _reproduced_sentence(findings: Mapping[str, Finding]) -> str:
 
     total, alike, not_alike = 0, 0, []
     for s in STUDIES:
-        f = findings.get(key(s.id))
-        if f is None or not f.again:
-            continue
-        for a in _answers(s.id, f):
-            pairs = [p for r in f.again for p in _both_ran(f, r) if p[0].claim.key == a.claim.key]
-            if not pairs:
-                continue
+        for pairs in _pairs_by_row(findings.get(key(s.id))).values():
             total += 1
             if all(_alike(x, y) for x, y in pairs):
                 alike += 1
             else:
-                not_alike.append(f"study {s.id[:2]}'s {a.claim.label} ({a.claim.variant})")
+                c = pairs[0][0].claim
+                not_alike.append(f"study {s.id[:2]}'s {c.label} ({c.variant})")
     if not total:
         return ""
     return (f"\n\nOf the {total} claim rows that ran (the fair variants included) and were run again in another "
