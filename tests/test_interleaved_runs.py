@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchlib.core.errors import ParameterError
+from benchlib.core.errors import ParameterError, ServiceStartError
 from benchlib.core.model import Arm, Condition, Experiment, Interleave, LoadSpec
 from benchlib.core.schema import NO_SLICE
 from benchlib.run.events import Note
@@ -242,3 +242,25 @@ def test_an_arm_that_leaves_work_behind_runs_alone_and_the_others_stay_side_by_s
     # a resume reads the change: nothing runs again, the arm stays alone
     again = _run(_exp(trials=2), tmp_path, rt, FakeLoad(rt), run_id=run.run_id)
     assert (again.ran, again.skipped) == (0, 6) and again.record.design_changes == run.record.design_changes
+
+
+def test_an_arm_that_fails_its_interleaved_trial_costs_the_block_its_own_trial_only(fake_services: Path,
+                                                                                     tmp_path: Path) -> None:
+    rt = FakeRuntime(start_errors={"b": ServiceStartError("b would not start")})
+    load = FakeLoad(rt)
+    notes: list[str] = []
+    run = _run(_exp(trials=2), tmp_path, rt, load,
+               progress=lambda ev: notes.append(ev.event.text) if isinstance(ev.event, Note) else None)
+    by_arm = {(t.arm, t.block): t for t in run.trials}
+    for block in (0, 1):
+        failed = by_arm[("b", block)]
+        assert failed.status == "failed" and failed.reason is not None and failed.reason.startswith("b: ServiceStartError")
+        for arm in ("a", "c"):
+            t = by_arm[(arm, block)]
+            assert t.status == "ok" and t.interleave is not None and set(t.interleave.arms) == {"a", "c"}
+            assert [(x.status, (x.reason or "")[:3]) for x in t.attempts] == [("failed", "b: ")]
+    # the load ran only in the trials without b: two arms, two blocks
+    assert len(load.calls) == 4 and all(c.get("interleaved") for c in load.calls)
+    assert sum("b failed it" in n and "ran again side by side without it: ok" in n for n in notes) == 2
+    summaries = run.summaries()
+    assert set(summaries[summaries["valid"]]["arm"]) == {"a", "c"} and len(summaries) == 6

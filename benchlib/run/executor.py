@@ -164,6 +164,8 @@ class TrialExecutor:
     disturbances: what the machine did to each attempt so far (the disturbance rule's references).
     disturbance_bounds: the disturbance rule's bounds (``None``: measured and reported, never
         judged; ``BENCHLIB_DISTURBANCE_RULE=record``).
+    failed_arms: the arms that failed the last interleaved trial by themselves (one did not
+        start, broke its contract or died; empty when it did not fail, or failed for all alike).
     """
 
     def __init__(self, experiment: Experiment, services: RunServices, load: LoadFunction,
@@ -178,6 +180,7 @@ class TrialExecutor:
         self.check_blocks = cross_check_blocks(experiment.trials, experiment.cross_check_blocks)
         self.disturbances: list[Disturbance] = []
         self.disturbance_bounds: DisturbanceBounds | None = bounds_from_settings()
+        self.failed_arms: tuple[str, ...] = ()
 
     def cross_check_in(self, planned: PlannedTrial, condition: Condition) -> CrossCheck | None:
         """The condition's peer tool if it runs in this trial (its arm, one of the chosen blocks)."""
@@ -370,9 +373,9 @@ class TrialExecutor:
         between them in the plan's slices while their CPU counters are read at every slice
         boundary; the disturbance sampler counts every arm's CPU as ours; everything stops (each
         front first). One arm that cannot start, breaks its contract or dies fails the whole
-        trial (every arm's record says which); the guard and the disturbance rule judge the
-        trial as one (an arm the guard invalidated makes every arm's trial invalid: the arms
-        shared the client and the machine)."""
+        trial (every arm's record says which, and :attr:`failed_arms` names it for the runner);
+        the guard and the disturbance rule judge the trial as one (an arm the guard invalidated
+        makes every arm's trial invalid: the arms shared the client and the machine)."""
         exp = self.experiment
         il = exp.interleave
         assert il is not None
@@ -382,6 +385,8 @@ class TrialExecutor:
         slices: list[np.ndarray | None] = [None for _ in group]
         status, reason = "ok", None
         per_arm: list[str | None] = [None for _ in group]  # an arm's own reason (it died), if any
+        self.failed_arms = ()
+        now = group[0].arm  # the arm being started and checked (a start or contract failure is its)
         try:
             with contextlib.ExitStack() as stack:
                 started: list[ArmServices] = []
@@ -389,6 +394,7 @@ class TrialExecutor:
                 specs: list[tuple[LoadSpec, Target]] = []
                 peers: list[tuple[int, CrossCheck, str, Endpoint, bool]] = []  # beside the load, one arm at a time
                 for k, (p, rec, got) in enumerate(zip(group, recs, gots)):
+                    now = p.arm
                     s = stack.enter_context(self.services.start(exp.arm(p.arm), p.condition, p.block))
                     started.append(s)
                     endpoint, front_rec = self._started_fields(rec, s, condition, got)
@@ -401,6 +407,7 @@ class TrialExecutor:
                     if check is not None:  # first in every other block the peer runs in
                         peers.append((k, check, url + endpoint.path, endpoint,
                                       self.check_blocks.index(p.block) % 2 == 1))
+                now = ""  # every arm started and met its contract
                 for k, check, url, endpoint, first in peers:
                     if first:
                         gots[k]["peer"] = peer_report(self._run_check(check, url, endpoint, order="before"))
@@ -422,7 +429,9 @@ class TrialExecutor:
                                                     seed=exp.seed * 1_000_003 + group[0].seq, on_start=reader.start_at)
                 except BenchlibError:
                     for p, s, got in zip(group, started, gots):
+                        now = p.arm
                         self._died_first(exp.arm(p.arm), s, got)
+                    now = ""
                     raise
                 reader.join()
                 _sample_now(*everyone)
@@ -448,6 +457,7 @@ class TrialExecutor:
                 died = [f"{p.arm}: {why}" for p, why in zip(group, per_arm) if why]
                 if died:
                     status, reason = "failed", "; ".join(died)
+                    self.failed_arms = tuple(p.arm for p, why in zip(group, per_arm) if why)
                 else:
                     judged = [self._judged(r.meta, disturbance) for r in results]
                     worst = next((j for j in judged if j[0] == "failed"), next((j for j in judged if j[0] != "ok"),
@@ -456,9 +466,12 @@ class TrialExecutor:
                     if status != "ok" and reason != disturbance.verdict:  # the load's judgment names its arm
                         reason = f"{next(p.arm for p, j in zip(group, judged) if j == worst)}: {reason}"
         except _Died as exc:
-            status, reason = "failed", str(exc)
+            status, reason = "failed", f"{now}: {exc}" if now else str(exc)
+            self.failed_arms = (now,) if now else ()
         except (ServiceStartError, ContractError) as exc:
             status, reason = self._start_failure(exc, gots[0])
+            if now:
+                reason, self.failed_arms = f"{now}: {reason}", (now,)
         except BenchlibError as exc:
             status = "failed"
             reason = f"{type(exc).__name__}: {exc}"

@@ -10,7 +10,8 @@ as "not run: <why>". A trial that fails (the service dies, breaks its contract) 
 its reason and whatever was measured; the run goes on. A trial the load generator's guard or
 the disturbance rule invalidates runs again in its place (``repeat_invalid``,
 ``repeat_disturbed``); one still disturbed when its repeats ran out gets a make-up pass at the
-end of the run. A re-run with the same ``run_id`` skips stored trials (:mod:`benchlib.run.resume`:
+end of the run. An interleaved trial that one arm failed by itself runs again once without it.
+A re-run with the same ``run_id`` skips stored trials (:mod:`benchlib.run.resume`:
 it first reads ``run.json`` and every stored trial, and refuses a run folder whose ``run.json``
 is gone). ``run.json`` is a :class:`~benchlib.store.records.run.RunRecord`, written before the
 first trial and kept current as the run goes.
@@ -302,11 +303,13 @@ class _Execution:
         t_trial = time.monotonic()
         before = {a: len(v) for a, v in attempts.items()}
         recs = self.again_group(group, self.group_trial(group, attempts), attempts, self.repeats)
+        recs = self.without_failed_arms(group, recs, attempts)
         if self.moved_to_sequential(group, recs):
             return
         self.ran += len(group)
+        live = [p for p, r in zip(group, recs) if r.status != "failed"]
         if any(r.status == "invalid" and is_disturbed(r.reason) for r in recs) and self.exp.repeat_disturbed:
-            self.still_groups.append((group, attempts))
+            self.still_groups.append((live, attempts))
         if self.exp.between_trials_s:
             time.sleep(self.exp.between_trials_s)
         seconds = time.monotonic() - t_trial
@@ -340,6 +343,32 @@ class _Execution:
             if self.exp.between_trials_s:
                 time.sleep(self.exp.between_trials_s)
             recs = self.group_trial(group, attempts)
+
+    def without_failed_arms(self, group: list[PlannedTrial], recs: list[TrialRecord],
+                            attempts: dict[str, list[Attempt]]) -> list[TrialRecord]:
+        """An interleaved trial that some of its arms failed by themselves (one did not start,
+        broke its contract or died: :attr:`~benchlib.run.executor.TrialExecutor.failed_arms`)
+        runs again once in its place without them, so that one arm's failure costs the block
+        that arm's trial only, as in the sequential design, not every arm's. The failing arms
+        keep their failed records; the others' are set aside into their attempts. Nothing
+        changes when fewer than two arms would be left. The records in ``group``'s order."""
+        bad = set(self.executor.failed_arms)
+        rest = [p for p in group if p.arm not in bad]
+        if not bad or recs[0].status != "failed" or len(rest) < 2 or len(rest) == len(group):
+            return recs
+        for p, rec in zip(group, recs):
+            if p.arm not in bad:
+                attempts[p.arm].append(Attempt(rec.status, rec.reason, rec.started, rec.finished))
+                self.held.set_aside((p.condition, p.arm, p.block))
+        if self.exp.between_trials_s:
+            time.sleep(self.exp.between_trials_s)
+        names = ", ".join(p.arm for p in group if p.arm in bad)
+        again = dict(zip((p.arm for p in rest), self.again_group(rest, self.group_trial(rest, attempts), attempts,
+                                                                 self.repeats)))
+        self.note(f"interleaved trial {group[0].condition} b{group[0].block}: {names} failed it "
+                  f"({recs[0].reason}); its other {len(rest)} arms ran again side by side without "
+                  f"{'it' if len(bad) == 1 else 'them'}: {next(iter(again.values())).status}")
+        return [again.get(p.arm, rec) for p, rec in zip(group, recs)]
 
     def make_up_group(self) -> None:
         """The make-up pass of an interleaved trial still disturbed when its repeats ran out:
