@@ -11,8 +11,8 @@
 # runs in one process. PYTHON (default python3) picks the interpreter.
 #
 # Where the time goes, in every run's output: pytest's slowest tests (--durations: 20 of the
-# parallel part; every test of the serial part that took 10 s or more), and after each part
-# the table of builds (service, image, base image, peer tool; runtime; seconds; cache hit or
+# parallel part; every test of the serial part that took 10 s or more), the time by test
+# file (every file), and after each part the table of builds (service, image, base image, peer tool; runtime; seconds; cache hit or
 # not) from BENCHLIB_BUILD_TIMES, one file per part in TEST_TIMES_DIR (default: a new
 # temporary folder, printed at the end).
 #

@@ -9,8 +9,9 @@ tests of :data:`PARALLEL_FILES` that carry none of :data:`SERIAL_MARKERS`; every
 (services, pinned CPUs, load, timing, notebooks) is the *serial* part, run alone afterwards.
 The two parts together are exactly the default run (``--part all``).
 
-When ``$BENCHLIB_BUILD_TIMES`` is set, the terminal summary ends with the table of builds and
-build-cache hits recorded there (:func:`benchlib.core.buildcache.build_times_summary`).
+With ``--durations``, the terminal summary adds the time by test file (:func:`file_times`);
+when ``$BENCHLIB_BUILD_TIMES`` is set, it ends with the table of builds and build-cache hits
+recorded there (:func:`benchlib.core.buildcache.build_times_summary`).
 """
 
 from __future__ import annotations
@@ -111,11 +112,41 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = keep
 
 
+def file_times(reports: list[Any]) -> list[tuple[str, float, int]]:
+    """Where a run's time went by test file: ``(file, seconds, tests)`` from pytest's test
+    reports (each with ``nodeid``, ``when`` and ``duration`` in seconds; setup, call and
+    teardown summed), the longest first."""
+    seconds: dict[str, float] = {}
+    tests: dict[str, set[str]] = {}
+    for r in reports:
+        if getattr(r, "when", None) not in ("setup", "call", "teardown"):
+            continue
+        path = r.nodeid.split("::", 1)[0]
+        seconds[path] = seconds.get(path, 0.0) + float(r.duration)
+        tests.setdefault(path, set()).add(r.nodeid)
+    return sorted(((f, s, len(tests[f])) for f, s in seconds.items()), key=lambda t: (-t[1], t[0]))
+
+
+def file_times_table(rows: list[tuple[str, float, int]]) -> str:
+    """:func:`file_times` as lines: seconds, tests, file; then the total."""
+    lines = [f"{'s':>8}  {'tests':>5}  file"] + [f"{s:8.1f}  {n:5d}  {f}" for f, s, n in rows]
+    lines.append(f"total: {sum(s for _, s, _ in rows):.1f} s in {sum(n for _, _, n in rows)} tests, "
+                 f"{len(rows)} files (test time, summed over workers)")
+    return "\n".join(lines)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """Where build time went in this run: the ``$BENCHLIB_BUILD_TIMES`` file's table
-    (``scripts/test.sh`` sets one file per part), after pytest's ``--durations``."""
+    """Where the time went in this run, after pytest's ``--durations`` (when asked for): by
+    test file (every file, setup, call and teardown summed), then the ``$BENCHLIB_BUILD_TIMES`` file's table of
+    builds (``scripts/test.sh`` sets one file per part)."""
     from benchlib.core import buildcache, settings
 
+    reports = [r for key in ("passed", "failed", "skipped", "error", "") for r in terminalreporter.stats.get(key, [])
+               if hasattr(r, "duration") and hasattr(r, "nodeid")]
+    rows = file_times(reports) if config.getoption("durations", None) is not None else []
+    if rows:
+        terminalreporter.write_sep("=", "time by test file")
+        terminalreporter.write_line(file_times_table(rows))
     path = settings.BUILD_TIMES.get()
     records = buildcache.read_build_records(path) if path is not None else []
     if records:

@@ -28,3 +28,18 @@ def test_unknown_argument_names_the_valid_ones() -> None:
     done = _run("--reports")
     assert done.returncode == 2
     assert "unknown argument '--reports'" in done.stderr and "--report, --dry-run" in done.stderr
+
+
+def test_the_time_by_test_file_sums_each_files_phases_longest_first() -> None:
+    from types import SimpleNamespace as R
+
+    from tests.conftest import file_times, file_times_table
+
+    reports = [R(nodeid="tests/a.py::t1", when="setup", duration=2.0), R(nodeid="tests/a.py::t1", when="call", duration=1.0),
+               R(nodeid="tests/a.py::t2", when="call", duration=0.5), R(nodeid="tests/b.py::t", when="call", duration=9.0),
+               R(nodeid="tests/b.py::t", when="teardown", duration=1.0), R(nodeid="tests/c.py", when="collect", duration=5.0)]
+    rows = file_times(reports)
+    assert rows == [("tests/b.py", 10.0, 1), ("tests/a.py", 3.5, 2)]
+    table = file_times_table(rows)
+    assert table.splitlines()[1].split() == ["10.0", "1", "tests/b.py"]
+    assert table.endswith("total: 13.5 s in 3 tests, 2 files (test time, summed over workers)")
