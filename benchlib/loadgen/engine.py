@@ -35,7 +35,14 @@ What a server can do to the client is bounded:
   Go's ``net/http`` and curl do); its row keeps its intended time; ``retries`` counts them;
 * bytes nobody asked for (on a connection with no request outstanding, or after a complete
   response in the same read): the connection is closed and never reused, ``unsolicited``
-  counts them, and they are never read as a later request's response.
+  counts them, and they are never read as a later request's response;
+* except a ``408 Request Timeout`` on a connection with no request outstanding: a server's way of
+  closing a connection it found idle too long (RFC 9110, 15.5.9; Node.js sends one on a
+  connection that sent no request within its ``headersTimeout``, 60 s by default, which an
+  open-model pool's spare connection can be in a trial over a minute long). Browsers read it as
+  the connection's end, and so does the engine: the connection is closed, ``idle_timeouts``
+  counts it, and the trial stays valid. (A 408 that crosses a request just sent is that
+  request's answer, an HTTP error.)
 """
 
 from __future__ import annotations
@@ -152,6 +159,14 @@ class EngineConfig:
         return dict(self.__dict__)
 
 
+
+def _idle_timeout(data: bytes | bytearray | memoryview) -> bool:
+    """Whether ``data``, arrived on a connection with no request outstanding, is a server's
+    ``408 Request Timeout`` (the status line is enough: the connection is closed either way)."""
+    head = bytes(data[:12])
+    return head in (b"HTTP/1.1 408", b"HTTP/1.0 408")
+
+
 class _Conn(asyncio.Protocol):
     """One connection. Carries at most one request at a time."""
 
@@ -211,6 +226,13 @@ class _Conn(asyncio.Protocol):
         eng = self.eng
         eng.reads += 1
         if not self.busy:
+            if _idle_timeout(data):  # the server closing an idle connection, in words
+                eng.idle_timeouts += 1
+                eng.note_reason("idle_timeout", f"the server answered an idle connection with "
+                                                f"{bytes(data[:40])!r} and closed it (a new one is opened when needed)")
+                self._kill()
+                eng.conn_gone(self, _clock())
+                return
             # bytes while no request is outstanding: nobody asked for them, and they must not
             # be read as the answer to a later request: the connection is poisoned
             eng.unsolicited += 1
@@ -583,6 +605,7 @@ class Engine:
         self.addr_first = 0
         self.nodelay = len(self.request) > _NODELAY_ABOVE
         self.unsolicited = 0  # connections closed because bytes arrived nobody asked for
+        self.idle_timeouts = 0  # idle connections the server closed with a 408 Request Timeout
         self.retries = 0  # requests sent again after a reused connection ended before any byte
         self.reads = 0  # slow-path reads and connection events (not the hot path): activity
         self.idle_connect_failures = 0
@@ -1118,6 +1141,7 @@ class Engine:
             "t_measure_ns": self.t_measure if self.t_measure != _NEVER else None,
             "t_stop_ns": self.t_stop if self.t_stop != _NEVER else None,
             "unsolicited_responses": self.unsolicited,
+            "idle_timeouts": self.idle_timeouts,
             "retries": self.retries,
             "idle_connect_failures": self.idle_connect_failures,
             "spin_ns": self.spin_ns,

@@ -523,6 +523,7 @@ def build_meta(
     cpu = guard.cpu_by_cpu(workers)
     unsolicited = sum(int(w.get("unsolicited_responses") or 0) for w in workers)
     retries = sum(int(w.get("retries") or 0) for w in workers)
+    idle_timeouts = sum(int(w.get("idle_timeouts") or 0) for w in workers)
     valid, reason = guard.assess(spec.model, lags, cpu, worker_busy=guard.busy_by_worker(workers),
                                  ok_measured=len(ok), unsolicited=unsolicited)
     failure = None
@@ -543,7 +544,7 @@ def build_meta(
     wmeta = [
         {k: w.get(k) for k in ("worker", "pid", "cpus", "cpu_s", "wall_s", "traffic_cpu_s", "traffic_wall_s",
                                 "cpu_fraction", "spin_ns", "runqueue_wait_s", "records", "record_buffer_bytes",
-                                "peak_rss_growth_bytes", "peak_rss_bytes", "unsolicited_responses", "retries",
+                                "peak_rss_growth_bytes", "peak_rss_bytes", "unsolicited_responses", "idle_timeouts", "retries",
                                 "idle_connect_failures", "abandoned", "goaways", "rst_streams",
                                 "connection_errors")}
         for w in workers
@@ -570,6 +571,7 @@ def build_meta(
         "worker_errors": {i: t[-4000:] for i, t in failures.items()},
         "retries": retries,
         "unsolicited_responses": unsolicited,
+        "idle_timeouts": idle_timeouts,
         "abandoned": any(bool(w.get("abandoned")) for w in workers),
         "coordinated_omission_risk": spec.model == "closed",
         "longest_pause_ns": _longest_pause_ns(measure),

@@ -34,6 +34,9 @@ Hostile modes that are cheap for the server and costly for a client (the probes 
                      server has given up on.
 ``unsolicited``      the ``hello`` response, then a second one nobody asked for, in a separate
                      write (``--after-s`` later; in the next pass of its loop by default).
+``idle-408``         the ``hello`` response, then (``--after-s`` later, unless another request came
+                     first) ``408 Request Timeout`` and a close, as Node.js does to a connection
+                     that sent no request within its ``headersTimeout``.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ __all__ = ["MODES", "serve", "serve_process", "main"]
 MODES = (
     "hello", "echo", "chunked", "close", "stall", "slow",
     "garbage", "truncated", "huge", "short", "long", "trickle", "reset", "silent", "mixed",
-    "continue-flood", "chunk-drip", "trailer-drip", "stale-keepalive", "unsolicited",
+    "continue-flood", "chunk-drip", "trailer-drip", "stale-keepalive", "unsolicited", "idle-408",
 )
 
 #: The endless modes' data: one write's worth of the repeated unit.
@@ -67,6 +70,9 @@ BODY = b"Hello, World!"
 _HELLO = (
     b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 13\r\n\r\n" + BODY
 )
+#: What Node.js 20 writes to a connection that sent no request within its ``headersTimeout`` (then it
+#: closes it).
+_IDLE_408 = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n"
 
 
 class _Proto(asyncio.Protocol):
@@ -78,6 +84,7 @@ class _Proto(asyncio.Protocol):
         self.http10 = False
         self.ka10 = False
         self.writable: asyncio.Event | None = None
+        self.answered = 0  # responses written (idle-408: a request since cancels the 408)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -159,6 +166,13 @@ class _Server:
             p.write(block)
             await asyncio.sleep(0)
 
+    @staticmethod
+    def _idle_408(p: _Proto, answered: int) -> None:
+        """idle-408: the connection is still idle after its ``answered``-th response: 408, close."""
+        if p.answered == answered and not p.buf and p.transport is not None and not p.transport.is_closing():
+            p.write(_IDLE_408)
+            p.transport.close()
+
     async def _trickle(self, p: _Proto, data: bytes) -> None:
         for k in range(len(data)):
             p.write(data[k : k + 1])
@@ -238,6 +252,10 @@ class _Server:
                 self.loop.call_later(self.args.after_s, tr.close)
             else:
                 tr.close()
+        elif mode == "idle-408":
+            p.write(self.hello(body_len))
+            p.answered += 1
+            self.loop.call_later(max(self.args.after_s, 0.0), self._idle_408, p, p.answered)
         elif mode == "unsolicited":
             p.write(self.hello(body_len))
             if self.args.after_s > 0:

@@ -211,6 +211,21 @@ def test_a_post_on_a_stale_connection_is_not_retried():
     assert r.meta["errors"]["reset"] + r.meta["errors"]["truncated"] > 0
 
 
+def test_a_408_on_an_idle_connection_closes_it_and_the_trial_stays_valid():
+    """Node.js answers a connection that sent no request within its ``headersTimeout`` (60 s) with
+    ``408 Request Timeout`` and closes it (an open-model pool's spare connection in study 01's
+    full-scale trials side by side): the server ending an idle connection, not bytes nobody asked
+    for. Every request still gets its own answer."""
+    # 20 arrivals/s on 4 connections: the 408 comes 5 ms after each response, while idle
+    spec = LoadSpec(model="open", rate_rps=20, duration_s=1.0, warmup_s=0, connections=4, timeout_s=5)
+    with serve("idle-408", cpus=server_cpus(), after_s=0.005) as (host, port):
+        r = run_load(spec, Target(host, port))
+    m = r.meta
+    assert len(r.rows) == 20 and (r.rows["error"] == 0).all() and (r.rows["status"] == 200).all()
+    assert m["idle_timeouts"] > 0 and m["unsolicited_responses"] == 0 and "idle_timeout" in m["error_examples"]
+    assert m["valid"] is True, m["invalid_reason"]
+
+
 @pytest.mark.parametrize("model", ["closed", "open"])
 def test_unsolicited_responses_poison_the_connection(model):
     """A second response nobody asked for after each one: the connection is closed and

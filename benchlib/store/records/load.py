@@ -18,14 +18,15 @@ from benchlib.store.records._convert import as_float as _f
 __all__ = ["LOAD_META_VERSION", "LoadMeta", "WorkerStats"]
 
 #: Version of :class:`LoadMeta` (1: the fields of benchlib 0.1, Dec 2026; 2: the engine's
-#: failure, retry and clock fields and the per-worker statistics named, no longer in ``extra``).
-LOAD_META_VERSION = 2
+#: failure, retry and clock fields and the per-worker statistics named, no longer in ``extra``;
+#: 3: ``idle_timeouts``, 0 when read from an earlier one).
+LOAD_META_VERSION = 3
 
 _KNOWN = frozenset({
     "model", "description", "offered_rps", "achieved_rps", "measured_duration_s", "requests", "errors",
     "errors_warmup", "error_examples", "client_cpu", "client_cpus", "valid", "invalid_reason", "loadspec",
     "schedule_lag_ns", "status_counts", "coordinated_omission_risk", "workers", "retries", "unsolicited_responses",
-    "abandoned", "failed", "failure", "worker_errors", "longest_pause_ns", "worker_stats", "t0_monotonic_ns",
+    "idle_timeouts", "abandoned", "failed", "failure", "worker_errors", "longest_pause_ns", "worker_stats", "t0_monotonic_ns",
     "measure_start_ns", "measure_stop_ns", "record_bytes_per_request",
 })
 
@@ -58,7 +59,8 @@ class WorkerStats:
         ``/proc/thread-self/schedstat``; NaN where not available).
     records, record_buffer_bytes: rows recorded and the record buffer's size, bytes.
     peak_rss_bytes, peak_rss_growth_bytes: its peak resident memory and its growth in the trial.
-    retries, unsolicited_responses, idle_connect_failures: its share of the trial's counts.
+    retries, unsolicited_responses, idle_timeouts, idle_connect_failures: its share of the trial's
+        counts.
     abandoned: the hard deadline (or a failure) cut its traffic short.
     raw: the stored dictionary.
     """
@@ -79,6 +81,7 @@ class WorkerStats:
     peak_rss_growth_bytes: int | None = None
     retries: int = 0
     unsolicited_responses: int = 0
+    idle_timeouts: int = 0
     idle_connect_failures: int = 0
     abandoned: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict)
@@ -96,7 +99,8 @@ class WorkerStats:
             record_buffer_bytes=_i(d.get("record_buffer_bytes")) or 0, peak_rss_bytes=_i(d.get("peak_rss_bytes")),
             peak_rss_growth_bytes=_i(d.get("peak_rss_growth_bytes")), retries=_count(d.get("retries")),
             unsolicited_responses=_count(d.get("unsolicited_responses")),
-            idle_connect_failures=_count(d.get("idle_connect_failures")), abandoned=bool(d.get("abandoned")),
+            idle_timeouts=_count(d.get("idle_timeouts")), idle_connect_failures=_count(d.get("idle_connect_failures")),
+            abandoned=bool(d.get("abandoned")),
             raw=dict(d),
         )
 
@@ -121,6 +125,8 @@ class LoadMeta:
         failed worker's traceback, by worker number. The rows measured before are kept.
     retries: requests resent after a stale keep-alive connection.
     unsolicited_responses: connections closed for bytes nobody asked for (invalidates the trial).
+    idle_timeouts: idle connections the server closed with a ``408 Request Timeout`` (the trial
+        stays valid).
     abandoned: the hard deadline (or a failure) cut the trial short.
     coordinated_omission_risk: ``True`` for the closed model.
     longest_pause_ns: the longest stretch of the measured phase with no response completing.
@@ -155,6 +161,7 @@ class LoadMeta:
     worker_errors: Mapping[str, str] = field(default_factory=dict)
     retries: int = 0
     unsolicited_responses: int = 0
+    idle_timeouts: int = 0
     abandoned: bool = False
     coordinated_omission_risk: bool = False
     longest_pause_ns: int | None = None
@@ -191,7 +198,7 @@ class LoadMeta:
             invalid_reason=d.get("invalid_reason"), failed=bool(d.get("failed")), failure=d.get("failure"),
             worker_errors={str(k): str(v) for k, v in (d.get("worker_errors") or {}).items()},
             retries=_count(d.get("retries")), unsolicited_responses=_count(d.get("unsolicited_responses")),
-            abandoned=bool(d.get("abandoned")),
+            idle_timeouts=_count(d.get("idle_timeouts")), abandoned=bool(d.get("abandoned")),
             coordinated_omission_risk=bool(d.get("coordinated_omission_risk", model == "closed")),
             longest_pause_ns=_i(d.get("longest_pause_ns")),
             loadspec=dict(d.get("loadspec") or {}), schedule_lag_ns=dict(d.get("schedule_lag_ns") or {}),
