@@ -230,14 +230,12 @@ class _Conn(asyncio.Protocol):
                 eng.idle_timeouts += 1
                 eng.note_reason("idle_timeout", f"the server answered an idle connection with "
                                                 f"{bytes(data[:40])!r} and closed it (a new one is opened when needed)")
-                self._kill()
-                eng.conn_gone(self, _clock())
-                return
-            # bytes while no request is outstanding: nobody asked for them, and they must not
-            # be read as the answer to a later request: the connection is poisoned
-            eng.unsolicited += 1
-            eng.note_reason("unsolicited", f"{len(data)} bytes arrived on a connection with no request "
-                                           f"outstanding ({bytes(data[:40])!r}); the connection was closed")
+            else:
+                # bytes while no request is outstanding: nobody asked for them, and they must
+                # not be read as the answer to a later request: the connection is poisoned
+                eng.unsolicited += 1
+                eng.note_reason("unsolicited", f"{len(data)} bytes arrived on a connection with no request "
+                                               f"outstanding ({bytes(data[:40])!r}); the connection was closed")
             self._kill()
             eng.conn_gone(self, _clock())
             return
