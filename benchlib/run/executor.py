@@ -386,7 +386,7 @@ class TrialExecutor:
         status, reason = "ok", None
         per_arm: list[str | None] = [None for _ in group]  # an arm's own reason (it died), if any
         self.failed_arms = ()
-        now = group[0].arm  # the arm being started and checked (a start or contract failure is its)
+        blamed = group[0].arm  # the arm a failure here is blamed on ("": no one arm)
         try:
             with contextlib.ExitStack() as stack:
                 started: list[ArmServices] = []
@@ -394,7 +394,7 @@ class TrialExecutor:
                 specs: list[tuple[LoadSpec, Target]] = []
                 peers: list[tuple[int, CrossCheck, str, Endpoint, bool]] = []  # beside the load, one arm at a time
                 for k, (p, rec, got) in enumerate(zip(group, recs, gots)):
-                    now = p.arm
+                    blamed = p.arm
                     s = stack.enter_context(self.services.start(exp.arm(p.arm), p.condition, p.block))
                     started.append(s)
                     endpoint, front_rec = self._started_fields(rec, s, condition, got)
@@ -407,7 +407,7 @@ class TrialExecutor:
                     if check is not None:  # first in every other block the peer runs in
                         peers.append((k, check, url + endpoint.path, endpoint,
                                       self.check_blocks.index(p.block) % 2 == 1))
-                now = ""  # every arm started and met its contract
+                blamed = ""  # every arm started and met its contract
                 for k, check, url, endpoint, first in peers:
                     if first:
                         gots[k]["peer"] = peer_report(self._run_check(check, url, endpoint, order="before"))
@@ -429,9 +429,9 @@ class TrialExecutor:
                                                     seed=exp.seed * 1_000_003 + group[0].seq, on_start=reader.start_at)
                 except BenchlibError:
                     for p, s, got in zip(group, started, gots):
-                        now = p.arm
+                        blamed = p.arm
                         self._died_first(exp.arm(p.arm), s, got)
-                    now = ""
+                    blamed = ""
                     raise
                 reader.join()
                 _sample_now(*everyone)
@@ -466,12 +466,12 @@ class TrialExecutor:
                     if status != "ok" and reason != disturbance.verdict:  # the load's judgment names its arm
                         reason = f"{next(p.arm for p, j in zip(group, judged) if j == worst)}: {reason}"
         except _Died as exc:
-            status, reason = "failed", f"{now}: {exc}" if now else str(exc)
-            self.failed_arms = (now,) if now else ()
+            status, reason = "failed", f"{blamed}: {exc}" if blamed else str(exc)
+            self.failed_arms = (blamed,) if blamed else ()
         except (ServiceStartError, ContractError) as exc:
             status, reason = self._start_failure(exc, gots[0])
-            if now:
-                reason, self.failed_arms = f"{now}: {reason}", (now,)
+            if blamed:
+                reason, self.failed_arms = f"{blamed}: {reason}", (blamed,)
         except BenchlibError as exc:
             status = "failed"
             reason = f"{type(exc).__name__}: {exc}"
