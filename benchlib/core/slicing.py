@@ -108,8 +108,9 @@ class SlicePlan:
 def plan_slices(n_arms: int, *, warmup_s: float, measured_s: float, slice_ms: float, gap_ms: float,
                 seed: int, order: Sequence[int] | None = None) -> SlicePlan:
     """The slices of a trial of ``n_arms`` arms: at least ``warmup_s`` of warm-up slices per arm
-    and about ``measured_s`` of measured slices per arm (rounded to whole cycles, at least
-    one), each slice followed by ``gap_ms`` of idle time. ``order``: one cycle's order of arm
+    and at least ``measured_s`` of measured slices per arm (whole cycles, rounded up: a
+    condition's seconds are a floor its counts rely on, e.g. 10 s at 10 requests/s is the 100
+    requests a p50 needs), each slice followed by ``gap_ms`` of idle time. ``order``: one cycle's order of arm
     indices, each arm equally often (default :func:`slice_order` of ``seed``; another order
     serves only to show why that one: ``bench/interleave.py``)."""
     if not (slice_ms > 0 and gap_ms >= 0 and measured_s > 0 and warmup_s >= 0):
@@ -122,7 +123,7 @@ def plan_slices(n_arms: int, *, warmup_s: float, measured_s: float, slice_ms: fl
     per_cycle = len(order) // n_arms  # slices of each arm in one cycle
     s_ns, g_ns = int(round(slice_ms * 1e6)), int(round(gap_ms * 1e6))
     warm_cycles = math.ceil(warmup_s * 1e3 / slice_ms / per_cycle) if warmup_s > 0 else 0
-    meas_cycles = max(1, round(measured_s * 1e3 / slice_ms / per_cycle))
+    meas_cycles = max(1, math.ceil(measured_s * 1e3 / slice_ms / per_cycle - 1e-9))
     wins: list[list[tuple[int, int]]] = [[] for _ in range(n_arms)]
     t = t_measure = 0
     for c in range(warm_cycles + meas_cycles):

@@ -260,7 +260,8 @@ def run_interleaved(
     if len(loads) != len(plan.windows):
         raise LoadSpecError(f"{len(loads)} loads for a plan of {len(plan.windows)} arms")
     check_sliceable([s.model for s, _ in loads], [s.protocol for s, _ in loads],
-                    [s.requests is not None or bool(s.warmup_requests) for s, _ in loads])
+                    [s.requests is not None or bool(s.warmup_requests) for s, _ in loads],
+                    [bool(s.stages) for s, _ in loads])
     workers = {s.workers for s, _ in loads}
     if len(workers) != 1:
         raise LoadSpecError(f"the arms of an interleaved trial need the same number of workers, got {sorted(workers)}")

@@ -3,9 +3,12 @@
 :mod:`benchlib.core.slicing` says where each arm's slices fall; :class:`SlicedEngine` sends in
 them. Closed model: each connection sends only in its arm's slices (a request in flight at a
 slice's end completes in the gap; an idle connection waits for the next slice); open model:
-each arrival of the schedule belongs to the arm whose slice it falls in and keeps its intended
-time (an arrival in a gap or another arm's slice is not this arm's), so coordinated omission is
-handled as in any open-model trial. :func:`benchlib.loadgen.launch.run_interleaved` runs one
+each arm's schedule runs on its own clock, the seconds of its slices laid end to end, and each
+arrival is due at the instant its slice puts it (its intended time, kept whatever the server
+does, so coordinated omission is handled as in any open-model trial). An arm thus gets exactly
+the arrivals of ``rate x its slices' seconds`` (a constant schedule) wherever its slices fall;
+the global schedule filtered by the windows gave an arm 79-116 arrivals where 99 were due, as a
+constant schedule's slots aliased against the slices. :func:`benchlib.loadgen.launch.run_interleaved` runs one
 engine per arm in each worker.
 """
 
@@ -20,6 +23,7 @@ import numpy as np
 
 from benchlib.core.errors import LoadSpecError
 from benchlib.loadgen.engine import Engine, EngineConfig
+from benchlib.loadgen.schedule import arrival_offsets_ns, segments_for
 
 __all__ = ["SlicedEngine", "check_sliceable", "until_ns"]
 
@@ -57,11 +61,18 @@ class SlicedEngine(Engine):
         return self.in_window(now)
 
     def _schedule_blocks(self) -> Iterator[np.ndarray]:
+        """The arm's arrivals (ns from the trial's start): its schedule on its own clock (warm-up:
+        the seconds of its slices before ``cfg.warmup_s``; measured: the rest), each offset
+        mapped into the slice that holds it."""
+        cfg = self.cfg
         lo, hi = self.win_rel[:, 0], self.win_rel[:, 1]
-        for block in super()._schedule_blocks():
-            i = np.searchsorted(lo, block, side="right") - 1
-            keep = (i >= 0) & (block < hi[np.clip(i, 0, None)])
-            yield block[keep]
+        cum = np.concatenate([[0], np.cumsum(hi - lo)])  # the arm's clock at each slice's start
+        warm_ns = int(cum[np.searchsorted(lo, round(cfg.warmup_s * 1e9), side="left")])
+        segs = segments_for(cfg.rate_rps, (int(cum[-1]) - warm_ns) / 1e9, (), warm_ns / 1e9)
+        for block in arrival_offsets_ns(segs, arrival=cfg.arrival, worker=cfg.worker, workers=cfg.workers,
+                                        seed=cfg.seed):
+            i = np.searchsorted(cum, block, side="right") - 1
+            yield lo[i] + (block - cum[i])
 
     async def activate(self) -> None:
         """Closed model: at each of this arm's windows, send on its idle connections and open
@@ -95,14 +106,19 @@ async def until_ns(t_ns: int) -> None:
         await asyncio.sleep(0)
 
 
-def check_sliceable(models: Sequence[str], protocols: Sequence[str], bounded_by_count: Sequence[bool]) -> None:
+def check_sliceable(models: Sequence[str], protocols: Sequence[str], bounded_by_count: Sequence[bool],
+                    staged: Sequence[bool] = ()) -> None:
     """Refuse, in one line, a trial the sliced engine cannot interleave: HTTP/2 or gRPC loads
-    (their engine does not interleave), or a load bounded by a request count (slices are time)."""
+    (their engine does not interleave), a load bounded by a request count (slices are time), or
+    an open load in stages (a stage's seconds are the trial's, not an arm's)."""
     if any(p != "http1" for p in protocols):
         raise LoadSpecError("an interleaved trial runs HTTP/1.1 loads only; HTTP/2 and gRPC loads run in the "
                             "sequential design (Experiment(interleave=None))")
     if any(bounded_by_count):
         raise LoadSpecError("an interleaved trial needs a load bounded by time (duration_s), not by a request "
                             "count: slices are time; use duration_s, or the sequential design (interleave=None)")
+    if any(staged):
+        raise LoadSpecError("an interleaved trial runs an open load at one rate (rate_rps, duration_s), not in "
+                            "stages; run stages in the sequential design (interleave=None)")
     if any(m not in ("open", "closed") for m in models):
         raise LoadSpecError(f"unknown load model(s) {sorted(set(models))}")

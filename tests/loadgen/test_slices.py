@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 
 from benchlib.core.errors import LoadSpecError
-from benchlib.core.model import LoadSpec, Target
+from benchlib.core.model import LoadSpec, Stage, Target
 from benchlib.core.schema import PHASE_CODES
 from benchlib.core.slicing import de_bruijn_pairs, plan_slices, slice_order
+from benchlib.loadgen.engine import EngineConfig
 from benchlib.loadgen.launch import run_interleaved
+from benchlib.loadgen.slices import SlicedEngine
 from benchlib.loadgen.testservers import serve
 
 from .conftest import client_cpus, server_cpus
@@ -50,6 +52,36 @@ def test_an_interleaved_trial_refuses_a_count_bound_or_http2_load_in_one_line() 
         run_interleaved([(LoadSpec(requests=100, duration_s=None), t)] * 2, plan)
     with pytest.raises(LoadSpecError, match="HTTP/1.1 loads only"):
         run_interleaved([(LoadSpec(protocol="h2c"), t)] * 2, plan)
+    staged = LoadSpec(model="open", stages=(Stage(100, 1.0), Stage(200, 1.0)), duration_s=None)
+    with pytest.raises(LoadSpecError, match="not in stages"):
+        run_interleaved([(staged, t)] * 2, plan)
+
+
+@pytest.mark.parametrize("arrival", ["constant", "poisson"])
+def test_an_open_arm_gets_its_rate_times_its_slices_seconds_wherever_its_slices_fall(arrival: str) -> None:
+    # study 01's /users/1 at full scale: 6 arms, 10 requests/s, 10 s each; a slice of 50 ms holds
+    # half an arrival, so the old rule (one schedule for the trial, filtered by the arm's slices)
+    # gave an arm 79-116 where 100 were due, with the phase of its slices
+    counts = []
+    for seed in range(8):
+        plan = plan_slices(6, warmup_s=1.0, measured_s=10.0, slice_ms=50, gap_ms=5, seed=seed)
+        assert plan.measured_s(0) >= 10.0  # whole cycles, rounded up
+        for arm in range(6):
+            cfg = EngineConfig(host="127.0.0.1", port=9, model="open", connections=2, rate_rps=10.0,
+                               duration_s=plan.total_s - plan.warmup_s, warmup_s=plan.warmup_s, arrival=arrival,
+                               seed=seed * 10 + arm)
+            eng = SlicedEngine(cfg, 0, plan.windows[arm])
+            due = np.concatenate(list(eng._schedule_blocks()))
+            win = plan.windows[arm]
+            k = np.searchsorted(win[:, 0], due, side="right") - 1
+            assert (k >= 0).all() and (due < win[k, 1]).all()  # each one inside one of its slices
+            assert (np.diff(due) >= 0).all()
+            measured = int(np.count_nonzero(due >= round(plan.warmup_s * 1e9)))
+            if arrival == "constant":
+                assert measured == round(10 * plan.measured_s(arm))
+            counts.append(measured)
+    if arrival == "poisson":  # its number drawn at the rate over the arm's own seconds
+        assert np.mean(counts) == pytest.approx(10 * plan.measured_s(0), rel=0.1)
 
 
 @pytest.mark.integration
@@ -70,8 +102,8 @@ def test_each_arm_sends_only_in_its_own_slices(model: str) -> None:
         assert len(measured) > 0 and (measured["error"] == 0).all()
         assert r.meta["measured_duration_s"] == pytest.approx(plan.measured_s(i))
         assert r.meta["interleave"]["slice_ms"] == 50 and r.meta["interleave"]["arms"] == 2
-        if model == "open":  # the arrivals in its slices, at the rate: about rate x its measured seconds
-            assert len(measured) == pytest.approx(400 * plan.measured_s(i), rel=0.1)
+        if model == "open":  # a constant schedule on the arm's own clock: exactly rate x its measured seconds
+            assert len(measured) == round(400 * plan.measured_s(i))
 
 
 def test_carry_over_is_an_arms_cpu_in_the_others_slices_beyond_its_idle_rate() -> None:
