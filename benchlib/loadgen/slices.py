@@ -6,10 +6,9 @@ slice's end completes in the gap; an idle connection waits for the next slice); 
 each arm's schedule runs on its own clock, the seconds of its slices laid end to end, and each
 arrival is due at the instant its slice puts it (its intended time, kept whatever the server
 does, so coordinated omission is handled as in any open-model trial). An arm thus gets exactly
-the arrivals of ``rate x its slices' seconds`` (a constant schedule) wherever its slices fall;
-the global schedule filtered by the windows gave an arm 79-116 arrivals where 99 were due, as a
-constant schedule's slots aliased against the slices. :func:`benchlib.loadgen.launch.run_interleaved` runs one
-engine per arm in each worker.
+``rate x its slices' seconds`` of arrivals (a constant schedule) wherever its slices fall, even
+where a slice holds less than one arrival. :func:`benchlib.loadgen.launch.run_interleaved` runs
+one engine per arm in each worker.
 """
 
 from __future__ import annotations
@@ -107,7 +106,7 @@ async def until_ns(t_ns: int) -> None:
 
 
 def check_sliceable(models: Sequence[str], protocols: Sequence[str], bounded_by_count: Sequence[bool],
-                    staged: Sequence[bool] = ()) -> None:
+                    staged: Sequence[bool]) -> None:
     """Refuse, in one line, a trial the sliced engine cannot interleave: HTTP/2 or gRPC loads
     (their engine does not interleave), a load bounded by a request count (slices are time), or
     an open load in stages (a stage's seconds are the trial's, not an arm's)."""
